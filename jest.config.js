@@ -1,0 +1,20 @@
+/** Jest: swc transforms TypeScript and the ESM-only packages (middy) to CommonJS. */
+const esmPackages = ['@middy', 'ulid'].join('|');
+const transform = { '^.+\\.(t|j|mj)s$': ['@swc/jest'] };
+const common = {
+  testEnvironment: 'node',
+  transform,
+  transformIgnorePatterns: [`/node_modules/(?!(${esmPackages})/)`],
+  moduleFileExtensions: ['ts', 'js', 'mjs', 'json'],
+};
+module.exports = {
+  // DynamoDB Local (in-memory) starts once per run; tests talk to it, the S3 and SQS emulators.
+  globalSetup: '<rootDir>/test/support/global-setup.ts',
+  globalTeardown: '<rootDir>/test/support/global-teardown.ts',
+  testTimeout: 60000,
+  projects: [
+    { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
+    { ...common, displayName: 'cdk', testMatch: ['<rootDir>/test/cdk/**/*.test.ts'] },
+    { ...common, displayName: 'api', testMatch: ['<rootDir>/test/api/**/*.test.ts', '<rootDir>/test/domain/**/*.test.ts', '<rootDir>/test/pipeline/**/*.test.ts', '<rootDir>/test/local/**/*.test.ts'] },
+  ],
+};

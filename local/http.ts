@@ -1,0 +1,269 @@
+/**
+ * API Gateway (REST, Lambda proxy integration) locally: routes each request through the route
+ * manifest to its handler module, with the same APIGatewayProxyEvent and result handling.
+ */
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
+import { matchRoute, routeLogicalName, type RouteDef } from '../shared/manifest/routes';
+import { newId } from '../shared/ids';
+import { handlerModuleExists, lambdaContext, loadHandler, LOCAL_ACCOUNT_ID } from './lambda';
+import type { Log } from './log';
+
+/** API Gateway's payload limit. */
+export const MAX_BODY_BYTES = 10 * 1024 * 1024;
+export const STAGE = 'local';
+const API_ID = 'local';
+/** D20: a long-poll holds up to 60 s, so those handlers get more time than API Gateway's 29 s. */
+const timeoutSeconds = (route: RouteDef) => (route.longPoll ? 65 : 29);
+
+const TEXT_TYPES = [/^text\//, /^application\/(.+\+)?json\b/, /^application\/(.+\+)?xml\b/, /^application\/x-www-form-urlencoded\b/, /^application\/javascript\b/];
+
+/** Bodies API Gateway hands over as text; everything else (multipart/form-data, media) is base64. */
+export function isTextContentType(contentType: string | undefined): boolean {
+  const ct = (contentType ?? '').toLowerCase().trim();
+  return ct === '' || TEXT_TYPES.some((re) => re.test(ct));
+}
+
+/** What the adapter needs of an incoming request (node's IncomingMessage provides it). */
+export interface ProxyRequest {
+  method: string;
+  /** Path and query string as received. */
+  url: string;
+  /** Header names in their original case, values in order: `[name, value, name, value, ...]`. */
+  rawHeaders: string[];
+  body: Buffer;
+  sourceIp: string;
+  /** Port of the local server, reported in X-Forwarded-Port. */
+  port: number;
+}
+
+const NO_IDENTITY = {
+  accessKey: null,
+  accountId: null,
+  apiKey: null,
+  apiKeyId: null,
+  caller: null,
+  clientCert: null,
+  cognitoAuthenticationProvider: null,
+  cognitoAuthenticationType: null,
+  cognitoIdentityId: null,
+  cognitoIdentityPoolId: null,
+  principalOrgId: null,
+  user: null,
+  userArn: null,
+};
+
+/** `09/Apr/2015:12:34:56 +0000`, the format of requestContext.requestTime. */
+function clfTime(d: Date): string {
+  const months = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+  const p = (n: number) => String(n).padStart(2, '0');
+  return `${p(d.getUTCDate())}/${months[d.getUTCMonth()]}/${d.getUTCFullYear()}:${p(d.getUTCHours())}:${p(d.getUTCMinutes())}:${p(d.getUTCSeconds())} +0000`;
+}
+
+function headerMaps(rawHeaders: string[]): { headers: Record<string, string>; multi: Record<string, string[]> } {
+  const multi: Record<string, string[]> = {};
+  const canonical = new Map<string, string>(); // lower-case name → first spelling seen
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!;
+    const key = canonical.get(name.toLowerCase()) ?? name;
+    canonical.set(name.toLowerCase(), key);
+    (multi[key] ??= []).push(rawHeaders[i + 1]!);
+  }
+  // Single-value map: the last value of a repeated header, as API Gateway does.
+  const headers = Object.fromEntries(Object.entries(multi).map(([k, v]) => [k, v[v.length - 1]!]));
+  return { headers, multi };
+}
+
+/** Adds the X-Forwarded-* headers API Gateway adds in front of the integration. */
+function addForwardedHeaders(raw: string[], req: ProxyRequest): string[] {
+  const out = [...raw];
+  const idx = out.findIndex((v, i) => i % 2 === 0 && v.toLowerCase() === 'x-forwarded-for');
+  if (idx >= 0) out[idx + 1] = `${out[idx + 1]}, ${req.sourceIp}`;
+  else out.push('X-Forwarded-For', req.sourceIp);
+  const has = (n: string) => out.some((v, i) => i % 2 === 0 && v.toLowerCase() === n);
+  if (!has('x-forwarded-port')) out.push('X-Forwarded-Port', String(req.port));
+  if (!has('x-forwarded-proto')) out.push('X-Forwarded-Proto', 'http');
+  return out;
+}
+
+/** The APIGatewayProxyEvent (REST API, payload 1.0) API Gateway sends for a matched route. */
+export function buildProxyEvent(
+  req: ProxyRequest,
+  route: Pick<RouteDef, 'path'>,
+  params: Record<string, string>,
+  opts: { now?: Date; requestId?: string } = {},
+): APIGatewayProxyEvent {
+  const now = opts.now ?? new Date();
+  const url = new URL(req.url, 'http://local');
+  const { headers, multi } = headerMaps(addForwardedHeaders(req.rawHeaders, req));
+
+  const multiQuery: Record<string, string[]> = {};
+  for (const [k, v] of url.searchParams) (multiQuery[k] ??= []).push(v);
+  const hasQuery = Object.keys(multiQuery).length > 0;
+  const query = Object.fromEntries(Object.entries(multiQuery).map(([k, v]) => [k, v[v.length - 1]!]));
+
+  const contentType = Object.entries(headers).find(([k]) => k.toLowerCase() === 'content-type')?.[1];
+  const userAgent = Object.entries(headers).find(([k]) => k.toLowerCase() === 'user-agent')?.[1] ?? null;
+  const host = Object.entries(headers).find(([k]) => k.toLowerCase() === 'host')?.[1];
+  const binary = req.body.length > 0 && !isTextContentType(contentType);
+  const body = req.body.length === 0 ? null : binary ? req.body.toString('base64') : req.body.toString('utf8');
+
+  return {
+    resource: route.path,
+    path: url.pathname,
+    httpMethod: req.method,
+    headers,
+    multiValueHeaders: multi,
+    queryStringParameters: hasQuery ? query : null,
+    multiValueQueryStringParameters: hasQuery ? multiQuery : null,
+    pathParameters: Object.keys(params).length ? { ...params } : null,
+    stageVariables: null,
+    requestContext: {
+      accountId: LOCAL_ACCOUNT_ID,
+      apiId: API_ID,
+      authorizer: null,
+      domainName: host,
+      domainPrefix: host?.split('.')[0],
+      extendedRequestId: randomUUID(),
+      httpMethod: req.method,
+      identity: { ...NO_IDENTITY, sourceIp: req.sourceIp, userAgent },
+      path: `/${STAGE}${url.pathname}`,
+      protocol: 'HTTP/1.1',
+      requestId: opts.requestId ?? randomUUID(),
+      requestTime: clfTime(now),
+      requestTimeEpoch: now.getTime(),
+      resourceId: route.path,
+      resourcePath: route.path,
+      stage: STAGE,
+    },
+    body,
+    isBase64Encoded: binary,
+  };
+}
+
+/** Writes a handler's APIGatewayProxyResult as API Gateway would. */
+export function writeProxyResult(res: ServerResponse, result: APIGatewayProxyResult, requestId: string): void {
+  const headers: Record<string, string | string[]> = {};
+  for (const [k, values] of Object.entries(result.multiValueHeaders ?? {})) headers[k] = values.map(String);
+  for (const [k, v] of Object.entries(result.headers ?? {})) headers[k] = String(v);
+  const names = Object.keys(headers).map((k) => k.toLowerCase());
+  if (!names.includes('content-type')) headers['Content-Type'] = 'application/json';
+  headers['x-amzn-RequestId'] = requestId;
+  const body = result.isBase64Encoded ? Buffer.from(result.body ?? '', 'base64') : Buffer.from(result.body ?? '', 'utf8');
+  res.writeHead(result.statusCode, { ...headers, 'Content-Length': String(body.length) });
+  res.end(body);
+}
+
+/** An error envelope (D4) answered by the adapter itself, with its own request id. */
+function writeEnvelope(res: ServerResponse, status: number, type: string, message: string): void {
+  const requestId = newId('request');
+  const body = JSON.stringify({ error: { type, message, request_id: requestId } });
+  if (res.headersSent) return void res.end();
+  res.writeHead(status, { 'Content-Type': 'application/json', 'X-Request-Id': requestId, 'Content-Length': String(Buffer.byteLength(body)) });
+  res.end(body);
+}
+
+class BodyTooLarge extends Error {}
+
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    if (Number(req.headers['content-length'] ?? 0) > limit) return reject(new BodyTooLarge());
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let tooLarge = false;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) tooLarge = true; // keep draining so the client can read the 413
+      else chunks.push(chunk);
+    });
+    req.on('end', () => (tooLarge ? reject(new BodyTooLarge()) : resolve(Buffer.concat(chunks))));
+    req.on('error', reject);
+  });
+}
+
+/** A local-only page (e.g. a payment provider's checkout); returns true when it answered. */
+export type LocalPage = (req: IncomingMessage, res: ServerResponse) => boolean | Promise<boolean>;
+
+const localPages: LocalPage[] = [];
+
+/** Mounts a local-only page in front of the API routes; returns a function that unmounts it. */
+export function registerLocalPage(page: LocalPage): () => void {
+  localPages.push(page);
+  return () => {
+    const i = localPages.indexOf(page);
+    if (i >= 0) localPages.splice(i, 1);
+  };
+}
+
+function normaliseIp(ip: string | undefined): string {
+  if (!ip) return '127.0.0.1';
+  return ip.startsWith('::ffff:') ? ip.slice(7) : ip;
+}
+
+export interface HttpServerOptions {
+  log: Log;
+  /** Requests wait for this (the environment is set up after the port is bound). */
+  ready?: Promise<void>;
+}
+
+export function createHttpServer(opts: HttpServerOptions): Server {
+  const { log } = opts;
+  const server = createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      log.error(`http ${req.method} ${req.url}: adapter failure`, err);
+      writeEnvelope(res, 500, 'internal_error', 'An unexpected error occurred. It has been logged; retrying is safe.');
+    });
+  });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    await opts.ready;
+    for (const page of localPages) if (await page(req, res)) return;
+
+    const method = req.method ?? 'GET';
+    const pathname = new URL(req.url ?? '/', 'http://local').pathname;
+    const match = matchRoute(method, pathname);
+    if (!match.route) {
+      req.resume();
+      return writeEnvelope(res, 404, 'not_found', `No route for ${method} ${pathname}.`);
+    }
+    const { route, params } = match;
+    if (!handlerModuleExists(route.handler)) {
+      req.resume();
+      log.warn(`http ${method} ${route.path}: ${route.handler} does not exist yet`);
+      return writeEnvelope(res, 501, 'internal_error', `${method} ${route.path} (${route.id}) is not implemented yet.`);
+    }
+
+    let body: Buffer;
+    try {
+      body = await readBody(req, MAX_BODY_BYTES);
+    } catch (err) {
+      if (!(err instanceof BodyTooLarge)) throw err;
+      res.setHeader('Connection', 'close');
+      return writeEnvelope(res, 413, 'invalid_request', `The request body exceeds ${MAX_BODY_BYTES} bytes.`);
+    }
+
+    const requestId = randomUUID();
+    const event = buildProxyEvent(
+      { method, url: req.url ?? '/', rawHeaders: req.rawHeaders, body, sourceIp: normaliseIp(req.socket.remoteAddress), port: req.socket.localPort ?? 0 },
+      route,
+      params,
+      { requestId },
+    );
+    const started = Date.now();
+    let result: APIGatewayProxyResult;
+    try {
+      const handler = await loadHandler(route.handler);
+      result = (await handler(event, lambdaContext(routeLogicalName(route), timeoutSeconds(route)))) as APIGatewayProxyResult;
+      if (!result || typeof result.statusCode !== 'number') throw new Error('the handler returned no statusCode');
+    } catch (err) {
+      // API Gateway answers 502 when the integration fails; the body keeps the D4 envelope.
+      log.error(`http ${method} ${pathname} → ${route.handler} failed`, err);
+      return writeEnvelope(res, 502, 'internal_error', 'An unexpected error occurred. It has been logged; retrying is safe.');
+    }
+    writeProxyResult(res, result, requestId);
+    log.info(`${method} ${req.url} → ${result.statusCode} (${Date.now() - started} ms)`);
+  }
+
+  return server;
+}

@@ -1,0 +1,73 @@
+/**
+ * Running Lambda handler modules in-process: loading a manifest module path and building the
+ * `Context` object Lambda passes as the second argument.
+ */
+import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { Context } from 'aws-lambda';
+
+/** The project root: manifest module paths (`functions/...ts`) are relative to it. */
+export const PROJECT_ROOT = resolve(__dirname, '..');
+
+export const LOCAL_ACCOUNT_ID = '000000000000';
+
+export function localRegion(): string {
+  return process.env.AWS_REGION ?? 'us-east-1';
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyHandler = (event: any, context: Context) => unknown;
+
+const loaded = new Map<string, Promise<AnyHandler>>();
+
+/** True when the module file of a manifest entry exists (others are still being written). */
+export function handlerModuleExists(modulePath: string): boolean {
+  return existsSync(resolve(PROJECT_ROOT, modulePath));
+}
+
+/**
+ * The `handler` export of a manifest module, imported once per module (as a Lambda container keeps
+ * its module scope between invocations). Rejects when the module has no `handler` function.
+ */
+export function loadHandler(modulePath: string): Promise<AnyHandler> {
+  let p = loaded.get(modulePath);
+  if (!p) {
+    p = import(resolve(PROJECT_ROOT, modulePath)).then((mod: { handler?: unknown; default?: { handler?: unknown } }) => {
+      const handler = mod.handler ?? mod.default?.handler;
+      if (typeof handler !== 'function') throw new Error(`${modulePath} does not export a handler function`);
+      return handler as AnyHandler;
+    });
+    // A failed import is retried on the next call instead of being cached.
+    p.catch(() => loaded.delete(modulePath));
+    loaded.set(modulePath, p);
+  }
+  return p;
+}
+
+/** Forgets loaded modules' handlers (the modules stay in the module cache). */
+export function clearHandlerCache(): void {
+  loaded.clear();
+}
+
+/** A Lambda `Context` for one invocation of `functionName` with the given timeout. */
+export function lambdaContext(functionName: string, timeoutSeconds: number, memoryMb = 1024): Context {
+  const deadline = Date.now() + timeoutSeconds * 1000;
+  const awsRequestId = randomUUID();
+  const region = localRegion();
+  const logStream = `${new Date().toISOString().slice(0, 10).replace(/-/g, '/')}/[$LATEST]${awsRequestId.replace(/-/g, '')}`;
+  return {
+    callbackWaitsForEmptyEventLoop: true,
+    functionName,
+    functionVersion: '$LATEST',
+    invokedFunctionArn: `arn:aws:lambda:${region}:${LOCAL_ACCOUNT_ID}:function:${functionName}`,
+    memoryLimitInMB: String(memoryMb),
+    awsRequestId,
+    logGroupName: `/aws/lambda/${functionName}`,
+    logStreamName: logStream,
+    getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
+    done: () => undefined,
+    fail: () => undefined,
+    succeed: () => undefined,
+  };
+}

@@ -1,0 +1,225 @@
+/**
+ * The embedded local runtime: DynamoDB Local, the S3 and SQS emulators, the EventBridge rules,
+ * stream pipes, schedules and queue pollers of the wiring, and the HTTP API of the route manifest,
+ * all in one process tree. The handler modules run in this process with RUNTIME=local.
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { resetClients } from '../shared/db/client';
+import { resetConfig } from '../shared/config';
+import { PIPES, QUEUES, type PipeDef, type ScheduleDef } from '../shared/manifest/wiring';
+import { ensureTable, localDynamoClient, startDynamoDbLocal, type DynamoDbLocal } from './dynamodb';
+import { createEventRouter } from './eventbridge';
+import { createHttpServer } from './http';
+import { handlerModuleExists, loadHandler, localRegion, LOCAL_ACCOUNT_ID } from './lambda';
+import { createLog, type LogLevel } from './log';
+import { runReconcilers } from './reconcilers';
+import { S3_LOCAL_CREDENTIALS, startS3Emulator } from './s3';
+import { startScheduler, type Scheduler } from './scheduler';
+import { createQueues, localSqsClient, QueuePoller, queueSender, queueUrlEnvName, startSqsEmulator, type LocalQueue } from './sqs';
+import { fileCheckpoints, localStreamsClient, memoryCheckpoints, StreamPipes } from './streams';
+
+export interface RuntimeOptions {
+  /** HTTP port; 0 picks a free one. Default 3000. */
+  port?: number;
+  host?: string;
+  /** Where DynamoDB, S3 objects, stream checkpoints and the cursor secret persist. Default ./data. */
+  dataDir?: string;
+  /** Nothing persists: DynamoDB -inMemory (unless dynamoEndpoint), S3 in a temp directory. */
+  inMemory?: boolean;
+  /** Use an already running DynamoDB Local (the test run shares one) instead of starting one. */
+  dynamoEndpoint?: string;
+  tableName?: string;
+  bucketName?: string;
+  enableScheduler?: boolean;
+  enablePollers?: boolean;
+  enableStreams?: boolean;
+  logLevel?: LogLevel;
+  /** Fixed cursor secret (tests); otherwise a random one persisted in dataDir. */
+  cursorSecret?: string;
+  publicBaseUrl?: string;
+  /** Long-poll wait of the queue pollers; shorter makes stop() quicker. */
+  pollWaitSeconds?: number;
+  streamPollIntervalMs?: number;
+}
+
+export interface Runtime {
+  url: string;
+  s3Endpoint: string;
+  sqsEndpoint: string;
+  dynamoEndpoint: string;
+  tableName: string;
+  bucketName: string;
+  dataDir: string | null;
+  queues: Map<string, LocalQueue>;
+  /** Queues whose consumer runs (module present and pollers enabled). */
+  polledQueues: string[];
+  pipes: readonly PipeDef[];
+  schedules: ScheduleDef[];
+  stop(): Promise<void>;
+}
+
+function persistedSecret(dataDir: string): string {
+  const file = join(dataDir, 'cursor-secret');
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  const secret = randomBytes(32).toString('hex');
+  writeFileSync(file, secret, { mode: 0o600 });
+  return secret;
+}
+
+export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> {
+  const log = createLog(opts.logLevel ?? 'info');
+  const host = opts.host ?? '127.0.0.1';
+  const inMemory = opts.inMemory ?? false;
+  const dataDir = inMemory ? null : resolve(opts.dataDir ?? 'data');
+  if (dataDir) mkdirSync(dataDir, { recursive: true });
+  const tableName = opts.tableName ?? 'marketplace';
+  const bucketName = opts.bucketName ?? 'marketplace-media';
+  process.env.AWS_REGION ??= 'us-east-1';
+  const region = localRegion();
+
+  const stops: (() => Promise<unknown> | void)[] = [];
+  const stopAll = async () => {
+    // In reverse order of start: HTTP first, DynamoDB Local last.
+    for (let stop = stops.pop(); stop; stop = stops.pop()) {
+      try {
+        await stop();
+      } catch (err) {
+        log.error('stop failed', err);
+      }
+    }
+  };
+
+  try {
+    let dynamo: DynamoDbLocal | null = null;
+    if (!opts.dynamoEndpoint) {
+      dynamo = await startDynamoDbLocal({ dbPath: dataDir ? join(dataDir, 'dynamodb') : undefined });
+      stops.push(() => dynamo!.stop());
+    }
+    const dynamoEndpoint = opts.dynamoEndpoint ?? dynamo!.endpoint;
+
+    const sqsEmulator = await startSqsEmulator({ host });
+    stops.push(() => sqsEmulator.stop());
+    const sqs = localSqsClient(sqsEmulator.endpoint);
+    stops.push(() => sqs.destroy());
+    const sandboxDelay = process.env.SANDBOX_DELAY_SECONDS;
+    const queues = await createQueues(sqs, QUEUES, sandboxDelay !== undefined ? { sandbox: Number(sandboxDelay) } : {});
+    const send = queueSender(sqs, queues);
+    const router = createEventRouter({ bucketName, send, log });
+
+    const s3Dir = dataDir ? join(dataDir, 's3') : mkdtempSync(join(tmpdir(), 'local-s3-'));
+    if (!dataDir) stops.push(() => rmSync(s3Dir, { recursive: true, force: true }));
+    const s3 = await startS3Emulator({
+      directory: s3Dir,
+      bucket: bucketName,
+      host,
+      account: LOCAL_ACCOUNT_ID,
+      region,
+      onObjectCreated: (event) => {
+        router.route(event).catch((err: Error) => log.error(`eventbridge: delivery failed: ${err.message}`));
+      },
+    });
+    stops.push(() => s3.stop());
+
+    // Bind the port first (PUBLIC_BASE_URL needs it); requests wait until the environment is set.
+    let markReady!: () => void;
+    const ready = new Promise<void>((r) => (markReady = r));
+    const server = createHttpServer({ log, ready });
+    await new Promise<void>((ok, fail) => {
+      server.once('error', fail);
+      server.listen(opts.port ?? 3000, host, () => ok());
+    });
+    stops.push(
+      () =>
+        new Promise<void>((r) => {
+          server.close(() => r());
+          server.closeAllConnections();
+        }),
+    );
+    const url = `http://${host}:${(server.address() as AddressInfo).port}`;
+
+    // The handlers read these through shared/config; set them before any handler module loads.
+    const env: Record<string, string> = {
+      RUNTIME: 'local',
+      AWS_REGION: region,
+      AWS_ACCESS_KEY_ID: S3_LOCAL_CREDENTIALS.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: S3_LOCAL_CREDENTIALS.secretAccessKey,
+      TABLE_NAME: tableName,
+      BUCKET_NAME: bucketName,
+      DYNAMODB_ENDPOINT: dynamoEndpoint,
+      S3_ENDPOINT: s3.endpoint,
+      SQS_ENDPOINT: sqsEmulator.endpoint,
+      CURSOR_SECRET: opts.cursorSecret ?? (dataDir ? persistedSecret(dataDir) : randomBytes(32).toString('hex')),
+      PUBLIC_BASE_URL: opts.publicBaseUrl ?? url,
+    };
+    for (const q of queues.values()) env[queueUrlEnvName(q.def.name)] = q.url;
+    delete process.env.AWS_PROFILE; // the local process must never reach a real account
+    delete process.env.AWS_SESSION_TOKEN;
+    Object.assign(process.env, env);
+    resetConfig();
+    resetClients();
+
+    const ddb = localDynamoClient(dynamoEndpoint);
+    stops.push(() => ddb.destroy());
+    await ensureTable(ddb, tableName);
+
+    const polledQueues: string[] = [];
+    if (opts.enablePollers ?? true) {
+      for (const q of queues.values()) {
+        if (!handlerModuleExists(q.def.consumer)) {
+          log.warn(`sqs ${q.def.name}: consumer ${q.def.consumer} does not exist yet; queue not polled`);
+          continue;
+        }
+        const poller = new QueuePoller({ client: sqs, queue: q, handler: () => loadHandler(q.def.consumer), log, waitTimeSeconds: opts.pollWaitSeconds });
+        poller.start();
+        stops.push(() => poller.stop());
+        polledQueues.push(q.def.name);
+      }
+    }
+
+    if (opts.enableStreams ?? true) {
+      const streamsClient = localStreamsClient(dynamoEndpoint);
+      stops.push(() => streamsClient.destroy());
+      const pipes = new StreamPipes({
+        client: streamsClient,
+        tableName,
+        send,
+        log,
+        checkpoints: dataDir ? fileCheckpoints(join(dataDir, 'stream-checkpoints.json')) : memoryCheckpoints(),
+        intervalMs: opts.streamPollIntervalMs,
+      });
+      await pipes.start();
+      stops.push(() => pipes.stop());
+    }
+
+    let scheduler: Scheduler | null = null;
+    if (opts.enableScheduler ?? true) {
+      scheduler = startScheduler({ log });
+      stops.push(() => scheduler!.stop());
+    }
+
+    markReady();
+    await runReconcilers({ send, log });
+
+    return {
+      url,
+      s3Endpoint: s3.endpoint,
+      sqsEndpoint: sqsEmulator.endpoint,
+      dynamoEndpoint,
+      tableName,
+      bucketName,
+      dataDir,
+      queues,
+      polledQueues,
+      pipes: opts.enableStreams ?? true ? PIPES : [],
+      schedules: scheduler?.active ?? [],
+      stop: stopAll,
+    };
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+}

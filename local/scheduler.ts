@@ -1,0 +1,69 @@
+/**
+ * Schedules locally: each SCHEDULES entry invokes its handler every `everyMinutes` with an
+ * EventBridge "Scheduled Event", skipping a tick while the previous run is still going.
+ */
+import { randomUUID } from 'node:crypto';
+import type { ScheduledEvent } from 'aws-lambda';
+import { SCHEDULES, type ScheduleDef } from '../shared/manifest/wiring';
+import { handlerModuleExists, lambdaContext, loadHandler, LOCAL_ACCOUNT_ID, localRegion } from './lambda';
+import type { Log } from './log';
+
+export function scheduledEvent(schedule: Pick<ScheduleDef, 'name'>, at = new Date()): ScheduledEvent {
+  const region = localRegion();
+  return {
+    version: '0',
+    id: randomUUID(),
+    'detail-type': 'Scheduled Event',
+    source: 'aws.events',
+    account: LOCAL_ACCOUNT_ID,
+    time: at.toISOString().replace(/\.\d{3}Z$/, 'Z'),
+    region,
+    resources: [`arn:aws:events:${region}:${LOCAL_ACCOUNT_ID}:rule/${schedule.name}`],
+    detail: {},
+  };
+}
+
+export interface Scheduler {
+  /** The schedules that run (those whose handler module exists). */
+  active: ScheduleDef[];
+  stop(): Promise<void>;
+}
+
+export function startScheduler(opts: { log: Log; schedules?: readonly ScheduleDef[] }): Scheduler {
+  const timers: NodeJS.Timeout[] = [];
+  const running = new Set<Promise<void>>();
+  const active: ScheduleDef[] = [];
+  for (const schedule of opts.schedules ?? SCHEDULES) {
+    if (!handlerModuleExists(schedule.handler)) {
+      opts.log.warn(`schedule ${schedule.name}: ${schedule.handler} does not exist yet; not scheduled`);
+      continue;
+    }
+    active.push(schedule);
+    let busy = false;
+    const fire = () => {
+      if (busy) return;
+      busy = true;
+      const run = loadHandler(schedule.handler)
+        .then((handler) => handler(scheduledEvent(schedule), lambdaContext(schedule.name, schedule.timeoutSeconds)))
+        .then(
+          () => opts.log.debug(`schedule ${schedule.name}: done`),
+          (err: unknown) => opts.log.error(`schedule ${schedule.name}: failed`, err),
+        )
+        .finally(() => {
+          busy = false;
+          running.delete(run);
+        });
+      running.add(run);
+    };
+    const timer = setInterval(fire, schedule.everyMinutes * 60_000);
+    timer.unref();
+    timers.push(timer);
+  }
+  return {
+    active,
+    async stop() {
+      timers.forEach(clearInterval);
+      await Promise.allSettled([...running]);
+    },
+  };
+}

@@ -1,0 +1,248 @@
+/**
+ * SQS locally: the fauxqs emulator (child process), the queues of the wiring (each with its
+ * `-dlq` and redrive policy), and one poller per queue that invokes the consumer module the way a
+ * Lambda event source mapping with ReportBatchItemFailures does.
+ */
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { resolve } from 'node:path';
+import {
+  CreateQueueCommand,
+  DeleteMessageBatchCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  SQSClient,
+  type Message,
+} from '@aws-sdk/client-sqs';
+import type { SQSBatchResponse, SQSEvent, SQSMessageAttributes, SQSRecord } from 'aws-lambda';
+import type { QueueDef } from '../shared/manifest/wiring';
+import { lambdaContext, localRegion, type AnyHandler } from './lambda';
+import type { Log } from './log';
+
+export interface SqsEmulator {
+  endpoint: string;
+  port: number;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+/** Starts fauxqs in a child process on `host:port` (0 = any free port). */
+export async function startSqsEmulator(opts: { host?: string; port?: number } = {}): Promise<SqsEmulator> {
+  const host = opts.host ?? '127.0.0.1';
+  const child = spawn(process.execPath, [resolve(__dirname, 'fauxqs-process.mjs')], {
+    cwd: resolve(__dirname, '..'),
+    env: { ...process.env, FAUXQS_BIND: host, FAUXQS_PORT: String(opts.port ?? 0) },
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  const port = await new Promise<number>((ok, fail) => {
+    const lines = createInterface({ input: child.stdout! });
+    lines.once('line', (line) => {
+      lines.close();
+      ok((JSON.parse(line) as { port: number }).port);
+    });
+    child.once('exit', (code) => fail(new Error(`SQS emulator (fauxqs) exited with code ${code} before listening`)));
+  });
+  return {
+    endpoint: `http://${host}:${port}`,
+    port,
+    pid: child.pid!,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+export function localSqsClient(endpoint: string): SQSClient {
+  return new SQSClient({ endpoint, region: localRegion(), credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+}
+
+/** The environment variable holding a queue's URL, as `shared/config` reads it. */
+export function queueUrlEnvName(queueName: string): string {
+  return `QUEUE_URL_${queueName.toUpperCase().replace(/-/g, '_')}`;
+}
+
+export interface LocalQueue {
+  def: QueueDef;
+  url: string;
+  arn: string;
+  dlqUrl: string;
+  dlqArn: string;
+}
+
+async function createQueue(client: SQSClient, name: string, attributes: Record<string, string>): Promise<{ url: string; arn: string }> {
+  const { QueueUrl } = await client.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }));
+  const { Attributes } = await client.send(new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['QueueArn'] }));
+  return { url: QueueUrl!, arn: Attributes!.QueueArn! };
+}
+
+/**
+ * Creates each queue and its dead-letter queue with the wiring's settings. `delayOverrides` replaces
+ * a queue's delivery delay (the sandbox queue follows SANDBOX_DELAY_SECONDS locally).
+ */
+export async function createQueues(
+  client: SQSClient,
+  defs: readonly QueueDef[],
+  delayOverrides: Record<string, number> = {},
+): Promise<Map<string, LocalQueue>> {
+  const queues = new Map<string, LocalQueue>();
+  for (const def of defs) {
+    const dlq = await createQueue(client, `${def.name}-dlq`, { MessageRetentionPeriod: String(14 * 24 * 3600) });
+    const delay = delayOverrides[def.name] ?? def.deliveryDelaySeconds ?? 0;
+    const main = await createQueue(client, def.name, {
+      VisibilityTimeout: String(def.visibilityTimeoutSeconds),
+      DelaySeconds: String(delay),
+      RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: String(def.maxReceiveCount) }),
+    });
+    queues.set(def.name, { def, url: main.url, arn: main.arn, dlqUrl: dlq.url, dlqArn: dlq.arn });
+  }
+  return queues;
+}
+
+export type QueueSender = (queueName: string, body: string) => Promise<void>;
+
+export function queueSender(client: SQSClient, queues: Map<string, LocalQueue>): QueueSender {
+  return async (queueName, body) => {
+    const q = queues.get(queueName);
+    if (!q) throw new Error(`unknown queue ${queueName}`);
+    await client.send(new SendMessageCommand({ QueueUrl: q.url, MessageBody: body }));
+  };
+}
+
+/** One received SQS message as the record of the SQSEvent Lambda passes to a consumer. */
+export function toSqsRecord(m: Message, queueArn: string, region: string): SQSRecord {
+  const a = m.Attributes ?? {};
+  const now = String(Date.now());
+  const messageAttributes: SQSMessageAttributes = {};
+  for (const [name, v] of Object.entries(m.MessageAttributes ?? {})) {
+    messageAttributes[name] = {
+      stringValue: v.StringValue,
+      binaryValue: v.BinaryValue ? Buffer.from(v.BinaryValue).toString('base64') : undefined,
+      stringListValues: v.StringListValues ?? [],
+      binaryListValues: (v.BinaryListValues ?? []).map((b) => Buffer.from(b).toString('base64')),
+      dataType: v.DataType ?? 'String',
+    };
+  }
+  return {
+    messageId: m.MessageId!,
+    receiptHandle: m.ReceiptHandle!,
+    body: m.Body ?? '',
+    attributes: {
+      ApproximateReceiveCount: a.ApproximateReceiveCount ?? '1',
+      SentTimestamp: a.SentTimestamp ?? now,
+      SenderId: a.SenderId ?? 'AIDAIENQZJOLO23YVJ4VO',
+      ApproximateFirstReceiveTimestamp: a.ApproximateFirstReceiveTimestamp ?? now,
+      ...(a.AWSTraceHeader ? { AWSTraceHeader: a.AWSTraceHeader } : {}),
+    },
+    messageAttributes,
+    md5OfBody: m.MD5OfBody ?? '',
+    eventSource: 'aws:sqs',
+    eventSourceARN: queueArn,
+    awsRegion: region,
+  };
+}
+
+/**
+ * The records to delete after an invocation, by Lambda's partial-batch rules: a thrown error fails
+ * the whole batch; an empty or null response (or `batchItemFailures`) is a complete success; an
+ * empty, null or unknown `itemIdentifier` fails the whole batch; otherwise only the listed fail.
+ */
+export function successfulRecords(records: SQSRecord[], outcome: { error: unknown } | { result: unknown }): SQSRecord[] {
+  if ('error' in outcome) return [];
+  const result = outcome.result as Partial<SQSBatchResponse> | null | undefined;
+  if (result === null || typeof result !== 'object' || result.batchItemFailures == null) return records;
+  if (!Array.isArray(result.batchItemFailures)) return [];
+  const ids = new Set(records.map((r) => r.messageId));
+  const failed = new Set<string>();
+  for (const f of result.batchItemFailures) {
+    if (!f || typeof f.itemIdentifier !== 'string' || !ids.has(f.itemIdentifier)) return [];
+    failed.add(f.itemIdentifier);
+  }
+  return records.filter((r) => !failed.has(r.messageId));
+}
+
+export interface QueuePollerOptions {
+  client: SQSClient;
+  queue: Pick<LocalQueue, 'url' | 'arn'> & { def: Pick<QueueDef, 'name' | 'batchSize' | 'consumerTimeoutSeconds' | 'consumerMemoryMb'> };
+  /** The consumer; resolved lazily so a module is imported only once messages arrive. */
+  handler: () => Promise<AnyHandler>;
+  log: Log;
+  /** Long-poll wait (seconds); small values make stop() quicker in tests. */
+  waitTimeSeconds?: number;
+}
+
+/** Polls one queue and invokes its consumer per batch, until stopped. */
+export class QueuePoller {
+  private running = false;
+  private readonly abort = new AbortController();
+  private loop: Promise<void> | null = null;
+
+  constructor(private readonly opts: QueuePollerOptions) {}
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.abort.abort();
+    await this.loop;
+  }
+
+  private async run(): Promise<void> {
+    while (this.running) {
+      try {
+        await this.pollOnce();
+      } catch (err) {
+        if (!this.running) break;
+        this.opts.log.error(`sqs ${this.opts.queue.def.name}: poll failed: ${(err as Error).message}`);
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+    }
+  }
+
+  /** Receives one batch (long poll), invokes the consumer and deletes what succeeded. Returns the batch size. */
+  async pollOnce(): Promise<number> {
+    const { client, queue, log } = this.opts;
+    const received = await client.send(
+      new ReceiveMessageCommand({
+        QueueUrl: queue.url,
+        MaxNumberOfMessages: queue.def.batchSize,
+        WaitTimeSeconds: this.opts.waitTimeSeconds ?? 20,
+        MessageSystemAttributeNames: ['All'],
+        MessageAttributeNames: ['All'],
+      }),
+      { abortSignal: this.abort.signal },
+    );
+    const messages = received.Messages ?? [];
+    if (!messages.length) return 0;
+
+    const records = messages.map((m) => toSqsRecord(m, queue.arn, localRegion()));
+    const event: SQSEvent = { Records: records };
+    const context = lambdaContext(`${queue.def.name}-consumer`, queue.def.consumerTimeoutSeconds, queue.def.consumerMemoryMb);
+    let outcome: { error: unknown } | { result: unknown };
+    try {
+      const handler = await this.opts.handler();
+      outcome = { result: await handler(event, context) };
+    } catch (error) {
+      outcome = { error };
+      log.error(`sqs ${queue.def.name}: consumer failed for a batch of ${records.length}`, error);
+    }
+    const done = successfulRecords(records, outcome);
+    if (done.length) {
+      await client.send(
+        new DeleteMessageBatchCommand({
+          QueueUrl: queue.url,
+          Entries: done.map((r, i) => ({ Id: String(i), ReceiptHandle: r.receiptHandle })),
+        }),
+      );
+    }
+    const failed = records.length - done.length;
+    log.debug(`sqs ${queue.def.name}: ${done.length} done, ${failed} left for redelivery`);
+    return records.length;
+  }
+}

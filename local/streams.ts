@@ -1,0 +1,194 @@
+/**
+ * EventBridge Pipes locally: polls the table's DynamoDB stream (DynamoDB Local implements the
+ * Streams API) and sends each record matching a pipe's filter to the pipe's target queue, with the
+ * stream record JSON as the message body, as a pipe with an SQS target does.
+ */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import {
+  DescribeStreamCommand,
+  DynamoDBStreamsClient,
+  ExpiredIteratorException,
+  GetRecordsCommand,
+  GetShardIteratorCommand,
+  ListStreamsCommand,
+  TrimmedDataAccessException,
+  type _Record,
+  type ShardIteratorType,
+} from '@aws-sdk/client-dynamodb-streams';
+import type { DynamoDBRecord } from 'aws-lambda';
+import { matchesPattern, PIPES, type PipeDef } from '../shared/manifest/wiring';
+import { localRegion } from './lambda';
+import type { Log } from './log';
+import type { QueueSender } from './sqs';
+
+export function localStreamsClient(endpoint: string): DynamoDBStreamsClient {
+  return new DynamoDBStreamsClient({ endpoint, region: localRegion(), credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+}
+
+/** Binary attribute values arrive as bytes; the JSON record carries them base64-encoded, as AWS does. */
+function jsonSafe(value: unknown): unknown {
+  if (value instanceof Uint8Array) return Buffer.from(value).toString('base64');
+  if (value instanceof Date) return Math.floor(value.getTime() / 1000);
+  if (Array.isArray(value)) return value.map(jsonSafe);
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined).map(([k, v]) => [k, jsonSafe(v)]));
+  }
+  return value;
+}
+
+/**
+ * A GetRecords record in the shape a pipe (or Lambda) delivers: `ApproximateCreationDateTime` in
+ * epoch seconds, binary values base64, plus `eventSourceARN`.
+ */
+export function toPipeRecord(record: _Record, streamArn: string): DynamoDBRecord & { eventSourceARN: string } {
+  return { ...(jsonSafe(record) as DynamoDBRecord), eventSourceARN: streamArn };
+}
+
+/** Where each shard was read up to: `npm start` keeps it on disk to resume after a restart. */
+export interface CheckpointStore {
+  load(): Record<string, string> | null;
+  save(checkpoints: Record<string, string>): void;
+}
+
+export function fileCheckpoints(path: string): CheckpointStore {
+  return {
+    load: () => (existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as { shards: Record<string, string> }).shards : null),
+    save: (shards) => writeFileSync(path, JSON.stringify({ shards }, null, 2)),
+  };
+}
+
+export const memoryCheckpoints = (): CheckpointStore => ({ load: () => null, save: () => undefined });
+
+export interface StreamPipesOptions {
+  client: DynamoDBStreamsClient;
+  tableName: string;
+  send: QueueSender;
+  log: Log;
+  checkpoints: CheckpointStore;
+  pipes?: readonly PipeDef[];
+  intervalMs?: number;
+}
+
+interface ShardCursor {
+  iterator: string | null;
+  closed: boolean;
+}
+
+/**
+ * Reads every shard of the table's latest stream. On the first run it starts at LATEST (what is
+ * already in the table is not news); after a restart it resumes after the checkpointed sequence
+ * number, or at TRIM_HORIZON for shards it has not seen (created while it was down, or rolled).
+ */
+export class StreamPipes {
+  private readonly shards = new Map<string, ShardCursor>();
+  private checkpoints: Record<string, string> = {};
+  private firstRun = true;
+  private streamArn: string | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private tick: Promise<void> | null = null;
+  private stopped = false;
+
+  constructor(private readonly opts: StreamPipesOptions) {}
+
+  /** Positions the iterators (so writes after start() resolves are seen), then polls. */
+  async start(): Promise<void> {
+    const saved = this.opts.checkpoints.load();
+    this.firstRun = saved === null;
+    this.checkpoints = saved ?? {};
+    await this.discoverShards();
+    this.firstRun = false;
+    this.schedule();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    await this.tick;
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.tick = this.pollOnce()
+        .then(() => undefined)
+        .catch((err: Error) => this.opts.log.error(`streams: poll failed: ${err.message}`))
+        .finally(() => this.schedule());
+    }, this.opts.intervalMs ?? 500);
+    this.timer.unref();
+  }
+
+  /** Reads every open shard once and forwards matching records. Returns the number forwarded. */
+  async pollOnce(): Promise<number> {
+    await this.discoverShards();
+    let forwarded = 0;
+    for (const [shardId, cursor] of this.shards) {
+      if (!cursor.iterator || cursor.closed) continue;
+      forwarded += await this.readShard(shardId, cursor);
+    }
+    return forwarded;
+  }
+
+  private async discoverShards(): Promise<void> {
+    const { client, tableName } = this.opts;
+    if (!this.streamArn) {
+      const { Streams } = await client.send(new ListStreamsCommand({ TableName: tableName }));
+      this.streamArn = Streams?.at(-1)?.StreamArn ?? null;
+      if (!this.streamArn) return;
+    }
+    let start: string | undefined;
+    do {
+      const { StreamDescription: d } = await client.send(new DescribeStreamCommand({ StreamArn: this.streamArn, ExclusiveStartShardId: start }));
+      for (const shard of d?.Shards ?? []) {
+        const id = shard.ShardId!;
+        if (!this.shards.has(id)) this.shards.set(id, { iterator: await this.openIterator(id), closed: false });
+      }
+      start = d?.LastEvaluatedShardId;
+    } while (start);
+  }
+
+  private async openIterator(shardId: string): Promise<string | null> {
+    const seq = this.checkpoints[shardId];
+    const attempts: { type: ShardIteratorType; seq?: string }[] = seq
+      ? [{ type: 'AFTER_SEQUENCE_NUMBER', seq }, { type: 'TRIM_HORIZON' }]
+      : [{ type: this.firstRun ? 'LATEST' : 'TRIM_HORIZON' }];
+    for (const a of attempts) {
+      try {
+        const r = await this.opts.client.send(
+          new GetShardIteratorCommand({ StreamArn: this.streamArn!, ShardId: shardId, ShardIteratorType: a.type, SequenceNumber: a.seq }),
+        );
+        return r.ShardIterator ?? null;
+      } catch (err) {
+        // A checkpoint older than the stream's retention is no longer valid: read what is left.
+        if (a.seq && (err instanceof TrimmedDataAccessException || (err as Error).name === 'ValidationException')) continue;
+        throw err;
+      }
+    }
+    return null;
+  }
+
+  private async readShard(shardId: string, cursor: ShardCursor): Promise<number> {
+    let forwarded = 0;
+    try {
+      const r = await this.opts.client.send(new GetRecordsCommand({ ShardIterator: cursor.iterator!, Limit: 1000 }));
+      for (const record of r.Records ?? []) {
+        forwarded += await this.forward(toPipeRecord(record, this.streamArn!));
+        this.checkpoints[shardId] = record.dynamodb!.SequenceNumber!;
+      }
+      if (r.Records?.length) this.opts.checkpoints.save(this.checkpoints);
+      cursor.iterator = r.NextShardIterator ?? null;
+      cursor.closed = !r.NextShardIterator;
+    } catch (err) {
+      if (!(err instanceof ExpiredIteratorException)) throw err;
+      cursor.iterator = await this.openIterator(shardId);
+    }
+    return forwarded;
+  }
+
+  private async forward(record: DynamoDBRecord): Promise<number> {
+    const matching = (this.opts.pipes ?? PIPES).filter((p) => matchesPattern(p.filter, record));
+    const body = JSON.stringify(record);
+    await Promise.all(matching.map((p) => this.opts.send(p.target, body)));
+    for (const p of matching) this.opts.log.debug(`streams: ${record.eventName} → pipe ${p.name} → ${p.target}`);
+    return matching.length;
+  }
+}

@@ -1,0 +1,198 @@
+/**
+ * API keys (D5, D6): create, list (masked), rotate (old secret valid 24 h), revoke (immediate).
+ * The key record lives under the organization; each valid secret has a lookup item keyed by its
+ * SHA-256 (see auth/authenticate). Every change writes its audit record in the same transaction.
+ */
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { db, tableName } from '../db/client';
+import { keys, indexKeys } from '../db/keys';
+import { Tx } from '../db/tx';
+import { queryPage, listBody } from '../db/query';
+import { newId } from '../ids';
+import { now, addMs, DAY_MS } from '../clock';
+import { audit } from '../audit';
+import { errors } from '../errors';
+import { recordResponse, type MutationContext } from '../context';
+import { SCOPES, type Scope } from '../manifest/routes';
+import { maskSecret, newApiSecret, sha256hex } from '../auth/secrets';
+import type { SecretItem } from '../auth/authenticate';
+import type { Env } from '../types';
+
+export const ROTATION_OVERLAP_MS = DAY_MS;
+
+type Item = Record<string, unknown>;
+
+export function presentKey(item: Item, secret?: string) {
+  return {
+    object: 'api_key' as const,
+    id: item.id as string,
+    name: item.name as string,
+    environment: item.environment as Env,
+    scopes: item.scopes as string[],
+    secret_masked: item.secret_masked as string,
+    created_at: item.created_at as string,
+    last_used_at: (item.last_used_at as string | null) ?? null,
+    revoked_at: (item.revoked_at as string | null) ?? null,
+    previous_secret_expires_at: (item.previous_secret_expires_at as string | null) ?? null,
+    ...(secret ? { secret } : {}),
+  };
+}
+export type ApiKeyView = ReturnType<typeof presentKey>;
+
+function secretItem(hash: string, orgId: string, keyId: string, env: Env, scopes: string[]) {
+  const item: SecretItem & Record<string, unknown> = {
+    ...keys.secret(hash),
+    entity: 'secret',
+    principal: 'api_key',
+    org_id: orgId,
+    key_id: keyId,
+    environment: env,
+    scopes,
+  };
+  return item as typeof item & { PK: string; SK: string };
+}
+
+/** Add a new key (record + secret lookup + audit) to `tx`; returns the view including the secret. */
+export function addKey(
+  tx: Tx,
+  ctx: MutationContext,
+  orgId: string,
+  input: { name: string; environment: Env; scopes?: Scope[] },
+): ApiKeyView {
+  const id = newId('apiKey');
+  const secret = newApiSecret(input.environment);
+  const scopes = input.scopes ? [...new Set(input.scopes)] : [...SCOPES];
+  const item = {
+    ...keys.apiKey(orgId, id),
+    entity: 'api_key',
+    id,
+    org_id: orgId,
+    name: input.name,
+    environment: input.environment,
+    scopes,
+    secret_hash: sha256hex(secret),
+    secret_masked: maskSecret(secret),
+    created_at: now().toISOString(),
+    last_used_at: null,
+    revoked_at: null,
+    previous_secret_hash: null,
+    previous_secret_expires_at: null,
+  };
+  tx.create('api_key', item);
+  tx.create('secret', secretItem(item.secret_hash, orgId, id, input.environment, scopes));
+  audit(tx, {
+    orgId,
+    eventType: 'api_key.created',
+    actor: ctx.actor,
+    env: input.environment,
+    resource: { type: 'api_key', id },
+    requestId: ctx.requestId,
+    data: { name: input.name, scopes },
+  });
+  return presentKey(item, secret);
+}
+
+export async function createKey(
+  ctx: MutationContext,
+  orgId: string,
+  input: { name: string; environment: Env; scopes?: Scope[] },
+): Promise<ApiKeyView> {
+  const tx = new Tx();
+  const view = addKey(tx, ctx, orgId, input);
+  recordResponse(ctx, tx, view);
+  await tx.commit();
+  return view;
+}
+
+export async function listKeys(orgId: string, limit: number, cursor?: string) {
+  const ix = indexKeys.orgApiKeys(orgId);
+  const page = await queryPage<Item>({
+    index: ix.index,
+    pk: ix.pk,
+    skPrefix: ix.skPrefix,
+    limit,
+    cursor,
+    binding: `keys#${orgId}`,
+  });
+  return listBody(page.items.map((i) => presentKey(i)), page);
+}
+
+/**
+ * Rotate: a new secret now; the current one keeps working until `previous_secret_expires_at`
+ * (24 h). A previous secret still inside its overlap is retired at once (one overlap at a time).
+ */
+export async function rotateKey(ctx: MutationContext, orgId: string, key: Item): Promise<ApiKeyView> {
+  if (key.revoked_at) throw errors.conflict('This API key is revoked and cannot be rotated.');
+  const secret = newApiSecret(key.environment as Env);
+  const hash = sha256hex(secret);
+  const at = now();
+  const overlapEnds = addMs(at, ROTATION_OVERLAP_MS).toISOString();
+  const tx = new Tx();
+  tx.update(
+    'api_key',
+    keys.apiKey(orgId, key.id as string),
+    'SET secret_hash = :h, secret_masked = :m, previous_secret_hash = :ph, previous_secret_expires_at = :pe',
+    {
+      condition: 'secret_hash = :old AND revoked_at = :null',
+      values: { ':h': hash, ':m': maskSecret(secret), ':ph': key.secret_hash, ':pe': overlapEnds, ':old': key.secret_hash, ':null': null },
+    },
+  );
+  tx.update('old_secret', keys.secret(key.secret_hash as string), 'SET not_after = :pe, #ttl = :ttl', {
+    condition: 'attribute_exists(PK)',
+    names: { '#ttl': 'ttl' },
+    // TTL only cleans up; authentication compares not_after itself.
+    values: { ':pe': overlapEnds, ':ttl': Math.floor(Date.parse(overlapEnds) / 1000) + 3600 },
+  });
+  if (key.previous_secret_hash) tx.delete('older_secret', keys.secret(key.previous_secret_hash as string));
+  tx.create('secret', secretItem(hash, orgId, key.id as string, key.environment as Env, key.scopes as string[]));
+  audit(tx, {
+    orgId,
+    eventType: 'api_key.rotated',
+    actor: ctx.actor,
+    env: key.environment as Env,
+    resource: { type: 'api_key', id: key.id as string },
+    requestId: ctx.requestId,
+    data: { previous_secret_expires_at: overlapEnds },
+  });
+  const view = presentKey(
+    { ...key, secret_masked: maskSecret(secret), previous_secret_expires_at: overlapEnds },
+    secret,
+  );
+  recordResponse(ctx, tx, view);
+  try {
+    await tx.commit();
+  } catch (e) {
+    if ((e as Error).name === 'ConditionFailed') throw errors.conflict('The key changed while rotating (rotated or revoked concurrently); fetch it and retry.');
+    throw e;
+  }
+  return view;
+}
+
+/** Revoke: immediate and permanent (D6). Revoking a revoked key is a no-op 204. */
+export async function revokeKey(ctx: MutationContext, orgId: string, key: Item): Promise<void> {
+  if (key.revoked_at) return;
+  const tx = new Tx();
+  tx.update('api_key', keys.apiKey(orgId, key.id as string), 'SET revoked_at = :t', {
+    condition: 'secret_hash = :h',
+    values: { ':t': now().toISOString(), ':h': key.secret_hash },
+  });
+  tx.delete('secret', keys.secret(key.secret_hash as string));
+  if (key.previous_secret_hash) tx.delete('previous_secret', keys.secret(key.previous_secret_hash as string));
+  audit(tx, {
+    orgId,
+    eventType: 'api_key.revoked',
+    actor: ctx.actor,
+    env: key.environment as Env,
+    resource: { type: 'api_key', id: key.id as string },
+    requestId: ctx.requestId,
+  });
+  recordResponse(ctx, tx, null, 204);
+  try {
+    await tx.commit();
+  } catch (e) {
+    if ((e as Error).name !== 'ConditionFailed') throw e;
+    // Rotated or revoked concurrently: read again and revoke what is current now.
+    const fresh = await db().send(new GetCommand({ TableName: tableName(), Key: keys.apiKey(orgId, key.id as string), ConsistentRead: true }));
+    if (fresh.Item && !fresh.Item.revoked_at) return revokeKey(ctx, orgId, fresh.Item);
+  }
+}

@@ -1,0 +1,62 @@
+/**
+ * Runtime configuration from the environment, read once. The stack sets these on every Lambda; the
+ * local runtime sets them for its process. Local-only settings (D44) are honoured only when
+ * RUNTIME=local, and the stack never sets RUNTIME=local.
+ */
+export interface Config {
+  runtime: 'aws' | 'local';
+  region: string;
+  tableName: string;
+  bucketName: string;
+  /** Endpoints of the local emulators; unset in AWS. */
+  dynamoEndpoint?: string;
+  s3Endpoint?: string;
+  sqsEndpoint?: string;
+  /** Queue URLs by logical queue name (wiring). */
+  queueUrls: Record<string, string>;
+  /** HMAC key for tamper-evident cursors (D12). */
+  cursorSecret: string;
+  /** Public base URL of the API, used to build links (checkout, purchase_url). */
+  publicBaseUrl: string;
+  /** D20: longest long-poll wait this deployment can hold. */
+  longPollMaxSeconds: number;
+  localFixedOtp?: string;
+  sandboxDelaySeconds: number;
+  workerPriorityWindowSeconds: number;
+}
+
+let cached: Config | null = null;
+
+export function config(): Config {
+  if (cached) return cached;
+  const e = process.env;
+  const runtime = e.RUNTIME === 'local' ? 'local' : 'aws';
+  const queueUrls: Record<string, string> = {};
+  for (const [k, v] of Object.entries(e)) {
+    const m = /^QUEUE_URL_(.+)$/.exec(k);
+    if (m && v) queueUrls[m[1]!.toLowerCase().replace(/_/g, '-')] = v;
+  }
+  cached = {
+    runtime,
+    region: e.AWS_REGION ?? 'us-east-1',
+    tableName: e.TABLE_NAME ?? 'marketplace',
+    bucketName: e.BUCKET_NAME ?? 'marketplace-media',
+    dynamoEndpoint: e.DYNAMODB_ENDPOINT || undefined,
+    s3Endpoint: e.S3_ENDPOINT || undefined,
+    sqsEndpoint: e.SQS_ENDPOINT || undefined,
+    queueUrls,
+    cursorSecret: e.CURSOR_SECRET ?? (runtime === 'local' ? 'local-cursor-secret' : ''),
+    publicBaseUrl: (e.PUBLIC_BASE_URL ?? 'http://127.0.0.1:3000').replace(/\/$/, ''),
+    longPollMaxSeconds: Math.min(60, Number(e.LONG_POLL_MAX_SECONDS ?? 60)),
+    localFixedOtp: runtime === 'local' ? e.LOCAL_FIXED_OTP || undefined : undefined,
+    sandboxDelaySeconds: Number(e.SANDBOX_DELAY_SECONDS ?? 15),
+    workerPriorityWindowSeconds: Number(e.WORKER_PRIORITY_WINDOW_SECONDS ?? 0),
+  };
+  if (!cached.cursorSecret) throw new Error('CURSOR_SECRET is not set');
+  return cached;
+}
+
+/** Tests and the local runtime change the environment, then call this. */
+export function resetConfig(): void {
+  cached = null;
+}

@@ -1,0 +1,178 @@
+/**
+ * Every key string of the single table, in one module (see docs/data-model.md for the chart and the
+ * access patterns). Nothing outside this file spells `PK`/`SK`/`GSI*` values.
+ *
+ * Conventions
+ * - A tenant is an organization in one environment (D3): `T#<org_id>#<env>`.
+ * - Entity ids are `<prefix>_<ULID>` (D1), so sorting by id sorts by creation time; lists query
+ *   with ScanIndexForward=false for newest first, and `created_after` becomes a key condition on
+ *   the ULID lower bound of that instant.
+ * - Each entity with its own life (job, submission, file, event, checkout session) is its own
+ *   partition, so one busy buyer does not funnel every write into one partition.
+ */
+import type { Env } from '../types';
+
+export type Key = { PK: string; SK: string };
+type Gsi = { [k: string]: string };
+
+export const tenant = (org: string, env: Env) => `T#${org}#${env}`;
+
+// ---------------------------------------------------------------- organizations & identity
+export const keys = {
+  organization: (org: string): Key => ({ PK: `ORG#${org}`, SK: 'ORG' }),
+  /** Uniqueness guard for signup e-mails (D7: duplicate e-mail is 409). */
+  orgEmail: (email: string): Key => ({ PK: `EMAIL#${email.toLowerCase()}`, SK: 'EMAIL' }),
+  settings: (org: string): Key => ({ PK: `ORG#${org}`, SK: 'SETTINGS' }),
+  phoneVerification: (org: string): Key => ({ PK: `ORG#${org}`, SK: 'PHONE_VERIFICATION' }),
+  /** A phone number grants starter credits once across all organizations (D7, D57). */
+  phoneClaim: (phone: string): Key => ({ PK: `PHONE#${phone}`, SK: 'PHONE' }),
+
+  /** API key record; listed per organization (both environments, D3). */
+  apiKey: (org: string, keyId: string): Key => ({ PK: `ORG#${org}`, SK: `KEY#${keyId}` }),
+  apiKeysPrefix: (org: string) => ({ PK: `ORG#${org}`, SKPrefix: 'KEY#' }),
+  /**
+   * Secret lookup by SHA-256 (D5, D9): one GetItem authenticates a request. Holds what auth needs
+   * (principal, org, env, scopes) and, for a rotated-out secret, `not_after` (D6).
+   */
+  secret: (sha256hex: string): Key => ({ PK: `SECRET#${sha256hex}`, SK: 'SECRET' }),
+
+  worker: (wkr: string): Key => ({ PK: `WKR#${wkr}`, SK: 'WKR' }),
+  workerEmail: (email: string): Key => ({ PK: `WEMAIL#${email.toLowerCase()}`, SK: 'WEMAIL' }),
+  workerPayout: (wkr: string, payId: string): Key => ({ PK: `WKR#${wkr}`, SK: `PAY#${payId}` }),
+
+  // ---------------------------------------------------------------- jobs & work
+  job: (jobId: string): Key => ({ PK: `JOB#${jobId}`, SK: 'JOB' }),
+  /** One active reservation per worker per job (D23, D45). */
+  reservation: (jobId: string, wkr: string): Key => ({ PK: `JOB#${jobId}`, SK: `RES#${wkr}` }),
+  /** Duplicate-bytes guard per job (D26): written in the approval transaction. */
+  jobContentHash: (jobId: string, sha256hex: string): Key => ({ PK: `JOB#${jobId}`, SK: `HASH#${sha256hex}` }),
+  /** Rating guard and flag records live on the job partition too. */
+  jobFlag: (jobId: string, wkr: string): Key => ({ PK: `JOB#${jobId}`, SK: `FLAG#${wkr}` }),
+  /**
+   * D18: the one live job a free-tier organization may have active; names that job. Taking it over
+   * requires a ConditionCheck that the named job is completed or cancelled (see shared/jobs).
+   */
+  freeTierJob: (org: string): Key => ({ PK: `ORG#${org}`, SK: 'FREE_TIER_JOB' }),
+
+  submission: (subId: string): Key => ({ PK: `SUB#${subId}`, SK: 'SUB' }),
+  file: (fileId: string): Key => ({ PK: `FILE#${fileId}`, SK: 'FILE' }),
+
+  // ---------------------------------------------------------------- money (D31-D34)
+  balance: (org: string, env: Env): Key => ({ PK: tenant(org, env), SK: 'BALANCE' }),
+  /** Lots sort by expiry so "the lot that expires first" is the first item (D33); never = 9999. */
+  creditLot: (org: string, env: Env, expiresAtIso: string | null, lotId: string): Key => ({
+    PK: tenant(org, env),
+    SK: `LOT#${expiresAtIso ?? '9999-12-31T23:59:59.999Z'}#${lotId}`,
+  }),
+  creditLotsPrefix: (org: string, env: Env) => ({ PK: tenant(org, env), SKPrefix: 'LOT#' }),
+  transaction: (org: string, env: Env, crtxId: string): Key => ({ PK: `TX#${tenant(org, env)}`, SK: crtxId }),
+  checkoutSession: (csId: string): Key => ({ PK: `CS#${csId}`, SK: 'CS' }),
+
+  // ---------------------------------------------------------------- events, webhooks, audit
+  event: (evtId: string): Key => ({ PK: `EVT#${evtId}`, SK: 'EVT' }),
+  delivery: (evtId: string, endpointId: string): Key => ({ PK: `EVT#${evtId}`, SK: `DLV#${endpointId}` }),
+  webhookEndpoint: (org: string, env: Env, weId: string): Key => ({ PK: tenant(org, env), SK: `WE#${weId}` }),
+  webhookEndpointsPrefix: (org: string, env: Env) => ({ PK: tenant(org, env), SKPrefix: 'WE#' }),
+  audit: (org: string, audId: string): Key => ({ PK: `AUD#${org}`, SK: audId }),
+
+  // ---------------------------------------------------------------- request plumbing
+  /** D10: scope organization + environment + key string; the key string is hashed (≤255 chars). */
+  idempotency: (scope: string, keyHash: string): Key => ({ PK: `IDEM#${scope}#${keyHash}`, SK: 'IDEM' }),
+  /** Fixed-window counters (D13): one item per principal per window. */
+  rateWindow: (principal: string, window: 'm' | 'h', windowStart: number): Key => ({
+    PK: `RL#${principal}#${window}#${windowStart}`,
+    SK: 'RL',
+  }),
+};
+
+// ---------------------------------------------------------------- GSI attribute builders
+/** Secondary-index attributes per entity; each returns the GSI attributes to store on the item. */
+export const gsi = {
+  /** GSI1: all jobs of a tenant; GSI2: jobs of a tenant by status (status filter, D21). */
+  job: (org: string, env: Env, jobId: string, status: string): Gsi => ({
+    GSI1PK: `${tenant(org, env)}#JOBS`,
+    GSI1SK: jobId,
+    GSI2PK: `${tenant(org, env)}#JOBS#${status}`,
+    GSI2SK: jobId,
+  }),
+  /**
+   * GSI3 (sparse): jobs workers can see (D23: only while free slots > 0), best paid first (D45).
+   * Present only while the job has free slots; removed otherwise.
+   */
+  availableJob: (env: Env, payoutCents: number, jobId: string): Gsi => ({
+    GSI3PK: `AVAILABLE#${env}`,
+    GSI3SK: `${String(payoutCents).padStart(10, '0')}#${jobId}`,
+  }),
+  /** GSI1: a job's submissions; GSI2: a tenant's submissions; GSI3: a worker's history. */
+  submission: (org: string, env: Env, jobId: string, wkr: string, subId: string): Gsi => ({
+    GSI1PK: `JOB#${jobId}#SUBS`,
+    GSI1SK: subId,
+    GSI2PK: `${tenant(org, env)}#SUBS`,
+    GSI2SK: subId,
+    GSI3PK: `WKR#${wkr}#SUBS`,
+    GSI3SK: subId,
+  }),
+  /** GSI1: a job's files. */
+  file: (jobId: string, fileId: string): Gsi => ({ GSI1PK: `JOB#${jobId}#FILES`, GSI1SK: fileId }),
+  /** GSI1: a tenant's transactions by type (the `type` filter). */
+  transaction: (org: string, env: Env, type: string, crtxId: string): Gsi => ({
+    GSI1PK: `TX#${tenant(org, env)}#${type}`,
+    GSI1SK: crtxId,
+  }),
+  /** GSI1 (sparse): lots that will expire, by expiry, for the sweep (D33). */
+  expiringLot: (expiresAtIso: string, lotId: string): Gsi => ({ GSI1PK: 'LOTS#EXPIRING', GSI1SK: `${expiresAtIso}#${lotId}` }),
+  /** GSI1: a tenant's events; GSI2: by type (D38 filters). */
+  event: (org: string, env: Env, type: string, evtId: string): Gsi => ({
+    GSI1PK: `${tenant(org, env)}#EVTS`,
+    GSI1SK: evtId,
+    GSI2PK: `${tenant(org, env)}#EVTS#${type}`,
+    GSI2SK: evtId,
+  }),
+  /** GSI1: an organization's audit events by type; GSI2: by job (D39 filters). */
+  audit: (org: string, eventType: string, audId: string, jobId: string | null): Gsi => ({
+    GSI1PK: `AUD#${org}#TYPE#${eventType}`,
+    GSI1SK: audId,
+    ...(jobId ? { GSI2PK: `AUD#${org}#JOB#${jobId}`, GSI2SK: audId } : {}),
+  }),
+  /** GSI1 (sparse): reservations by expiry, for the sweep (D23). Sharded by worker id tail. */
+  reservationExpiry: (reservedUntilIso: string, jobId: string, wkr: string): Gsi => ({
+    GSI1PK: `RES#EXPIRY#${wkr.slice(-1)}`,
+    GSI1SK: `${reservedUntilIso}#${jobId}#${wkr}`,
+  }),
+};
+
+/** Index-partition values used by queries (so queries never spell key strings either). */
+export const indexKeys = {
+  tenantJobs: (org: string, env: Env) => ({ index: 'GSI1' as const, pk: `${tenant(org, env)}#JOBS` }),
+  tenantJobsByStatus: (org: string, env: Env, status: string) => ({
+    index: 'GSI2' as const,
+    pk: `${tenant(org, env)}#JOBS#${status}`,
+  }),
+  availableJobs: (env: Env) => ({ index: 'GSI3' as const, pk: `AVAILABLE#${env}` }),
+  jobSubmissions: (jobId: string) => ({ index: 'GSI1' as const, pk: `JOB#${jobId}#SUBS` }),
+  tenantSubmissions: (org: string, env: Env) => ({ index: 'GSI2' as const, pk: `${tenant(org, env)}#SUBS` }),
+  workerSubmissions: (wkr: string) => ({ index: 'GSI3' as const, pk: `WKR#${wkr}#SUBS` }),
+  jobFiles: (jobId: string) => ({ index: 'GSI1' as const, pk: `JOB#${jobId}#FILES` }),
+  tenantTransactions: (org: string, env: Env) => ({ index: null, pk: `TX#${tenant(org, env)}` }),
+  tenantTransactionsByType: (org: string, env: Env, type: string) => ({
+    index: 'GSI1' as const,
+    pk: `TX#${tenant(org, env)}#${type}`,
+  }),
+  expiringLots: () => ({ index: 'GSI1' as const, pk: 'LOTS#EXPIRING' }),
+  tenantEvents: (org: string, env: Env) => ({ index: 'GSI1' as const, pk: `${tenant(org, env)}#EVTS` }),
+  tenantEventsByType: (org: string, env: Env, type: string) => ({
+    index: 'GSI2' as const,
+    pk: `${tenant(org, env)}#EVTS#${type}`,
+  }),
+  eventDeliveries: (evtId: string) => ({ index: null, pk: `EVT#${evtId}`, skPrefix: 'DLV#' }),
+  orgAudit: (org: string) => ({ index: null, pk: `AUD#${org}` }),
+  orgAuditByType: (org: string, eventType: string) => ({ index: 'GSI1' as const, pk: `AUD#${org}#TYPE#${eventType}` }),
+  orgAuditByJob: (org: string, jobId: string) => ({ index: 'GSI2' as const, pk: `AUD#${org}#JOB#${jobId}` }),
+  orgApiKeys: (org: string) => ({ index: null, pk: `ORG#${org}`, skPrefix: 'KEY#' }),
+  tenantWebhookEndpoints: (org: string, env: Env) => ({ index: null, pk: tenant(org, env), skPrefix: 'WE#' }),
+  tenantCreditLots: (org: string, env: Env) => ({ index: null, pk: tenant(org, env), skPrefix: 'LOT#' }),
+  reservationExpiryShard: (shard: string) => ({ index: 'GSI1' as const, pk: `RES#EXPIRY#${shard}` }),
+};
+
+/** Base32 Crockford tail characters used for reservation-expiry shards. */
+export const RESERVATION_SHARDS = '0123456789ABCDEFGHJKMNPQRSTVWXYZ'.split('');

@@ -1,0 +1,103 @@
+/**
+ * Cursor pagination over one partition (table or GSI), newest first, with an exact `has_more`
+ * (D12): we read until we hold limit+1 matching items or the partition is exhausted, so filters
+ * never produce a `has_more: true` followed by an empty page.
+ */
+import { QueryCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
+import { db, tableName } from './client';
+import { TABLE_DEF, type GsiName } from './table';
+import { decodeCursor, encodeCursor } from '../cursor';
+
+export interface PageQuery {
+  index: GsiName | null;
+  pk: string;
+  /** Sort-key conditions (ids are ULID-based, so ranges are time ranges). */
+  skPrefix?: string;
+  skAfter?: string; // exclusive lower bound
+  skBefore?: string; // exclusive upper bound
+  filter?: { expression: string; names?: Record<string, string>; values?: Record<string, unknown> };
+  limit: number;
+  cursor?: string | null;
+  /** What the cursor is bound to: the tenant and every filter value of the request. */
+  binding: string;
+  /** Oldest first instead of newest first. */
+  ascending?: boolean;
+  consistent?: boolean;
+}
+
+export interface Page<T> {
+  items: T[];
+  hasMore: boolean;
+  nextCursor: string | null;
+}
+
+function keyAttrs(index: GsiName | null): string[] {
+  const base = [TABLE_DEF.partitionKey, TABLE_DEF.sortKey];
+  if (!index) return base;
+  const g = TABLE_DEF.gsis.find((x) => x.name === index)!;
+  return [...base, g.partitionKey, g.sortKey];
+}
+
+export async function queryPage<T extends Record<string, unknown>>(q: PageQuery): Promise<Page<T>> {
+  const g = q.index ? TABLE_DEF.gsis.find((x) => x.name === q.index)! : null;
+  const pkName = g ? g.partitionKey : TABLE_DEF.partitionKey;
+  const skName = g ? g.sortKey : TABLE_DEF.sortKey;
+  const names: Record<string, string> = { '#pk': pkName, ...(q.filter?.names ?? {}) };
+  const values: Record<string, unknown> = { ':pk': q.pk, ...(q.filter?.values ?? {}) };
+  let kc = '#pk = :pk';
+  if (q.skPrefix !== undefined) {
+    names['#sk'] = skName;
+    values[':skp'] = q.skPrefix;
+    kc += ' AND begins_with(#sk, :skp)';
+  } else if (q.skAfter !== undefined && q.skBefore !== undefined) {
+    names['#sk'] = skName;
+    values[':ska'] = q.skAfter;
+    values[':skb'] = q.skBefore;
+    kc += ' AND #sk BETWEEN :ska AND :skb';
+  } else if (q.skAfter !== undefined) {
+    names['#sk'] = skName;
+    values[':ska'] = q.skAfter;
+    kc += ' AND #sk > :ska';
+  } else if (q.skBefore !== undefined) {
+    names['#sk'] = skName;
+    values[':skb'] = q.skBefore;
+    kc += ' AND #sk < :skb';
+  }
+
+  let startKey = q.cursor ? decodeCursor(q.cursor, q.binding) : undefined;
+  const want = q.limit + 1;
+  const items: T[] = [];
+  const attrs = keyAttrs(q.index);
+  for (;;) {
+    const input: QueryCommandInput = {
+      TableName: tableName(),
+      IndexName: q.index ?? undefined,
+      KeyConditionExpression: kc,
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+      ScanIndexForward: q.ascending ?? false,
+      ExclusiveStartKey: startKey,
+      Limit: q.filter ? Math.max(want * 2, 25) : want - items.length,
+      ConsistentRead: q.index ? undefined : q.consistent,
+      ...(q.filter ? { FilterExpression: q.filter.expression } : {}),
+    };
+    const out = await db().send(new QueryCommand(input));
+    for (const it of out.Items ?? []) {
+      items.push(it as T);
+      if (items.length >= want) break;
+    }
+    if (items.length >= want || !out.LastEvaluatedKey) break;
+    startKey = out.LastEvaluatedKey;
+  }
+  const hasMore = items.length > q.limit;
+  const page = items.slice(0, q.limit);
+  const last = page[page.length - 1];
+  const nextCursor =
+    hasMore && last ? encodeCursor(Object.fromEntries(attrs.map((a) => [a, last[a]])), q.binding) : null;
+  return { items: page, hasMore, nextCursor };
+}
+
+/** The list envelope of the spec. */
+export function listBody<T>(data: T[], page: Pick<Page<unknown>, 'hasMore' | 'nextCursor'>) {
+  return { object: 'list' as const, data, has_more: page.hasMore, next_cursor: page.nextCursor };
+}

@@ -1,0 +1,114 @@
+/**
+ * One DynamoDB transaction: a state change together with its ledger rows, its events (outbox), its
+ * audit record and its idempotency record. Items carry labels so a cancelled transaction reports
+ * which condition failed (a business outcome, not a fault).
+ */
+import { TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { db, tableName } from './client';
+import { ConditionFailed } from '../errors';
+import type { Key } from './keys';
+
+export type TxItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+type Values = Record<string, unknown>;
+type Names = Record<string, string>;
+
+export interface CondOpts {
+  condition?: string;
+  names?: Names;
+  values?: Values;
+}
+
+export class Tx {
+  private readonly items: TxItem[] = [];
+  private readonly labels: string[] = [];
+
+  get size(): number {
+    return this.items.length;
+  }
+
+  /** Add a raw item (e.g. an idempotency record built elsewhere). */
+  add(label: string, item: TxItem): this {
+    this.items.push(item);
+    this.labels.push(label);
+    return this;
+  }
+
+  put(label: string, item: Record<string, unknown> & Key, opts: CondOpts = {}): this {
+    return this.add(label, {
+      Put: {
+        TableName: tableName(),
+        Item: item,
+        ...cond(opts),
+      },
+    });
+  }
+
+  /** Put that fails when the item already exists. */
+  create(label: string, item: Record<string, unknown> & Key): this {
+    return this.put(label, item, { condition: 'attribute_not_exists(PK)' });
+  }
+
+  update(label: string, key: Key, update: string, opts: CondOpts = {}): this {
+    return this.add(label, {
+      Update: {
+        TableName: tableName(),
+        Key: key,
+        UpdateExpression: update,
+        ...cond(opts),
+      },
+    });
+  }
+
+  delete(label: string, key: Key, opts: CondOpts = {}): this {
+    return this.add(label, { Delete: { TableName: tableName(), Key: key, ...cond(opts) } });
+  }
+
+  check(label: string, key: Key, opts: Required<Pick<CondOpts, 'condition'>> & CondOpts): this {
+    return this.add(label, { ConditionCheck: { TableName: tableName(), Key: key, ...cond(opts) } as never });
+  }
+
+  /**
+   * Commit atomically. A failed condition throws `ConditionFailed` with the labels of the items
+   * whose condition failed. Transaction conflicts (another transaction on the same items) are
+   * retried with jittered backoff; the writes are all-or-nothing, so a retry is safe.
+   */
+  async commit(): Promise<void> {
+    if (this.items.length === 0) return;
+    if (this.items.length > 100) throw new Error(`transaction too large: ${this.items.length} items`);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await db().send(new TransactWriteCommand({ TransactItems: this.items }));
+        return;
+      } catch (err) {
+        if (err instanceof TransactionCanceledException || (err as Error).name === 'TransactionCanceledException') {
+          const reasons = (err as TransactionCanceledException).CancellationReasons ?? [];
+          const failed = reasons
+            .map((r, i) => (r.Code === 'ConditionalCheckFailed' ? this.labels[i] : undefined))
+            .filter((x): x is string => !!x);
+          if (failed.length > 0) throw new ConditionFailed(failed);
+          const conflict = reasons.some((r) => r.Code === 'TransactionConflict');
+          if (conflict && attempt < 8) {
+            await sleep(Math.random() * 20 * 2 ** attempt);
+            continue;
+          }
+        }
+        if ((err as Error).name === 'TransactionInProgressException' && attempt < 8) {
+          await sleep(Math.random() * 20 * 2 ** attempt);
+          continue;
+        }
+        throw err;
+      }
+    }
+  }
+}
+
+function cond(opts: CondOpts) {
+  return {
+    ...(opts.condition ? { ConditionExpression: opts.condition } : {}),
+    ...(opts.names && Object.keys(opts.names).length ? { ExpressionAttributeNames: opts.names } : {}),
+    ...(opts.values && Object.keys(opts.values).length ? { ExpressionAttributeValues: opts.values } : {}),
+  };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

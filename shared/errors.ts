@@ -1,0 +1,73 @@
+/**
+ * Typed domain errors. Domain code throws these; one middleware maps them to the error envelope
+ * (D4): `{error: {type, message, request_id, details?, ...extras}}` (extras inside `error`, D41).
+ */
+export type ErrorType =
+  | 'invalid_request'
+  | 'authentication_error'
+  | 'authorization_error'
+  | 'not_found'
+  | 'conflict'
+  | 'rate_limit_exceeded'
+  | 'validation_error'
+  | 'insufficient_credits'
+  | 'pricing_violation'
+  | 'free_tier_job_limit'
+  | 'idempotency_conflict'
+  | 'internal_error';
+
+export interface ErrorDetail {
+  field?: string;
+  message: string;
+  code?: string;
+}
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly type: ErrorType,
+    message: string,
+    readonly details?: ErrorDetail[],
+    /** Extra fields placed inside `error` (D41), e.g. floor_cents. */
+    readonly extra?: Record<string, unknown>,
+    /** Extra response headers, e.g. Retry-After. */
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+export const errors = {
+  invalidRequest: (message: string, details?: ErrorDetail[]) => new ApiError(400, 'invalid_request', message, details),
+  validation: (message: string, details?: ErrorDetail[]) => new ApiError(400, 'validation_error', message, details),
+  /** Fields valid one by one but not together (D4). */
+  unprocessable: (message: string, details?: ErrorDetail[]) => new ApiError(422, 'validation_error', message, details),
+  authentication: (message = 'A valid API key is required: send Authorization: Bearer <key>.') =>
+    new ApiError(401, 'authentication_error', message),
+  authorization: (message: string) => new ApiError(403, 'authorization_error', message),
+  notFound: (what = 'resource', id?: string) =>
+    new ApiError(404, 'not_found', id ? `No such ${what}: ${id}` : `No such ${what}.`),
+  conflict: (message: string, details?: ErrorDetail[], headers?: Record<string, string>) =>
+    new ApiError(409, 'conflict', message, details, undefined, headers),
+  idempotencyConflict: () =>
+    new ApiError(
+      409,
+      'idempotency_conflict',
+      'This Idempotency-Key was already used with a different method, path or body.',
+      [{ field: 'Idempotency-Key', message: 'key reused with a different request', code: 'idempotency_key_reused' }],
+    ),
+  rateLimited: (retryAfterSeconds: number) =>
+    new ApiError(429, 'rate_limit_exceeded', `Rate limit exceeded; retry after ${retryAfterSeconds} seconds.`, undefined, undefined, {
+      'Retry-After': String(retryAfterSeconds),
+    }),
+  internal: () => new ApiError(500, 'internal_error', 'An unexpected error occurred. It has been logged; retrying is safe.'),
+};
+
+/** A failed DynamoDB condition that is a business outcome, not a fault (logged at info). */
+export class ConditionFailed extends Error {
+  constructor(readonly reasons: (string | undefined)[]) {
+    super(`condition failed: ${reasons.join(',')}`);
+    this.name = 'ConditionFailed';
+  }
+}

@@ -1,0 +1,83 @@
+/**
+ * Idempotency-Key handling (D10, D11, D49). Runs last before the handler: requests refused earlier
+ * (401/403/404/400) never take a key. The handler's write records the response in its own
+ * transaction; other outcomes are stored here (4xx) or release the key (5xx).
+ */
+import type middy from '@middy/core';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
+import { acquire, fingerprint, MAX_KEY_LENGTH } from '../../idempotency';
+import { errors } from '../../errors';
+import { state, type ApiResult } from '../state';
+import { errorBody, toApiError } from './envelope';
+import type { RouteDef } from '../../manifest/routes';
+import { logger } from '../../logger';
+
+function scopeOf(s: ReturnType<typeof state>): string {
+  const p = s.principal;
+  if (p?.kind === 'api_key') return `${p.orgId}#${p.env}`;
+  if (p?.kind === 'worker') return `wkr#${p.workerId}`;
+  return `anon#${s.route.id}`;
+}
+
+export function idempotency(route: RouteDef): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult> {
+  return {
+    before: async (request) => {
+      if (route.idempotency === 'none') return;
+      const s = state(request.event);
+      const key = s.headers['idempotency-key'];
+      if (key === undefined || key === '') {
+        if (route.idempotency === 'required') {
+          throw errors.validation('The Idempotency-Key header is required on this request.', [
+            { field: 'Idempotency-Key', message: 'header is required', code: 'required' },
+          ]);
+        }
+        return;
+      }
+      if (key.length > MAX_KEY_LENGTH) {
+        throw errors.validation(`Idempotency-Key is longer than ${MAX_KEY_LENGTH} characters.`, [
+          { field: 'Idempotency-Key', message: `at most ${MAX_KEY_LENGTH} characters`, code: 'too_long' },
+        ]);
+      }
+      const r = await acquire({
+        scope: scopeOf(s),
+        key,
+        fingerprint: fingerprint(route.method, request.event.path, s.rawBodyText),
+        requestId: s.requestId,
+        successStatus: route.successStatus ?? 200,
+      });
+      if (r.kind === 'replay') s.replay = r.stored;
+      else s.idem = r.handle;
+    },
+    after: async (request) => {
+      const s = state(request.event);
+      if (!s.idem || s.idem.recorded || s.replay) return;
+      const result = request.response as unknown as ApiResult | undefined;
+      const status = result?.status ?? route.successStatus ?? 200;
+      if (status >= 500) return s.idem.release();
+      await s.idem.store({ status, body: result?.body ?? null, request_id: s.requestId });
+    },
+    onError: async (request) => {
+      let s;
+      try {
+        s = state(request.event);
+      } catch {
+        return;
+      }
+      if (!s.idem) return;
+      const err = toApiError(request.error);
+      try {
+        if (err.status >= 500) await s.idem.release();
+        else
+          await s.idem.store({
+            status: err.status,
+            body: errorBody(err, s.requestId),
+            request_id: s.requestId,
+            ...(err.headers ? { headers: err.headers } : {}),
+          });
+      } catch (e) {
+        // The error envelope must still go out; an unreleased lock goes stale in minutes.
+        logger.error('idempotency bookkeeping failed', { error: e as Error });
+      }
+    },
+  };
+}

@@ -1,0 +1,88 @@
+/**
+ * Loads the resource named by the path (D42: after scope, before body validation). Unknown ids,
+ * malformed ids (D43), other organizations' and the other environment's resources (D3) are all the
+ * same 404.
+ */
+import type middy from '@middy/core';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { db, tableName } from '../../db/client';
+import { keys, type Key } from '../../db/keys';
+import { errors } from '../../errors';
+import { isId, type IdKind } from '../../ids';
+import { state } from '../state';
+import type { ResourceKind, RouteDef } from '../../manifest/routes';
+import type { BuyerPrincipal, Principal, WorkerPrincipal } from '../../types';
+
+type Item = Record<string, unknown>;
+
+interface Loader {
+  idKind: IdKind;
+  noun: string;
+  key: (id: string, p: Principal) => Key;
+  visible: (item: Item, p: Principal) => boolean;
+}
+
+const sameTenant = (item: Item, p: Principal) => {
+  const b = p as BuyerPrincipal;
+  return item.org_id === b.orgId && item.environment === b.env;
+};
+
+const LOADERS: Record<ResourceKind, Loader> = {
+  job: { idKind: 'job', noun: 'job', key: (id) => keys.job(id), visible: sameTenant },
+  file: { idKind: 'file', noun: 'file', key: (id) => keys.file(id), visible: sameTenant },
+  submission: {
+    idKind: 'submission',
+    noun: 'submission',
+    key: (id) => keys.submission(id),
+    // D24: buyer routes never show a submission still awaiting its upload.
+    visible: (item, p) => sameTenant(item, p) && item.status !== 'awaiting_upload',
+  },
+  webhook_event: { idKind: 'event', noun: 'event', key: (id) => keys.event(id), visible: sameTenant },
+  webhook_endpoint: {
+    idKind: 'webhookEndpoint',
+    noun: 'webhook endpoint',
+    key: (id, p) => keys.webhookEndpoint((p as BuyerPrincipal).orgId, (p as BuyerPrincipal).env, id),
+    visible: () => true,
+  },
+  // D3: API keys are per organization (both environments).
+  api_key: {
+    idKind: 'apiKey',
+    noun: 'API key',
+    key: (id, p) => keys.apiKey((p as BuyerPrincipal).orgId, id),
+    visible: () => true,
+  },
+  // Workers see jobs of their own environment (the sandbox simulator is a test-environment worker).
+  worker_job: {
+    idKind: 'job',
+    noun: 'job',
+    key: (id) => keys.job(id),
+    visible: (item, p) => item.environment === (p as WorkerPrincipal).env,
+  },
+  worker_submission: {
+    idKind: 'submission',
+    noun: 'submission',
+    key: (id) => keys.submission(id),
+    visible: (item, p) => item.worker_id === (p as WorkerPrincipal).workerId,
+  },
+};
+
+export async function loadResource(kind: ResourceKind, id: string, p: Principal): Promise<Item> {
+  const l = LOADERS[kind];
+  if (!isId(l.idKind, id)) throw errors.notFound(l.noun, id);
+  const out = await db().send(new GetCommand({ TableName: tableName(), Key: l.key(id, p), ConsistentRead: true }));
+  const item = out.Item as Item | undefined;
+  if (!item || !l.visible(item, p)) throw errors.notFound(l.noun, id);
+  return item;
+}
+
+export function resource(route: RouteDef): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult> {
+  return {
+    before: async (request) => {
+      if (!route.resource) return;
+      const s = state(request.event);
+      const id = s.params[route.resource.param] ?? '';
+      s.resource = await loadResource(route.resource.kind, id, s.principal!);
+    },
+  };
+}

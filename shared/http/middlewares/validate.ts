@@ -1,0 +1,51 @@
+/**
+ * Strict zod validation at the edge (D4): unknown fields and out-of-bounds values are 400
+ * `validation_error` with `details[].field`; queries are validated the same way.
+ */
+import type middy from '@middy/core';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
+import type { ZodType, core } from 'zod';
+import { errors, type ErrorDetail } from '../../errors';
+import { state } from '../state';
+
+export function issuesToDetails(issues: readonly core.$ZodIssue[], prefix = ''): ErrorDetail[] {
+  const out: ErrorDetail[] = [];
+  for (const i of issues) {
+    const base = [prefix, ...i.path.map(String)].filter(Boolean).join('.');
+    if (i.code === 'unrecognized_keys') {
+      for (const k of i.keys) {
+        out.push({ field: base ? `${base}.${k}` : k, message: `Unknown field "${k}".`, code: 'unknown_field' });
+      }
+    } else {
+      out.push({ field: base || undefined, message: i.message, code: i.code });
+    }
+  }
+  return out;
+}
+
+export interface Schemas {
+  body?: ZodType;
+  query?: ZodType;
+}
+
+export function validation(schemas: Schemas): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult> {
+  return {
+    before: async (request) => {
+      const s = state(request.event);
+      if (schemas.query) {
+        const r = schemas.query.safeParse(s.rawQuery);
+        if (!r.success) throw errors.validation('Invalid query parameters.', issuesToDetails(r.error.issues));
+        s.query = r.data;
+      } else {
+        s.query = {};
+      }
+      if (schemas.body) {
+        const r = schemas.body.safeParse(s.json === undefined ? {} : s.json);
+        if (!r.success) throw errors.validation('The request body is invalid.', issuesToDetails(r.error.issues));
+        s.body = r.data;
+      } else if (s.json !== undefined && s.json !== null && !(typeof s.json === 'object' && Object.keys(s.json as object).length === 0)) {
+        throw errors.validation('This endpoint takes no request body.', [{ message: 'unexpected body', code: 'unexpected_body' }]);
+      }
+    },
+  };
+}

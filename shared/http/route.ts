@@ -1,0 +1,81 @@
+/**
+ * `route(id, schemas, fn)`: the one way a buyer or worker HTTP handler is built. The policy of the
+ * route (principal, scope, idempotency, resource, rate-limit bucket, success status) comes from
+ * its manifest entry; the middlewares run in the order D42 fixes:
+ * envelope → authentication → rate limit → scope → resource (404) → validation → idempotency.
+ */
+import middy from '@middy/core';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import { routeById, type RouteDef } from '../manifest/routes';
+import { envelope } from './middlewares/envelope';
+import { authentication, authorization, rateLimit } from './middlewares/access';
+import { resource } from './middlewares/resource';
+import { validation, type Schemas } from './middlewares/validate';
+import { idempotency } from './middlewares/idempotency';
+import { state, type ApiResult, type ApiState } from './state';
+import type { MutationContext } from '../context';
+import type { Actor, BuyerPrincipal, WorkerPrincipal } from '../types';
+import type { ZodType, infer as Infer } from 'zod';
+
+export interface ApiRequest<B, Q> {
+  route: RouteDef;
+  requestId: string;
+  body: B;
+  query: Q;
+  params: Record<string, string>;
+  headers: Record<string, string>;
+  sourceIp: string;
+  /** The buyer principal (routes with principal api_key). */
+  buyer: BuyerPrincipal;
+  /** The worker principal (worker routes). */
+  worker: WorkerPrincipal;
+  /** The resource loaded from the path, when the route names one. */
+  resource: Record<string, unknown>;
+  /** Context for mutating domain calls (actor, request id, idempotency handle). */
+  ctx: MutationContext;
+}
+
+type Out<S> = S extends ZodType ? Infer<S> : undefined;
+
+export type ApiHandler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
+
+function actorOf(s: ApiState): Actor {
+  const p = s.principal;
+  if (p?.kind === 'api_key') return { type: 'api_key', id: p.keyId };
+  if (p?.kind === 'worker') return { type: 'worker', id: p.workerId };
+  return { type: 'system', id: 'anonymous' };
+}
+
+export function route<S extends Schemas>(
+  id: string,
+  schemas: S,
+  fn: (req: ApiRequest<Out<S['body']>, Out<S['query']>>) => Promise<ApiResult>,
+): ApiHandler {
+  const def = routeById(id);
+  const inner = async (event: APIGatewayProxyEvent): Promise<APIGatewayProxyResult> => {
+    const s = state(event);
+    if (s.replay) return undefined as unknown as APIGatewayProxyResult; // the envelope writes the replay
+    const req: ApiRequest<Out<S['body']>, Out<S['query']>> = {
+      route: def,
+      requestId: s.requestId,
+      body: s.body as Out<S['body']>,
+      query: s.query as Out<S['query']>,
+      params: s.params,
+      headers: s.headers,
+      sourceIp: s.sourceIp,
+      buyer: s.principal as BuyerPrincipal,
+      worker: s.principal as WorkerPrincipal,
+      resource: s.resource ?? {},
+      ctx: { actor: actorOf(s), requestId: s.requestId, idem: s.idem },
+    };
+    return (await fn(req)) as unknown as APIGatewayProxyResult;
+  };
+  return middy<APIGatewayProxyEvent, APIGatewayProxyResult>(inner, { timeoutEarlyInMillis: 0 })
+    .use(envelope(def))
+    .use(authentication(def))
+    .use(rateLimit(def))
+    .use(authorization(def))
+    .use(resource(def))
+    .use(validation(schemas))
+    .use(idempotency(def)) as unknown as ApiHandler;
+}

@@ -1,0 +1,48 @@
+/** Per-request state shared by the middlewares of one invocation (keyed by the event object). */
+import type { APIGatewayProxyEvent } from 'aws-lambda';
+import type { RouteDef } from '../manifest/routes';
+import type { BuyerPrincipal, WorkerPrincipal } from '../types';
+import type { IdempotencyHandle, StoredResponse } from '../idempotency';
+
+export interface ApiState {
+  route: RouteDef;
+  requestId: string;
+  startedAt: number;
+  /** Request headers, lower-cased names. */
+  headers: Record<string, string>;
+  params: Record<string, string>;
+  rawQuery: Record<string, string>;
+  rawBodyText: string | null;
+  /** Parsed JSON body, or undefined when none / not JSON. */
+  json: unknown;
+  sourceIp: string;
+  principal: BuyerPrincipal | WorkerPrincipal | null;
+  resource: Record<string, unknown> | null;
+  body: unknown;
+  query: unknown;
+  idem: IdempotencyHandle | null;
+  replay: StoredResponse | null;
+  /** Headers added by middlewares (rate limits, credits). */
+  responseHeaders: Record<string, string>;
+}
+
+const states = new WeakMap<object, ApiState>();
+
+export function setState(event: APIGatewayProxyEvent, s: ApiState): void {
+  states.set(event, s);
+}
+
+export function state(event: APIGatewayProxyEvent): ApiState {
+  const s = states.get(event);
+  if (!s) throw new Error('request state missing: the envelope middleware must run first');
+  return s;
+}
+
+/** What a handler returns; the envelope middleware turns it into the API Gateway result. */
+export interface ApiResult {
+  status?: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+  /** Non-JSON body (e.g. the local checkout page). */
+  contentType?: string;
+}

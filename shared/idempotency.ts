@@ -1,0 +1,170 @@
+/**
+ * Idempotency records (D10, D11, D49).
+ *
+ * A request with a key first takes a lock (conditional Put: the key is new, expired, or a stale
+ * lock). The write it protects then records the response *in its own transaction* (`record`), so
+ * the effect and the stored response commit together or not at all. Responses of requests that
+ * wrote nothing (4xx) are stored after the fact; a 5xx releases the key so a retry can run.
+ * Expiry (24 h) is checked in code; the TTL attribute only cleans up.
+ */
+import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { db, tableName } from './db/client';
+import { keys } from './db/keys';
+import { now, DAY_MS } from './clock';
+import { errors } from './errors';
+import { sha256hex } from './auth/secrets';
+import type { Tx } from './db/tx';
+
+export const IDEMPOTENCY_TTL_MS = DAY_MS;
+/** A lock older than this belongs to a request that died (Lambda timeouts are far shorter). */
+const STALE_LOCK_MS = 5 * 60_000;
+export const MAX_KEY_LENGTH = 255;
+
+export interface StoredResponse {
+  status: number;
+  body: unknown;
+  request_id: string;
+  headers?: Record<string, string>;
+}
+
+export class IdempotencyHandle {
+  recorded = false;
+  constructor(
+    readonly scope: string,
+    readonly keyHash: string,
+    readonly lockId: string,
+    readonly successStatus: number,
+  ) {}
+
+  private key() {
+    return keys.idempotency(this.scope, this.keyHash);
+  }
+
+  /** Add the final response to the transaction of the write this key protects. */
+  record(tx: Tx, body: unknown, status = this.successStatus, headers?: Record<string, string>): void {
+    tx.update('idempotency', this.key(), 'SET #s = :done, #r = :resp', {
+      condition: '#l = :lock AND #s = :inprog',
+      names: { '#s': 'status', '#r': 'response', '#l': 'lock_id' },
+      values: {
+        ':done': 'done',
+        ':resp': { status, body, request_id: this.lockId, headers } satisfies StoredResponse,
+        ':lock': this.lockId,
+        ':inprog': 'in_progress',
+      },
+    });
+    this.recorded = true;
+  }
+
+  /** Store a response after the fact (4xx outcomes, and writes that did not record in their tx). */
+  async store(response: StoredResponse): Promise<void> {
+    try {
+      await db().send(
+        new UpdateCommand({
+          TableName: tableName(),
+          Key: this.key(),
+          UpdateExpression: 'SET #s = :done, #r = :resp',
+          ConditionExpression: '#l = :lock AND #s = :inprog',
+          ExpressionAttributeNames: { '#s': 'status', '#r': 'response', '#l': 'lock_id' },
+          ExpressionAttributeValues: { ':done': 'done', ':resp': response, ':lock': this.lockId, ':inprog': 'in_progress' },
+        }),
+      );
+    } catch (err) {
+      if (!(err instanceof ConditionalCheckFailedException)) throw err;
+    }
+  }
+
+  /** Give the key back (5xx): the next request with it runs afresh. */
+  async release(): Promise<void> {
+    try {
+      await db().send(
+        new DeleteCommand({
+          TableName: tableName(),
+          Key: this.key(),
+          ConditionExpression: '#l = :lock AND #s = :inprog',
+          ExpressionAttributeNames: { '#s': 'status', '#l': 'lock_id' },
+          ExpressionAttributeValues: { ':lock': this.lockId, ':inprog': 'in_progress' },
+        }),
+      );
+    } catch (err) {
+      if (!(err instanceof ConditionalCheckFailedException)) throw err;
+    }
+  }
+}
+
+export type AcquireResult = { kind: 'acquired'; handle: IdempotencyHandle } | { kind: 'replay'; stored: StoredResponse };
+
+/** Canonical request fingerprint: method, path and the body (JSON with sorted keys when JSON). */
+export function fingerprint(method: string, path: string, rawBody: string | null): string {
+  let canonical = rawBody ?? '';
+  try {
+    if (canonical.trim()) canonical = stableStringify(JSON.parse(canonical));
+  } catch {
+    /* not JSON: the raw bytes are the body */
+  }
+  return sha256hex(`${method.toUpperCase()} ${path}\n${canonical}`);
+}
+
+function stableStringify(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(stableStringify).join(',')}]`;
+  if (v && typeof v === 'object') {
+    return `{${Object.keys(v as object)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${stableStringify((v as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(v);
+}
+
+export async function acquire(opts: {
+  scope: string;
+  key: string;
+  fingerprint: string;
+  requestId: string;
+  successStatus: number;
+}): Promise<AcquireResult> {
+  const keyHash = sha256hex(opts.key);
+  const k = keys.idempotency(opts.scope, keyHash);
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const t = now().getTime();
+    try {
+      await db().send(
+        new PutCommand({
+          TableName: tableName(),
+          Item: {
+            ...k,
+            entity: 'idempotency',
+            status: 'in_progress',
+            fingerprint: opts.fingerprint,
+            lock_id: opts.requestId,
+            locked_at: t,
+            expires_at: t + IDEMPOTENCY_TTL_MS,
+            ttl: Math.floor((t + IDEMPOTENCY_TTL_MS) / 1000) + 3600,
+          },
+          ConditionExpression: 'attribute_not_exists(PK) OR expires_at <= :now OR (#s = :inprog AND locked_at <= :stale)',
+          ExpressionAttributeNames: { '#s': 'status' },
+          ExpressionAttributeValues: { ':now': t, ':inprog': 'in_progress', ':stale': t - STALE_LOCK_MS },
+        }),
+      );
+      return { kind: 'acquired', handle: new IdempotencyHandle(opts.scope, keyHash, opts.requestId, opts.successStatus) };
+    } catch (err) {
+      if (!(err instanceof ConditionalCheckFailedException)) throw err;
+    }
+    const out = await db().send(new GetCommand({ TableName: tableName(), Key: k, ConsistentRead: true }));
+    const rec = out.Item;
+    if (!rec) continue; // released between our Put and Get: try again
+    if (Number(rec.expires_at) <= now().getTime()) continue;
+    if (rec.fingerprint !== opts.fingerprint) throw errors.idempotencyConflict();
+    if (rec.status === 'in_progress') {
+      throw errors.conflict(
+        'A request with this Idempotency-Key is still being processed; retry shortly.',
+        [{ field: 'Idempotency-Key', message: 'the first request with this key is still running', code: 'idempotency_key_in_use' }],
+        { 'Retry-After': '1' },
+      );
+    }
+    return { kind: 'replay', stored: rec.response as StoredResponse };
+  }
+  throw errors.conflict('Could not take the Idempotency-Key; retry shortly.', [
+    { field: 'Idempotency-Key', message: 'contention on this key', code: 'idempotency_key_in_use' },
+  ], { 'Retry-After': '1' });
+}

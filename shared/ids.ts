@@ -1,0 +1,57 @@
+/**
+ * Identifiers (D1): `<prefix>_<ULID>`, 26 Crockford base32 characters, sortable by creation time.
+ */
+import { ulid, decodeTime } from 'ulid';
+import { now } from './clock';
+
+export const ID_PREFIXES = {
+  job: 'job',
+  file: 'file',
+  submission: 'sub',
+  worker: 'wkr',
+  transaction: 'crtx',
+  event: 'evt',
+  request: 'req',
+  organization: 'org',
+  apiKey: 'key',
+  webhookEndpoint: 'we',
+  checkoutSession: 'cs',
+  audit: 'aud',
+  lot: 'lot',
+  payout: 'pay',
+} as const;
+export type IdKind = keyof typeof ID_PREFIXES;
+
+/**
+ * A new id of the given kind, timestamped by the (injectable) clock. Not the monotonic factory:
+ * its time part must always be the clock's, even when a test moves the clock backwards.
+ */
+export function newId(kind: IdKind): string {
+  return `${ID_PREFIXES[kind]}_${ulid(now().getTime())}`;
+}
+
+const ULID_RE = /^[0-9A-HJKMNP-TV-Z]{26}$/;
+
+/** True when `id` is well formed for `kind` (malformed ids answer 404, D43). */
+export function isId(kind: IdKind, id: string): boolean {
+  const prefix = `${ID_PREFIXES[kind]}_`;
+  return id.startsWith(prefix) && ULID_RE.test(id.slice(prefix.length));
+}
+
+/** Creation time encoded in an id. */
+export function idTime(id: string): Date {
+  return new Date(decodeTime(id.slice(id.indexOf('_') + 1)));
+}
+
+const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+
+/** The smallest ULID string of an instant: `id > ulidFloor(t)` selects ids created after t. */
+export function ulidFloor(kind: IdKind, t: Date, fill: '0' | 'Z' = '0'): string {
+  let ms = t.getTime();
+  let time = '';
+  for (let i = 0; i < 10; i++) {
+    time = CROCKFORD[ms % 32] + time;
+    ms = Math.floor(ms / 32);
+  }
+  return `${ID_PREFIXES[kind]}_${time}${fill.repeat(16)}`;
+}

@@ -1,0 +1,96 @@
+/**
+ * Balance reads and the low-balance / auto top-up hook (D31, D34).
+ *
+ * The balance item (`keys.balance(org, env)`): `available_cents`, `held_cents`, `version` (moves
+ * with every change of `available`, see lots.ts), `active_jobs` (live jobs open, filled or
+ * in_progress: the D18 free-tier guard), `updated_at`.
+ */
+import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { db, tableName } from '../db/client';
+import { keys, indexKeys } from '../db/keys';
+import { emit } from '../outbox';
+import { getSettings } from '../orgs';
+import { lotFromItem, type Lot } from './lots';
+import type { Tx } from '../db/tx';
+import type { Env } from '../types';
+
+export interface BalanceSnapshot {
+  available: number;
+  held: number;
+  /** null when the balance item does not exist yet. */
+  version: number | null;
+  activeJobs: number;
+  updatedAt: string | null;
+  lots: Lot[];
+}
+
+export async function readBalanceItem(orgId: string, env: Env, consistent = true) {
+  const out = await db().send(new GetCommand({ TableName: tableName(), Key: keys.balance(orgId, env), ConsistentRead: consistent }));
+  return out.Item;
+}
+
+/** The balance and its lots in expiry order (first to expire first), read consistently. */
+export async function readBalance(orgId: string, env: Env, withLots = true): Promise<BalanceSnapshot> {
+  const [item, lots] = await Promise.all([readBalanceItem(orgId, env), withLots ? readLots(orgId, env) : Promise.resolve([])]);
+  return {
+    available: Number(item?.available_cents ?? 0),
+    held: Number(item?.held_cents ?? 0),
+    version: item ? Number(item.version ?? 0) : null,
+    activeJobs: Number(item?.active_jobs ?? 0),
+    updatedAt: (item?.updated_at as string | undefined) ?? null,
+    lots,
+  };
+}
+
+export async function readLots(orgId: string, env: Env): Promise<Lot[]> {
+  const ix = indexKeys.tenantCreditLots(orgId, env);
+  const lots: Lot[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const out = await db().send(
+      new QueryCommand({
+        TableName: tableName(),
+        KeyConditionExpression: 'PK = :pk AND begins_with(SK, :p)',
+        ExpressionAttributeValues: { ':pk': ix.pk, ':p': ix.skPrefix },
+        ConsistentRead: true,
+        ExclusiveStartKey: start,
+      }),
+    );
+    for (const it of out.Items ?? []) lots.push(lotFromItem(it));
+    start = out.LastEvaluatedKey;
+  } while (start);
+  return lots;
+}
+
+/** Condition that the balance is still the snapshot that was read (see lots.ts `version`). */
+export function versionCondition(version: number | null): { condition: string; values: Record<string, unknown> } {
+  return version === null
+    ? { condition: 'attribute_not_exists(version)', values: {} }
+    : { condition: 'version = :v', values: { ':v': version } };
+}
+
+/**
+ * D34: `available` dropped from `before` to `after` in `tx`. Emits `credits.low_balance` exactly
+ * when this drop crosses the threshold (before ≥ threshold > after); callers commit on the balance
+ * version, so `before` is exact and a crossing is reported once. Returns whether an auto top-up is
+ * due (enabled and a payment method on file); the caller runs it after its commit.
+ */
+export async function lowBalanceCheck(
+  tx: Tx,
+  orgId: string,
+  env: Env,
+  before: number,
+  after: number,
+): Promise<{ topUpCents: number } | null> {
+  if (env !== 'live' || after >= before) return null;
+  const s = await getSettings(orgId);
+  const threshold = s.auto_top_up_threshold_cents;
+  if (!(before >= threshold && after < threshold)) return null;
+  emit(tx, {
+    orgId,
+    env,
+    type: 'credits.low_balance',
+    data: { balance_cents: after, threshold_cents: threshold, auto_top_up_enabled: s.auto_top_up_enabled },
+  });
+  return s.auto_top_up_enabled ? { topUpCents: s.auto_top_up_amount_cents } : null;
+}

@@ -1,0 +1,312 @@
+/**
+ * The route manifest: the one table of every HTTP route of the service.
+ *
+ * Read by the CDK stack (one Lambda + one API Gateway method per entry, IAM grants from `access`)
+ * and by the local runtime (the HTTP server routes to the same handler modules). Handlers read their
+ * own entry (scope, idempotency, long-poll, resource) through `routeById`, so the policy of a route
+ * is written here once.
+ */
+
+export const SCOPES = [
+  'jobs:write',
+  'jobs:read',
+  'webhooks:write',
+  'webhooks:read',
+  'keys:manage',
+  'audit:read',
+  'usage:read',
+  'billing:write',
+] as const;
+export type Scope = (typeof SCOPES)[number];
+
+export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
+
+/** Who may call a route: a buyer API key, a worker token (D9), or anyone (signups). */
+export type Principal = 'api_key' | 'worker' | 'none';
+
+/**
+ * Path parameters that name a resource. The resource middleware loads it and answers 404 for an
+ * unknown id, a malformed id, another organization's or the other environment's resource, before
+ * the body is validated (D42, D43).
+ */
+export type ResourceKind =
+  | 'job'
+  | 'file'
+  | 'submission'
+  | 'api_key'
+  | 'webhook_endpoint'
+  | 'webhook_event'
+  | 'worker_job'
+  | 'worker_submission';
+
+/** Least-privilege access a handler needs; the stack turns it into grants through helpers. */
+export interface RouteAccess {
+  table: 'read' | 'write';
+  bucket?: 'read' | 'write' | 'read-write';
+  /** SMS sending for phone verification (SNS in the stack, the log in the local runtime). */
+  sms?: boolean;
+}
+
+export interface RouteDef {
+  /** Stable identifier, also the handler's lookup key: `<area>.<action>`. */
+  id: string;
+  method: HttpMethod;
+  /** API Gateway style path with `{param}` segments. */
+  path: string;
+  /** Handler module, relative to the project root; it exports `handler`. */
+  handler: string;
+  principal: Principal;
+  /** Required scope; 'any' = any valid key of the organization; null when principal is not a key. */
+  scope: Scope | 'any' | null;
+  /** D10: required on authenticated mutating POSTs (except refresh_url), optional elsewhere. */
+  idempotency: 'required' | 'optional' | 'none';
+  /** D20: honours `Prefer: wait=N`. */
+  longPoll?: boolean;
+  /** Path parameter resolved by the resource middleware, by name of the parameter. */
+  resource?: { param: string; kind: ResourceKind };
+  /** Rate-limit bucket: per API key (D13) or per source IP for signups (D13, D44). */
+  rateLimit: 'key' | 'worker' | 'signup_buyer' | 'signup_worker';
+  access: RouteAccess;
+  /** Success status when not 200 (D43). */
+  successStatus?: 200 | 201 | 202 | 204;
+}
+
+const R = (d: RouteDef): RouteDef => d;
+
+const buyer = (
+  id: string,
+  method: HttpMethod,
+  path: string,
+  handler: string,
+  scope: Scope | 'any',
+  extra: Partial<RouteDef> = {},
+): RouteDef =>
+  R({
+    id,
+    method,
+    path,
+    handler,
+    principal: 'api_key',
+    scope,
+    idempotency: method === 'POST' ? 'required' : 'none',
+    rateLimit: 'key',
+    access: { table: method === 'GET' ? 'read' : 'write' },
+    ...extra,
+  });
+
+const worker = (
+  id: string,
+  method: HttpMethod,
+  path: string,
+  handler: string,
+  extra: Partial<RouteDef> = {},
+): RouteDef =>
+  R({
+    id,
+    method,
+    path,
+    handler,
+    principal: 'worker',
+    scope: null,
+    // D45: optional on worker routes, honoured when sent.
+    idempotency: method === 'POST' ? 'optional' : 'none',
+    rateLimit: 'worker',
+    access: { table: method === 'GET' ? 'read' : 'write' },
+    ...extra,
+  });
+
+export const ROUTES: readonly RouteDef[] = [
+  // --- Authentication and identity (D7, D8) ---
+  R({
+    id: 'auth.signup',
+    method: 'POST',
+    path: '/v1/auth/signup',
+    handler: 'functions/auth/signup.ts',
+    principal: 'none',
+    scope: null,
+    idempotency: 'optional',
+    rateLimit: 'signup_buyer',
+    access: { table: 'write' },
+    successStatus: 201,
+  }),
+  buyer('auth.phone_verification.start', 'POST', '/v1/auth/phone_verification', 'functions/auth/phone-verification-start.ts', 'any', {
+    access: { table: 'write', sms: true },
+    successStatus: 202,
+  }),
+  buyer('auth.phone_verification.confirm', 'POST', '/v1/auth/phone_verification/confirm', 'functions/auth/phone-verification-confirm.ts', 'any'),
+  buyer('me.get', 'GET', '/v1/me', 'functions/auth/me.ts', 'any'),
+
+  // --- Jobs ---
+  buyer('jobs.create', 'POST', '/v1/jobs', 'functions/jobs/create.ts', 'jobs:write', { successStatus: 201 }),
+  buyer('jobs.list', 'GET', '/v1/jobs', 'functions/jobs/list.ts', 'jobs:read'),
+  buyer('jobs.get', 'GET', '/v1/jobs/{job_id}', 'functions/jobs/get.ts', 'jobs:read', {
+    longPoll: true,
+    resource: { param: 'job_id', kind: 'job' },
+  }),
+  buyer('jobs.cancel', 'POST', '/v1/jobs/{job_id}/cancel', 'functions/jobs/cancel.ts', 'jobs:write', {
+    resource: { param: 'job_id', kind: 'job' },
+  }),
+  buyer('jobs.rate', 'POST', '/v1/jobs/{job_id}/rate', 'functions/jobs/rate.ts', 'jobs:write', {
+    resource: { param: 'job_id', kind: 'job' },
+  }),
+  buyer('jobs.files.list', 'GET', '/v1/jobs/{job_id}/files', 'functions/files/list-for-job.ts', 'jobs:read', {
+    resource: { param: 'job_id', kind: 'job' },
+    access: { table: 'read', bucket: 'read' },
+  }),
+  buyer('jobs.submissions.list', 'GET', '/v1/jobs/{job_id}/submissions', 'functions/submissions/list-for-job.ts', 'jobs:read', {
+    resource: { param: 'job_id', kind: 'job' },
+  }),
+  buyer('files.refresh_url', 'POST', '/v1/files/{file_id}/refresh_url', 'functions/files/refresh-url.ts', 'jobs:read', {
+    idempotency: 'optional',
+    resource: { param: 'file_id', kind: 'file' },
+    access: { table: 'write', bucket: 'read' },
+  }),
+
+  // --- Submissions (D8: scope jobs:read) ---
+  buyer('submissions.list', 'GET', '/v1/submissions', 'functions/submissions/list.ts', 'jobs:read'),
+  buyer('submissions.summary', 'GET', '/v1/submissions/summary', 'functions/submissions/summary.ts', 'jobs:read'),
+  buyer('submissions.get', 'GET', '/v1/submissions/{submission_id}', 'functions/submissions/get.ts', 'jobs:read', {
+    resource: { param: 'submission_id', kind: 'submission' },
+  }),
+
+  // --- API keys (D5, D6) ---
+  buyer('api_keys.create', 'POST', '/v1/api_keys', 'functions/api-keys/create.ts', 'keys:manage'),
+  buyer('api_keys.list', 'GET', '/v1/api_keys', 'functions/api-keys/list.ts', 'keys:manage'),
+  buyer('api_keys.rotate', 'POST', '/v1/api_keys/{key_id}/rotate', 'functions/api-keys/rotate.ts', 'keys:manage', {
+    resource: { param: 'key_id', kind: 'api_key' },
+  }),
+  buyer('api_keys.revoke', 'POST', '/v1/api_keys/{key_id}/revoke', 'functions/api-keys/revoke.ts', 'keys:manage', {
+    resource: { param: 'key_id', kind: 'api_key' },
+    successStatus: 204,
+  }),
+
+  // --- Webhook endpoints and events (D36-D38) ---
+  buyer('webhook_endpoints.create', 'POST', '/v1/webhook_endpoints', 'functions/webhooks/endpoint-create.ts', 'webhooks:write', {
+    successStatus: 201,
+  }),
+  buyer('webhook_endpoints.list', 'GET', '/v1/webhook_endpoints', 'functions/webhooks/endpoint-list.ts', 'webhooks:read'),
+  buyer('webhook_endpoints.get', 'GET', '/v1/webhook_endpoints/{endpoint_id}', 'functions/webhooks/endpoint-get.ts', 'webhooks:read', {
+    resource: { param: 'endpoint_id', kind: 'webhook_endpoint' },
+  }),
+  buyer('webhook_endpoints.update', 'PATCH', '/v1/webhook_endpoints/{endpoint_id}', 'functions/webhooks/endpoint-update.ts', 'webhooks:write', {
+    resource: { param: 'endpoint_id', kind: 'webhook_endpoint' },
+  }),
+  buyer('webhook_endpoints.delete', 'DELETE', '/v1/webhook_endpoints/{endpoint_id}', 'functions/webhooks/endpoint-delete.ts', 'webhooks:write', {
+    resource: { param: 'endpoint_id', kind: 'webhook_endpoint' },
+    successStatus: 204,
+  }),
+  buyer('webhook_endpoints.rotate_secret', 'POST', '/v1/webhook_endpoints/{endpoint_id}/rotate_secret', 'functions/webhooks/endpoint-rotate-secret.ts', 'webhooks:write', {
+    resource: { param: 'endpoint_id', kind: 'webhook_endpoint' },
+  }),
+  buyer('webhook_events.list', 'GET', '/v1/webhook_events', 'functions/webhooks/event-list.ts', 'webhooks:read'),
+  buyer('webhook_events.replay', 'POST', '/v1/webhook_events/{event_id}/replay', 'functions/webhooks/event-replay.ts', 'webhooks:write', {
+    resource: { param: 'event_id', kind: 'webhook_event' },
+    successStatus: 202,
+  }),
+
+  // --- Billing (D31-D34) ---
+  buyer('billing.credits', 'GET', '/v1/billing/credits', 'functions/billing/credits.ts', 'usage:read'),
+  buyer('billing.transactions', 'GET', '/v1/billing/transactions', 'functions/billing/transactions.ts', 'usage:read'),
+  buyer('billing.purchase', 'POST', '/v1/billing/credits/purchase', 'functions/billing/purchase.ts', 'billing:write'),
+  // D32: alias path of the purchase route, same handler module, its own Lambda.
+  buyer('billing.purchase_alias', 'POST', '/v1/billing/purchase', 'functions/billing/purchase.ts', 'billing:write'),
+
+  // --- Organization settings (D34) and audit (D39) ---
+  buyer('organization.settings.get', 'GET', '/v1/organization/settings', 'functions/organization/settings-get.ts', 'any'),
+  buyer('organization.settings.update', 'PATCH', '/v1/organization/settings', 'functions/organization/settings-update.ts', 'any'),
+  buyer('audit_events.list', 'GET', '/v1/audit-events', 'functions/audit/list.ts', 'audit:read'),
+
+  // --- Worker routes (D9, D23-D25, D45) ---
+  R({
+    id: 'worker.signup',
+    method: 'POST',
+    path: '/internal/worker/auth/signup',
+    handler: 'functions/worker/signup.ts',
+    principal: 'none',
+    scope: null,
+    idempotency: 'optional',
+    rateLimit: 'signup_worker',
+    access: { table: 'write' },
+    successStatus: 201,
+  }),
+  worker('worker.jobs.available', 'GET', '/internal/worker/jobs/available', 'functions/worker/jobs-available.ts'),
+  worker('worker.jobs.accept', 'POST', '/internal/worker/jobs/{job_id}/accept', 'functions/worker/job-accept.ts', {
+    resource: { param: 'job_id', kind: 'worker_job' },
+    successStatus: 201,
+  }),
+  worker('worker.jobs.withdraw', 'POST', '/internal/worker/jobs/{job_id}/withdraw', 'functions/worker/job-withdraw.ts', {
+    resource: { param: 'job_id', kind: 'worker_job' },
+  }),
+  worker('worker.jobs.flag', 'POST', '/internal/worker/jobs/{job_id}/flag', 'functions/worker/job-flag.ts', {
+    resource: { param: 'job_id', kind: 'worker_job' },
+  }),
+  worker('worker.submissions.upload', 'POST', '/internal/worker/submissions/{submission_id}/upload', 'functions/worker/submission-upload.ts', {
+    resource: { param: 'submission_id', kind: 'worker_submission' },
+    access: { table: 'write', bucket: 'write' },
+    successStatus: 202,
+  }),
+  worker('worker.submissions.retry', 'POST', '/internal/worker/submissions/{submission_id}/retry', 'functions/worker/submission-retry.ts', {
+    resource: { param: 'submission_id', kind: 'worker_submission' },
+  }),
+  worker('worker.submissions.get', 'GET', '/internal/worker/submissions/{submission_id}', 'functions/worker/submission-get.ts', {
+    resource: { param: 'submission_id', kind: 'worker_submission' },
+  }),
+  worker('worker.submissions.list', 'GET', '/internal/worker/submissions', 'functions/worker/submission-list.ts'),
+];
+
+const byId = new Map(ROUTES.map((r) => [r.id, r]));
+
+export function routeById(id: string): RouteDef {
+  const r = byId.get(id);
+  if (!r) throw new Error(`unknown route id ${id}`);
+  return r;
+}
+
+/** Lambda-safe logical name for a route, e.g. `jobs.files.list` -> `JobsFilesList`. */
+export function routeLogicalName(r: Pick<RouteDef, 'id'>): string {
+  return r.id
+    .split(/[._-]/)
+    .filter(Boolean)
+    .map((p) => p[0]!.toUpperCase() + p.slice(1))
+    .join('');
+}
+
+/**
+ * Match a concrete path against a manifest path template. Literal segments win over parameters,
+ * so `/v1/submissions/summary` is not taken for `/v1/submissions/{submission_id}`.
+ */
+export function matchRoute(
+  method: string,
+  path: string,
+): { route: RouteDef; params: Record<string, string> } | { route: null; allowed: HttpMethod[] } {
+  const segs = path.split('/').filter(Boolean);
+  let best: { route: RouteDef; params: Record<string, string>; literals: number } | null = null;
+  const allowed = new Set<HttpMethod>();
+  for (const r of ROUTES) {
+    const tsegs = r.path.split('/').filter(Boolean);
+    if (tsegs.length !== segs.length) continue;
+    const params: Record<string, string> = {};
+    let literals = 0;
+    let ok = true;
+    for (let i = 0; i < tsegs.length; i++) {
+      const t = tsegs[i]!;
+      const s = segs[i]!;
+      if (t.startsWith('{') && t.endsWith('}')) {
+        params[t.slice(1, -1)] = decodeURIComponent(s);
+      } else if (t === s) {
+        literals++;
+      } else {
+        ok = false;
+        break;
+      }
+    }
+    if (!ok) continue;
+    if (r.method !== method) {
+      allowed.add(r.method);
+      continue;
+    }
+    if (!best || literals > best.literals) best = { route: r, params, literals };
+  }
+  if (best) return { route: best.route, params: best.params };
+  return { route: null, allowed: [...allowed] };
+}

@@ -1,0 +1,36 @@
+/**
+ * SMS sending behind one interface (phone verification, D7): SNS in AWS, the log in the local
+ * runtime (so a developer reads the code from the terminal). SNS cannot run here; the local
+ * provider is the real one for the embedded runtime.
+ */
+import { config } from '../config';
+import { logger } from '../logger';
+
+export interface SmsProvider {
+  send(phone: string, text: string): Promise<void>;
+}
+
+/** Messages sent by the local provider, newest last (read by tests and shown in the log). */
+export const localOutbox: { phone: string; text: string; at: string }[] = [];
+
+const localProvider: SmsProvider = {
+  async send(phone, text) {
+    localOutbox.push({ phone, text, at: new Date().toISOString() });
+    if (localOutbox.length > 100) localOutbox.shift();
+    // eslint-disable-next-line no-console
+    if (process.env.NODE_ENV !== 'test') console.log(`[sms] to ${phone}: ${text}`);
+  },
+};
+
+const snsProvider: SmsProvider = {
+  async send(phone, text) {
+    const { SNSClient, PublishCommand } = await import('@aws-sdk/client-sns');
+    const client = new SNSClient({ region: config().region });
+    await client.send(new PublishCommand({ PhoneNumber: phone, Message: text }));
+    logger.info('sms sent', { phone_tail: phone.slice(-2) });
+  },
+};
+
+export function sms(): SmsProvider {
+  return config().runtime === 'local' ? localProvider : snsProvider;
+}

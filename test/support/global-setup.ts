@@ -1,0 +1,19 @@
+/**
+ * Jest globalSetup: one in-memory DynamoDB Local for the whole run. Its endpoint goes to
+ * process.env.DYNAMODB_ENDPOINT, which the test workers inherit (they are forked after this runs);
+ * each test file's runtime uses its own table on it.
+ */
+import { startDynamoDbLocal, type DynamoDbLocal } from '../../local/dynamodb';
+
+declare global {
+  // Shared with global-teardown (same process).
+  var __dynamoDbLocal: DynamoDbLocal | undefined;
+}
+
+export default async function globalSetup(): Promise<void> {
+  if (process.env.DYNAMODB_ENDPOINT) return; // a DynamoDB Local provided by the caller
+  const dynamo = await startDynamoDbLocal();
+  globalThis.__dynamoDbLocal = dynamo;
+  process.env.DYNAMODB_ENDPOINT = dynamo.endpoint;
+  process.env.DYNAMODB_LOCAL_PID = String(dynamo.pid);
+}

@@ -1,0 +1,78 @@
+/**
+ * Test harness: the local runtime in the test process, against the run's shared DynamoDB Local
+ * (see global-setup) with a table of its own, S3 in a temp directory, SQS and HTTP on free ports,
+ * schedules off. Call `startTestRuntime()` in beforeAll and `stop()` in afterAll.
+ */
+import { randomBytes } from 'node:crypto';
+import { waitUntil, type WaitOptions } from '../../local/net';
+import { startRuntime, type Runtime, type RuntimeOptions } from '../../local/runtime';
+
+export interface TestResponse<T = any> {
+  status: number;
+  /** Header names in lower case. */
+  headers: Record<string, string>;
+  /** Parsed JSON body; null when the body is empty or not JSON. */
+  json: T;
+  text: string;
+}
+
+export interface RequestOptions {
+  /** Objects are sent as JSON; strings and buffers as they are. */
+  body?: unknown;
+  headers?: Record<string, string>;
+  /** API key or worker token, sent as `Authorization: Bearer <key>`. */
+  key?: string;
+}
+
+export interface TestRuntime extends Runtime {
+  request<T = any>(method: string, path: string, opts?: RequestOptions): Promise<TestResponse<T>>;
+}
+
+export async function startTestRuntime(overrides: Partial<RuntimeOptions> = {}): Promise<TestRuntime> {
+  const dynamoEndpoint = process.env.DYNAMODB_ENDPOINT;
+  if (!dynamoEndpoint) throw new Error('DYNAMODB_ENDPOINT is not set: run the tests through jest (globalSetup starts DynamoDB Local)');
+  const runtime = await startRuntime({
+    dynamoEndpoint,
+    inMemory: true,
+    port: 0,
+    tableName: `test-${randomBytes(6).toString('hex')}`,
+    enableScheduler: false,
+    enablePollers: true,
+    cursorSecret: 'test-cursor-secret',
+    logLevel: (process.env.LOCAL_LOG_LEVEL as RuntimeOptions['logLevel']) ?? 'error',
+    pollWaitSeconds: 1,
+    streamPollIntervalMs: 100,
+    ...overrides,
+  });
+
+  async function request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<TestResponse<T>> {
+    const headers: Record<string, string> = { ...opts.headers };
+    if (opts.key) headers.Authorization = `Bearer ${opts.key}`;
+    let body: string | Buffer | undefined;
+    if (typeof opts.body === 'string' || Buffer.isBuffer(opts.body)) body = opts.body;
+    else if (opts.body !== undefined) {
+      body = JSON.stringify(opts.body);
+      headers['Content-Type'] ??= 'application/json';
+    }
+    const res = await fetch(`${runtime.url}${path}`, { method, headers, body });
+    const text = await res.text();
+    let json: unknown = null;
+    try {
+      json = text ? JSON.parse(text) : null;
+    } catch {
+      json = null;
+    }
+    return { status: res.status, headers: Object.fromEntries(res.headers), json: json as T, text };
+  }
+
+  return { ...runtime, request };
+}
+
+/**
+ * Polls `fn` until it returns a truthy value, which is returned; a throw (e.g. a failing `expect`)
+ * counts as "not yet" and the last one is reported on timeout. Assertion callbacks end with
+ * `return true`. Polling, never a fixed sleep.
+ */
+export function waitFor<T>(fn: () => Promise<T | null | undefined | false> | T | null | undefined | false, opts: WaitOptions = {}): Promise<T> {
+  return waitUntil(fn, { timeoutMs: 10_000, intervalMs: 50, ...opts });
+}

@@ -1,0 +1,80 @@
+import { newId, isId, idTime, ulidFloor } from '../../shared/ids';
+import { encodeCursor, decodeCursor } from '../../shared/cursor';
+import { fingerprint } from '../../shared/idempotency';
+import { maskSecret, newApiSecret, secretShape, newWorkerToken } from '../../shared/auth/secrets';
+import { clock } from '../../shared/clock';
+import { ApiError } from '../../shared/errors';
+
+process.env.RUNTIME = 'local';
+
+afterEach(() => clock.reset());
+
+describe('identifiers (D1)', () => {
+  test('ids are <prefix>_<26 Crockford base32> and sort by creation time', () => {
+    clock.set(new Date('2026-01-01T00:00:00.000Z'));
+    const a = newId('job');
+    clock.advance(1);
+    const b = newId('job');
+    expect(isId('job', a)).toBe(true);
+    expect(a < b).toBe(true);
+    expect(idTime(a).toISOString()).toBe('2026-01-01T00:00:00.000Z');
+  });
+
+  test('a malformed id is not an id of its kind (D43)', () => {
+    expect(isId('job', 'job_123')).toBe(false);
+    expect(isId('job', newId('file'))).toBe(false);
+  });
+
+  test('ulidFloor bounds ids by creation instant', () => {
+    clock.set(new Date('2026-01-01T00:00:01.000Z'));
+    const id = newId('job');
+    expect(id > ulidFloor('job', new Date('2026-01-01T00:00:00.999Z'))).toBe(true);
+    expect(id > ulidFloor('job', new Date('2026-01-01T00:00:01.001Z'))).toBe(false);
+  });
+});
+
+describe('cursors (D12)', () => {
+  test('a cursor round-trips for the same query', () => {
+    const c = encodeCursor({ PK: 'a', SK: 'b' }, 'q1');
+    expect(decodeCursor(c, 'q1')).toEqual({ PK: 'a', SK: 'b' });
+  });
+
+  test('a modified cursor is refused with validation_error on cursor', () => {
+    const c = encodeCursor({ PK: 'a', SK: 'b' }, 'q1');
+    const forged = Buffer.from(JSON.stringify({ p: { PK: 'x', SK: 'b' }, b: 'q1' })).toString('base64url') + '.' + c.split('.')[1];
+    try {
+      decodeCursor(forged, 'q1');
+      throw new Error('accepted');
+    } catch (e) {
+      expect(e).toBeInstanceOf(ApiError);
+      expect((e as ApiError).status).toBe(400);
+      expect((e as ApiError).details?.[0]?.field).toBe('cursor');
+    }
+  });
+
+  test('a cursor of another query (tenant or filter) is refused', () => {
+    const c = encodeCursor({ PK: 'a', SK: 'b' }, 'tenant-1');
+    expect(() => decodeCursor(c, 'tenant-2')).toThrow(ApiError);
+  });
+});
+
+describe('secrets (D5, D9)', () => {
+  test('secrets have the documented shape and mask to the last 4', () => {
+    const s = newApiSecret('live');
+    expect(s).toMatch(/^svc_live_sk_[0-9A-Za-z]{32}$/);
+    expect(secretShape(s)).toEqual({ kind: 'api_key', env: 'live' });
+    expect(maskSecret(s)).toBe(`svc_live_sk_...${s.slice(-4)}`);
+    expect(secretShape(newWorkerToken())).toEqual({ kind: 'worker' });
+    expect(secretShape('svc_live_sk_short')).toBeNull();
+  });
+});
+
+describe('idempotency fingerprint (D11)', () => {
+  test('the same JSON with other key order or spacing is the same request', () => {
+    expect(fingerprint('POST', '/v1/jobs', '{"a":1,"b":2}')).toBe(fingerprint('POST', '/v1/jobs', '{ "b": 2, "a": 1 }'));
+  });
+  test('another path or body is another request', () => {
+    expect(fingerprint('POST', '/v1/jobs', '{"a":1}')).not.toBe(fingerprint('POST', '/v1/jobs', '{"a":2}'));
+    expect(fingerprint('POST', '/v1/a', '{}')).not.toBe(fingerprint('POST', '/v1/b', '{}'));
+  });
+});

@@ -1,0 +1,102 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { ROUTES, matchRoute, routeLogicalName } from '../../shared/manifest/routes';
+import { QUEUES, RULES, PIPES, SCHEDULES, matchesPattern } from '../../shared/manifest/wiring';
+
+const root = join(__dirname, '..', '..');
+
+describe('route manifest', () => {
+  test('every route id, method+path and logical name is unique', () => {
+    expect(new Set(ROUTES.map((r) => r.id)).size).toBe(ROUTES.length);
+    expect(new Set(ROUTES.map((r) => `${r.method} ${r.path}`)).size).toBe(ROUTES.length);
+    expect(new Set(ROUTES.map(routeLogicalName)).size).toBe(ROUTES.length);
+  });
+
+  test('every buyer POST requires an Idempotency-Key except refresh_url (D10)', () => {
+    for (const r of ROUTES.filter((x) => x.principal === 'api_key' && x.method === 'POST')) {
+      expect([r.id, r.idempotency]).toEqual([r.id, r.id === 'files.refresh_url' ? 'optional' : 'required']);
+    }
+  });
+
+  test('the three /v1/submissions routes need jobs:read (D8)', () => {
+    for (const r of ROUTES.filter((x) => x.path.startsWith('/v1/submissions'))) expect(r.scope).toBe('jobs:read');
+  });
+
+  test('the organization settings routes accept any key', () => {
+    for (const r of ROUTES.filter((x) => x.path === '/v1/organization/settings')) expect(r.scope).toBe('any');
+  });
+
+  test('only GET /v1/jobs/{job_id} long-polls (D20)', () => {
+    expect(ROUTES.filter((r) => r.longPoll).map((r) => r.id)).toEqual(['jobs.get']);
+  });
+
+  test('a literal segment wins over a parameter', () => {
+    const m = matchRoute('GET', '/v1/submissions/summary');
+    expect(m.route?.id).toBe('submissions.summary');
+    expect(matchRoute('GET', '/v1/submissions/sub_01ARZ3NDEKTSV4RRFFQ69G5FAV').route?.id).toBe('submissions.get');
+  });
+
+  test('path parameters are extracted', () => {
+    const m = matchRoute('POST', '/v1/jobs/job_123/cancel');
+    expect(m.route?.id).toBe('jobs.cancel');
+    expect('params' in m && m.params).toEqual({ job_id: 'job_123' });
+  });
+
+  test('an unknown path matches nothing', () => {
+    expect(matchRoute('GET', '/v1/nope').route).toBeNull();
+  });
+});
+
+describe('event wiring', () => {
+  const uploadEvent = (key: string) => ({
+    source: 'aws.s3',
+    'detail-type': 'Object Created',
+    detail: { bucket: { name: 'b' }, object: { key, size: 1 } },
+  });
+
+  test('S3 ObjectCreated under uploads/ fans out to scoring and annotation (D54)', () => {
+    const rule = RULES.find((r) => r.name === 'upload-created')!;
+    expect(matchesPattern(rule.pattern, uploadEvent('uploads/job_1/sub_1/a.jpg'))).toBe(true);
+    expect(rule.targets.sort()).toEqual(['annotation', 'scoring']);
+  });
+
+  test('objects outside uploads/ (keyframes) do not start the pipeline', () => {
+    const rule = RULES.find((r) => r.name === 'upload-created')!;
+    expect(matchesPattern(rule.pattern, uploadEvent('keyframes/file_1/0.png'))).toBe(false);
+  });
+
+  test('the outbox pipe takes inserted events only', () => {
+    const pipe = PIPES.find((p) => p.name === 'outbox-to-webhooks')!;
+    const rec = (eventName: string, entity: string) => ({ eventName, dynamodb: { NewImage: { entity: { S: entity } } } });
+    expect(matchesPattern(pipe.filter, rec('INSERT', 'event'))).toBe(true);
+    expect(matchesPattern(pipe.filter, rec('MODIFY', 'event'))).toBe(false);
+    expect(matchesPattern(pipe.filter, rec('INSERT', 'job'))).toBe(false);
+  });
+
+  test('the sandbox pipe takes test-environment job.created events only (D40)', () => {
+    const pipe = PIPES.find((p) => p.name === 'sandbox-jobs')!;
+    const rec = (type: string, environment: string) => ({
+      eventName: 'INSERT',
+      dynamodb: { NewImage: { entity: { S: 'event' }, type: { S: type }, environment: { S: environment } } },
+    });
+    expect(matchesPattern(pipe.filter, rec('job.created', 'test'))).toBe(true);
+    expect(matchesPattern(pipe.filter, rec('job.created', 'live'))).toBe(false);
+    expect(matchesPattern(pipe.filter, rec('job.completed', 'test'))).toBe(false);
+  });
+
+  test('every queue consumer times out before its visibility timeout', () => {
+    for (const q of QUEUES) expect(q.consumerTimeoutSeconds).toBeLessThan(q.visibilityTimeoutSeconds);
+  });
+
+  test('every pipe and rule targets a defined queue', () => {
+    const names = new Set(QUEUES.map((q) => q.name));
+    for (const r of RULES) for (const t of r.targets) expect(names.has(t)).toBe(true);
+    for (const p of PIPES) expect(names.has(p.target)).toBe(true);
+  });
+
+  test('every handler module named by the manifest and the wiring exists', () => {
+    const modules = [...ROUTES.map((r) => r.handler), ...QUEUES.map((q) => q.consumer), ...SCHEDULES.map((s) => s.handler)];
+    const missing = modules.filter((m) => !existsSync(join(root, m)));
+    expect(missing).toEqual([]);
+  });
+});
