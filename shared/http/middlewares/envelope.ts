@@ -1,7 +1,6 @@
 /**
  * Outermost middleware: request id (D4: `X-Request-Id: req_<ULID>` on every response), header
- * normalisation, JSON parsing (malformed JSON: 400 invalid_request), the response shape, and the
- * error envelope for every error (never a stack trace).
+ * normalisation, the response shape, and the error envelope for every error (never a stack trace).
  */
 import type middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
@@ -76,17 +75,6 @@ export function envelope(route: RouteDef): middy.MiddlewareObj<APIGatewayProxyEv
       };
       setState(event, s);
       logger.appendKeys({ request_id: s.requestId, route: route.id });
-      const ctype = (headers['content-type'] ?? '').toLowerCase();
-      if (rawBodyText && rawBodyText.trim() !== '' && !ctype.startsWith('multipart/')) {
-        if (ctype && !ctype.includes('json')) {
-          throw errors.invalidRequest('Send request bodies as JSON with Content-Type: application/json.');
-        }
-        try {
-          s.json = JSON.parse(rawBodyText);
-        } catch {
-          throw errors.invalidRequest('The request body is not valid JSON.');
-        }
-      }
     },
     after: async (request: Req) => {
       const s = state(request.event);

@@ -23,6 +23,20 @@ export function issuesToDetails(issues: readonly core.$ZodIssue[], prefix = ''):
   return out;
 }
 
+/** Malformed JSON, or a body that is not JSON, is 400 invalid_request (D4). Multipart is left raw. */
+function parseJson(raw: string | null, contentType: string | undefined): unknown {
+  const ctype = (contentType ?? '').toLowerCase();
+  if (!raw || raw.trim() === '' || ctype.startsWith('multipart/')) return undefined;
+  if (ctype && !ctype.includes('json')) {
+    throw errors.invalidRequest('Send request bodies as JSON with Content-Type: application/json.');
+  }
+  try {
+    return JSON.parse(raw);
+  } catch {
+    throw errors.invalidRequest('The request body is not valid JSON.');
+  }
+}
+
 export interface Schemas {
   body?: ZodType;
   query?: ZodType;
@@ -32,6 +46,8 @@ export function validation(schemas: Schemas): middy.MiddlewareObj<APIGatewayProx
   return {
     before: async (request) => {
       const s = state(request.event);
+      // D42: the body is looked at only after authentication, scope and the resource.
+      s.json = parseJson(s.rawBodyText, s.headers['content-type']);
       if (schemas.query) {
         const r = schemas.query.safeParse(s.rawQuery);
         if (!r.success) throw errors.validation('Invalid query parameters.', issuesToDetails(r.error.issues));

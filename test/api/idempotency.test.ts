@@ -1,0 +1,121 @@
+/** Idempotency-Key (D10, D11, D49). */
+import { startTestRuntime, type TestRuntime } from '../support/harness';
+import { signupBuyer, idemKey, type TestBuyer } from '../support/buyers';
+import { clock, HOUR_MS } from '../../shared/clock';
+
+let rt: TestRuntime;
+let a: TestBuyer;
+
+beforeAll(async () => {
+  rt = await startTestRuntime();
+  a = await signupBuyer(rt);
+});
+afterAll(() => rt.stop());
+afterEach(() => clock.reset());
+
+const countKeys = async (key: string) => (await rt.request('GET', '/v1/api_keys?limit=100', { key })).json.data.length as number;
+
+test('a missing Idempotency-Key on a mutating POST is 400 naming the header (D10)', async () => {
+  const r = await rt.request('POST', '/v1/api_keys', { key: a.live, body: { name: 'x' } });
+  expect(r.status).toBe(400);
+  expect(r.json.error).toMatchObject({ type: 'validation_error', details: [{ field: 'Idempotency-Key' }] });
+});
+
+test('an Idempotency-Key longer than 255 characters is 400 (D10)', async () => {
+  const r = await rt.request('POST', '/v1/api_keys', { key: a.live, body: { name: 'x' }, headers: { 'Idempotency-Key': 'k'.repeat(256) } });
+  expect(r.status).toBe(400);
+  expect(r.json.error.details[0].field).toBe('Idempotency-Key');
+});
+
+test('the same key and body returns the stored response with the original request id and creates nothing (D11, D49)', async () => {
+  const org = await signupBuyer(rt);
+  const k = idemKey();
+  const first = await rt.request('POST', '/v1/api_keys', { key: org.live, body: { name: 'once' }, headers: { 'Idempotency-Key': k } });
+  const again = await rt.request('POST', '/v1/api_keys', { key: org.live, body: { name: 'once' }, headers: { 'Idempotency-Key': k } });
+  expect(again.status).toBe(first.status);
+  expect(again.json).toEqual(first.json);
+  expect(again.headers['idempotent-replayed']).toBe('true');
+  expect(again.headers['x-request-id']).toBe(first.headers['x-request-id']);
+  expect(await countKeys(org.live)).toBe(3);
+});
+
+test('the same key with a different body is 409 idempotency_conflict (D11)', async () => {
+  const k = idemKey();
+  await rt.request('POST', '/v1/api_keys', { key: a.live, body: { name: 'one' }, headers: { 'Idempotency-Key': k } });
+  const r = await rt.request('POST', '/v1/api_keys', { key: a.live, body: { name: 'two' }, headers: { 'Idempotency-Key': k } });
+  expect(r.status).toBe(409);
+  expect(r.json.error.type).toBe('idempotency_conflict');
+});
+
+test('the same key on another path is 409 idempotency_conflict (D11)', async () => {
+  const k = idemKey();
+  await rt.request('POST', '/v1/api_keys', { key: a.live, body: { name: 'one' }, headers: { 'Idempotency-Key': k } });
+  const r = await rt.request('POST', `/v1/api_keys/${a.testKeyId}/rotate`, { key: a.live, headers: { 'Idempotency-Key': k } });
+  expect(r.status).toBe(409);
+  expect(r.json.error.type).toBe('idempotency_conflict');
+});
+
+test('keys are scoped per organization and environment (D10)', async () => {
+  const k = idemKey();
+  const live = await rt.request('POST', '/v1/api_keys', { key: a.live, body: { name: 'scoped' }, headers: { 'Idempotency-Key': k } });
+  const test = await rt.request('POST', '/v1/api_keys', { key: a.test, body: { name: 'scoped' }, headers: { 'Idempotency-Key': k } });
+  expect(live.status).toBe(200);
+  expect(test.status).toBe(200);
+  expect(test.json.id).not.toBe(live.json.id);
+});
+
+test('10 concurrent requests with one Idempotency-Key produce one effect (D11)', async () => {
+  const org = await signupBuyer(rt);
+  const k = idemKey();
+  const results = await Promise.all(
+    Array.from({ length: 10 }, () =>
+      rt.request('POST', '/v1/api_keys', { key: org.live, body: { name: 'concurrent' }, headers: { 'Idempotency-Key': k } }),
+    ),
+  );
+  const ok = results.filter((r) => r.status === 200);
+  const busy = results.filter((r) => r.status === 409);
+  expect(ok.length + busy.length).toBe(10);
+  expect(new Set(ok.map((r) => r.json.id)).size).toBe(1);
+  for (const r of busy) {
+    expect(r.json.error.details[0].code).toBe('idempotency_key_in_use');
+    expect(r.headers['retry-after']).toBe('1');
+  }
+  expect(await countKeys(org.live)).toBe(3);
+  // After the first finished, the key replays the one response.
+  const replay = await rt.request('POST', '/v1/api_keys', { key: org.live, body: { name: 'concurrent' }, headers: { 'Idempotency-Key': k } });
+  expect(replay.json.id).toBe(ok[0]!.json.id);
+});
+
+test('a 4xx outcome is stored and replayed (D11)', async () => {
+  const org = await signupBuyer(rt);
+  const rev = await rt.request('POST', `/v1/api_keys/${org.testKeyId}/revoke`, { key: org.live, headers: { 'Idempotency-Key': idemKey() } });
+  expect(rev.status).toBe(204);
+  const k = idemKey();
+  const first = await rt.request('POST', `/v1/api_keys/${org.testKeyId}/rotate`, { key: org.live, headers: { 'Idempotency-Key': k } });
+  expect(first.status).toBe(409);
+  const again = await rt.request('POST', `/v1/api_keys/${org.testKeyId}/rotate`, { key: org.live, headers: { 'Idempotency-Key': k } });
+  expect(again.status).toBe(409);
+  expect(again.headers['idempotent-replayed']).toBe('true');
+  expect(again.json.error.request_id).toBe(first.json.error.request_id);
+});
+
+test('a key can be reused after 24 hours (D11)', async () => {
+  const org = await signupBuyer(rt);
+  const k = idemKey();
+  const first = await rt.request('POST', '/v1/api_keys', { key: org.live, body: { name: 'day' }, headers: { 'Idempotency-Key': k } });
+  clock.advance(24 * HOUR_MS + 1000);
+  const later = await rt.request('POST', '/v1/api_keys', { key: org.live, body: { name: 'other body' }, headers: { 'Idempotency-Key': k } });
+  expect(later.status).toBe(200);
+  expect(later.json.id).not.toBe(first.json.id);
+});
+
+test('signup honours an Idempotency-Key when sent (D10)', async () => {
+  const k = idemKey();
+  const body = { name: 'Twice', email: `twice-${Date.now()}@example.test` };
+  const first = await rt.request('POST', '/v1/auth/signup', { body, headers: { 'Idempotency-Key': k } });
+  const again = await rt.request('POST', '/v1/auth/signup', { body, headers: { 'Idempotency-Key': k } });
+  expect(first.status).toBe(201);
+  expect(again.status).toBe(201);
+  expect(again.json.organization.id).toBe(first.json.organization.id);
+  expect(again.headers['idempotent-replayed']).toBe('true');
+});
