@@ -174,3 +174,16 @@ test('every response carries X-Request-Id req_<ULID> (D4)', async () => {
   const r = await rt.request('GET', '/v1/me', { key: a.live });
   expect(r.headers['x-request-id']).toMatch(/^req_[0-9A-Z]{26}$/);
 });
+
+test('a JSON body sent as curl -d sends it (form content type) is taken as JSON', async () => {
+  const r = await rt.request('POST', '/v1/auth/signup', {
+    body: JSON.stringify({ name: 'Curl', email: `curl-${Date.now()}@example.test` }),
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+  });
+  expect(r.status).toBe(201);
+});
+
+test('a malformed body without a key is 401: authentication comes first (D42)', async () => {
+  const r = await rt.request('POST', '/v1/api_keys', { body: '{oops', headers: { 'Content-Type': 'application/json' } });
+  expect(r.status).toBe(401);
+});

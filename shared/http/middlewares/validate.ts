@@ -23,17 +23,18 @@ export function issuesToDetails(issues: readonly core.$ZodIssue[], prefix = ''):
   return out;
 }
 
-/** Malformed JSON, or a body that is not JSON, is 400 invalid_request (D4). Multipart is left raw. */
+/**
+ * Bodies are JSON (D4: malformed JSON is 400 invalid_request). The Content-Type is not insisted
+ * on: `curl -d '{...}'` sends `application/x-www-form-urlencoded`, and a JSON body sent that way is
+ * still taken as JSON. Multipart bodies (uploads) are left raw for their handler.
+ */
 function parseJson(raw: string | null, contentType: string | undefined): unknown {
   const ctype = (contentType ?? '').toLowerCase();
   if (!raw || raw.trim() === '' || ctype.startsWith('multipart/')) return undefined;
-  if (ctype && !ctype.includes('json')) {
-    throw errors.invalidRequest('Send request bodies as JSON with Content-Type: application/json.');
-  }
   try {
     return JSON.parse(raw);
   } catch {
-    throw errors.invalidRequest('The request body is not valid JSON.');
+    throw errors.invalidRequest('The request body is not valid JSON; send a JSON object (Content-Type: application/json).');
   }
 }
 
