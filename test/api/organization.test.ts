@@ -138,7 +138,7 @@ describe('audit events (D39)', () => {
     expect(r.status).toBe(200);
     const types = r.json.data.map((e: { event_type: string }) => e.event_type);
     expect(types.slice(0, 4)).toEqual(['organization.settings_updated', 'api_key.revoked', 'api_key.rotated', 'api_key.created']);
-    const ev = r.json.data.find((e: { event_type: string }) => e.event_type === 'api_key.created' && e.resource.id === created.json.id);
+    const ev = r.json.data.find((e: { event_type: string; resource: { id: string } }) => e.event_type === 'api_key.created' && e.resource.id === created.json.id);
     expect(ev).toMatchObject({
       object: 'audit_event',
       id: expect.stringMatching(/^aud_/),
