@@ -228,12 +228,6 @@ export function createHttpServer(opts: HttpServerOptions): Server {
       return writeEnvelope(res, 404, 'not_found', `No route for ${method} ${pathname}.`);
     }
     const { route, params } = match;
-    if (!handlerModuleExists(route.handler)) {
-      req.resume();
-      log.warn(`http ${method} ${route.path}: ${route.handler} does not exist yet`);
-      return writeEnvelope(res, 501, 'internal_error', `${method} ${route.path} (${route.id}) is not implemented yet.`);
-    }
-
     let body: Buffer;
     try {
       body = await readBody(req, MAX_BODY_BYTES);
@@ -241,6 +235,10 @@ export function createHttpServer(opts: HttpServerOptions): Server {
       if (!(err instanceof BodyTooLarge)) throw err;
       res.setHeader('Connection', 'close');
       return writeEnvelope(res, 413, 'invalid_request', `The request body exceeds ${MAX_BODY_BYTES} bytes.`);
+    }
+    if (!handlerModuleExists(route.handler)) {
+      log.warn(`http ${method} ${route.path}: ${route.handler} does not exist yet`);
+      return writeEnvelope(res, 501, 'internal_error', `${method} ${route.path} (${route.id}) is not implemented yet.`);
     }
 
     const requestId = randomUUID();

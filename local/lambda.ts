@@ -16,7 +16,6 @@ export function localRegion(): string {
   return process.env.AWS_REGION ?? 'us-east-1';
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyHandler = (event: any, context: Context) => unknown;
 
 const loaded = new Map<string, Promise<AnyHandler>>();

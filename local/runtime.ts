@@ -13,7 +13,8 @@ import { resetConfig } from '../shared/config';
 import { PIPES, QUEUES, type PipeDef, type ScheduleDef } from '../shared/manifest/wiring';
 import { ensureTable, localDynamoClient, startDynamoDbLocal, type DynamoDbLocal } from './dynamodb';
 import { createEventRouter } from './eventbridge';
-import { createHttpServer } from './http';
+import { createHttpServer, registerLocalPage } from './http';
+import { localCheckoutPage } from '../shared/payments/local-checkout-page';
 import { handlerModuleExists, loadHandler, localRegion, LOCAL_ACCOUNT_ID } from './lambda';
 import { createLog, type LogLevel } from './log';
 import { runReconcilers } from './reconcilers';
@@ -41,6 +42,8 @@ export interface RuntimeOptions {
   /** Fixed cursor secret (tests); otherwise a random one persisted in dataDir. */
   cursorSecret?: string;
   publicBaseUrl?: string;
+  /** D40 delay of the sandbox queue; default SANDBOX_DELAY_SECONDS, else the wiring's. */
+  sandboxDelaySeconds?: number;
   /** Long-poll wait of the queue pollers; shorter makes stop() quicker. */
   pollWaitSeconds?: number;
   streamPollIntervalMs?: number;
@@ -105,8 +108,8 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     stops.push(() => sqsEmulator.stop());
     const sqs = localSqsClient(sqsEmulator.endpoint);
     stops.push(() => sqs.destroy());
-    const sandboxDelay = process.env.SANDBOX_DELAY_SECONDS;
-    const queues = await createQueues(sqs, QUEUES, sandboxDelay !== undefined ? { sandbox: Number(sandboxDelay) } : {});
+    const sandboxDelay = opts.sandboxDelaySeconds ?? (process.env.SANDBOX_DELAY_SECONDS ? Number(process.env.SANDBOX_DELAY_SECONDS) : undefined);
+    const queues = await createQueues(sqs, QUEUES, sandboxDelay !== undefined ? { sandbox: sandboxDelay } : {});
     const send = queueSender(sqs, queues);
     const router = createEventRouter({ bucketName, send, log });
 
@@ -128,6 +131,8 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     let markReady!: () => void;
     const ready = new Promise<void>((r) => (markReady = r));
     const server = createHttpServer({ log, ready });
+    // The local payment provider's hosted checkout page (D32).
+    stops.push(registerLocalPage(localCheckoutPage));
     await new Promise<void>((ok, fail) => {
       server.once('error', fail);
       server.listen(opts.port ?? 3000, host, () => ok());
@@ -156,6 +161,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       PUBLIC_BASE_URL: opts.publicBaseUrl ?? url,
     };
     for (const q of queues.values()) env[queueUrlEnvName(q.def.name)] = q.url;
+    if (sandboxDelay !== undefined) env.SANDBOX_DELAY_SECONDS = String(sandboxDelay);
     delete process.env.AWS_PROFILE; // the local process must never reach a real account
     delete process.env.AWS_SESSION_TOKEN;
     Object.assign(process.env, env);

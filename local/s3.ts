@@ -9,7 +9,6 @@ import S3rver from 's3rver';
 
 // s3rver verifies SigV4 signatures against its own key registry; the runtime's clients (and the
 // pre-signed URLs they produce) sign with these local credentials, so register them once.
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const { DUMMY_ACCOUNT } = require('s3rver/lib/models/account') as {
   DUMMY_ACCOUNT: { createKeyPair(id: string, secret: string): void };
 };

@@ -48,13 +48,10 @@ export const keys = {
   jobContentHash: (jobId: string, sha256hex: string): Key => ({ PK: `JOB#${jobId}`, SK: `HASH#${sha256hex}` }),
   /** Rating guard and flag records live on the job partition too. */
   jobFlag: (jobId: string, wkr: string): Key => ({ PK: `JOB#${jobId}`, SK: `FLAG#${wkr}` }),
-  /**
-   * D18: the one live job a free-tier organization may have active; names that job. Taking it over
-   * requires a ConditionCheck that the named job is completed or cancelled (see shared/jobs).
-   */
-  freeTierJob: (org: string): Key => ({ PK: `ORG#${org}`, SK: 'FREE_TIER_JOB' }),
 
   submission: (subId: string): Key => ({ PK: `SUB#${subId}`, SK: 'SUB' }),
+  /** D27 retry window of a `retry_pending` submission; swept like reservations (gsi.reservationExpiry). */
+  retryWindow: (subId: string): Key => ({ PK: `SUB#${subId}`, SK: 'RETRY' }),
   file: (fileId: string): Key => ({ PK: `FILE#${fileId}`, SK: 'FILE' }),
 
   // ---------------------------------------------------------------- money (D31-D34)

@@ -33,6 +33,8 @@ export interface ApiRequest<B, Q> {
   resource: Record<string, unknown>;
   /** Context for mutating domain calls (actor, request id, idempotency handle). */
   ctx: MutationContext;
+  /** The raw request body bytes (base64 bodies decoded), for multipart uploads (D24). */
+  rawBody: Buffer | null;
 }
 
 type Out<S> = S extends ZodType ? Infer<S> : undefined;
@@ -67,6 +69,7 @@ export function route<S extends Schemas>(
       worker: s.principal as WorkerPrincipal,
       resource: s.resource ?? {},
       ctx: { actor: actorOf(s), requestId: s.requestId, idem: s.idem },
+      rawBody: s.rawBodyText === null ? null : Buffer.from(s.rawBodyText, event.isBase64Encoded ? 'latin1' : 'utf8'),
     };
     return (await fn(req)) as unknown as APIGatewayProxyResult;
   };

@@ -70,27 +70,46 @@ export function versionCondition(version: number | null): { condition: string; v
 }
 
 /**
- * D34: `available` dropped from `before` to `after` in `tx`. Emits `credits.low_balance` exactly
- * when this drop crosses the threshold (before ≥ threshold > after); callers commit on the balance
- * version, so `before` is exact and a crossing is reported once. Returns whether an auto top-up is
- * due (enabled and a payment method on file); the caller runs it after its commit.
+ * D34 for a drop of `amount` from a balance read as `before`, against threshold T, without
+ * serialising writers on an exact snapshot: the update asserts the regime the read saw (no
+ * crossing: before ≥ T + amount; crossing: T ≤ before < T + amount; already below: before < T), so
+ * concurrent drops conflict only at the threshold, and a crossing is reported by exactly one
+ * transaction. The condition also guarantees available ≥ amount.
  */
-export async function lowBalanceCheck(
-  tx: Tx,
-  orgId: string,
-  env: Env,
-  before: number,
-  after: number,
-): Promise<{ topUpCents: number } | null> {
-  if (env !== 'live' || after >= before) return null;
-  const s = await getSettings(orgId);
-  const threshold = s.auto_top_up_threshold_cents;
-  if (!(before >= threshold && after < threshold)) return null;
+export function dropRegime(before: number, amount: number, threshold: number): { condition: string; values: Record<string, unknown>; crossing: boolean } {
+  if (before - amount >= threshold) return { condition: 'available_cents >= :rMin', values: { ':rMin': threshold + amount }, crossing: false };
+  if (before >= threshold) {
+    return {
+      condition: 'available_cents BETWEEN :rLo AND :rHi',
+      values: { ':rLo': Math.max(threshold, amount), ':rHi': threshold + amount - 1 },
+      crossing: true,
+    };
+  }
+  return { condition: 'available_cents >= :rAmt AND available_cents < :rT', values: { ':rAmt': amount, ':rT': threshold }, crossing: false };
+}
+
+type Settings = Awaited<ReturnType<typeof getSettings>>;
+
+/** D34: emit `credits.low_balance`; returns the auto top-up due, if enabled. */
+export function emitLowBalance(tx: Tx, orgId: string, env: Env, after: number, s: Settings): { topUpCents: number } | null {
   emit(tx, {
     orgId,
     env,
     type: 'credits.low_balance',
-    data: { balance_cents: after, threshold_cents: threshold, auto_top_up_enabled: s.auto_top_up_enabled },
+    data: { balance_cents: after, threshold_cents: s.auto_top_up_threshold_cents, auto_top_up_enabled: s.auto_top_up_enabled },
   });
   return s.auto_top_up_enabled ? { topUpCents: s.auto_top_up_amount_cents } : null;
+}
+
+/**
+ * D34 for a drop committed on the exact balance version (`before` exact): emits
+ * `credits.low_balance` when before ≥ threshold > after. Returns the auto top-up due, if any;
+ * the caller runs it after its commit.
+ */
+export async function lowBalanceCheck(tx: Tx, orgId: string, env: Env, before: number, after: number): Promise<{ topUpCents: number } | null> {
+  if (env !== 'live' || after >= before) return null;
+  const s = await getSettings(orgId);
+  const threshold = s.auto_top_up_threshold_cents;
+  if (!(before >= threshold && after < threshold)) return null;
+  return emitLowBalance(tx, orgId, env, after, s);
 }

@@ -42,6 +42,7 @@ export async function startTestRuntime(overrides: Partial<RuntimeOptions> = {}):
     logLevel: (process.env.LOCAL_LOG_LEVEL as RuntimeOptions['logLevel']) ?? 'error',
     pollWaitSeconds: 1,
     streamPollIntervalMs: 100,
+    sandboxDelaySeconds: 0,
     ...overrides,
   });
 

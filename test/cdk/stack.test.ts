@@ -1,0 +1,466 @@
+/**
+ * CDK assertions on the synthesized template. The stack is driven by the manifests, so each rule
+ * is checked against them (a route added to `shared/manifest/routes.ts` is covered by itself).
+ * Bundling is skipped (`aws:cdk:bundling-stacks: []`), but every handler module the manifests
+ * name must exist: NodejsFunction checks its entry file.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { App } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import { MarketplaceStack } from '../../lib/stack';
+import { ROUTES, routeById, routeLogicalName, type RouteDef } from '../../shared/manifest/routes';
+import { PIPES, QUEUES, RULES, SCHEDULES, queueByName } from '../../shared/manifest/wiring';
+import { TABLE_DEF } from '../../shared/db/table';
+
+type Resource = { Type: string; Properties: Record<string, any>; [k: string]: unknown };
+
+const ROOT = path.resolve(__dirname, '..', '..');
+const CDK_CONTEXT = JSON.parse(fs.readFileSync(path.join(ROOT, 'cdk.json'), 'utf8')).context as Record<string, unknown>;
+
+function synth(context: Record<string, unknown> = {}): Template {
+  const app = new App({
+    context: { ...CDK_CONTEXT, ...context, 'aws:cdk:bundling-stacks': [] },
+  });
+  const stack = new MarketplaceStack(app, 'TestStack', {
+    longPollSeconds: context.longPollSeconds as number | undefined,
+  });
+  return Template.fromStack(stack);
+}
+
+const template = synth();
+const resources = template.toJSON().Resources as Record<string, Resource>;
+const ofType = (type: string): [string, Resource][] => Object.entries(resources).filter(([, r]) => r.Type === type);
+const WRITE_ACTIONS = ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:BatchWriteItem'];
+
+/** The Lambda of a route: its description ends with `(<route id>)`. */
+function routeFunction(route: RouteDef, res = resources): [string, Resource] {
+  const matches = Object.entries(res).filter(
+    ([, r]) => r.Type === 'AWS::Lambda::Function' && String(r.Properties.Description).endsWith(`(${route.id})`),
+  );
+  expect(matches).toHaveLength(1);
+  return matches[0]!;
+}
+
+function functionByDescription(fragment: string): [string, Resource] {
+  const matches = ofType('AWS::Lambda::Function').filter(([, r]) => String(r.Properties.Description).includes(fragment));
+  expect(matches).toHaveLength(1);
+  return matches[0]!;
+}
+
+/** Every IAM action granted to a function's role, across all policies attached to it. */
+function actionsOf(fnLogicalId: string): string[] {
+  const roleId = resources[fnLogicalId]!.Properties.Role['Fn::GetAtt'][0] as string;
+  return ofType('AWS::IAM::Policy')
+    .filter(([, p]) => (p.Properties.Roles as unknown[]).some((r) => JSON.stringify(r) === JSON.stringify({ Ref: roleId })))
+    .flatMap(([, p]) => p.Properties.PolicyDocument.Statement as { Action: string | string[]; Effect: string }[])
+    .filter((s) => s.Effect === 'Allow')
+    .flatMap((s) => (Array.isArray(s.Action) ? s.Action : [s.Action]));
+}
+
+function statementsOf(fnLogicalId: string): { Action: string | string[]; Resource: unknown }[] {
+  const roleId = resources[fnLogicalId]!.Properties.Role['Fn::GetAtt'][0] as string;
+  return ofType('AWS::IAM::Policy')
+    .filter(([, p]) => (p.Properties.Roles as unknown[]).some((r) => JSON.stringify(r) === JSON.stringify({ Ref: roleId })))
+    .flatMap(([, p]) => p.Properties.PolicyDocument.Statement);
+}
+
+/** Rebuild a method's path from its resource chain (PathPart / ParentId up to the root). */
+function methodPath(method: Resource): string {
+  const parts: string[] = [];
+  let ref = method.Properties.ResourceId as { Ref?: string };
+  while (ref && ref.Ref) {
+    const res = resources[ref.Ref]!;
+    parts.unshift(res.Properties.PathPart as string);
+    ref = res.Properties.ParentId;
+  }
+  return '/' + parts.join('/');
+}
+
+function queueLogicalId(name: string): string {
+  const id = `${routeLogicalName({ id: name })}Queue`;
+  const matches = ofType('AWS::SQS::Queue').filter(([lid]) => lid.startsWith(`Pipeline${id}`));
+  expect(matches).toHaveLength(1);
+  return matches[0]![0];
+}
+
+describe('functions', () => {
+  test('exactly one Lambda per manifest route, per queue consumer and per schedule, and no others', () => {
+    template.resourceCountIs('AWS::Lambda::Function', ROUTES.length + QUEUES.length + SCHEDULES.length);
+    for (const route of ROUTES) routeFunction(route);
+    for (const q of QUEUES) functionByDescription(`Consumer of the ${q.name} queue`);
+    for (const s of SCHEDULES) functionByDescription(s.description);
+  });
+
+  test('no custom resources (they would bring their own Lambdas)', () => {
+    const custom = Object.values(resources).filter(
+      (r) => r.Type.startsWith('Custom::') || r.Type === 'AWS::CloudFormation::CustomResource',
+    );
+    expect(custom).toEqual([]);
+  });
+
+  test('every Lambda runs nodejs22.x on arm64, traced, logging to its own log group', () => {
+    for (const [, fn] of ofType('AWS::Lambda::Function')) {
+      expect(fn.Properties.Runtime).toBe('nodejs22.x');
+      expect(fn.Properties.Architectures).toEqual(['arm64']);
+      expect(fn.Properties.TracingConfig).toEqual({ Mode: 'Active' });
+      expect(fn.Properties.LoggingConfig.LogGroup).toEqual({ Ref: expect.any(String) });
+      expect(fn.Properties.Environment.Variables.NODE_OPTIONS).toBe('--enable-source-maps');
+    }
+    template.allResourcesProperties('AWS::Logs::LogGroup', { RetentionInDays: 30 });
+  });
+
+  test('the stack never sets RUNTIME; every function gets TABLE_NAME and CURSOR_SECRET as a dynamic reference', () => {
+    for (const [, fn] of ofType('AWS::Lambda::Function')) {
+      const env = fn.Properties.Environment.Variables;
+      expect(env.RUNTIME).toBeUndefined();
+      expect(env.LOCAL_FIXED_OTP).toBeUndefined();
+      expect(env.TABLE_NAME).toEqual({ Ref: expect.stringMatching(/^DataTable/) });
+      expect(JSON.stringify(env.CURSOR_SECRET)).toContain('{{resolve:secretsmanager:');
+      expect(env.PUBLIC_BASE_URL).toBeDefined();
+    }
+  });
+});
+
+describe('API', () => {
+  test('one regional REST API with no authorizer, access logs, throttling and multipart as binary', () => {
+    template.resourceCountIs('AWS::ApiGateway::RestApi', 1);
+    template.resourceCountIs('AWS::ApiGateway::Authorizer', 0);
+    template.hasResourceProperties('AWS::ApiGateway::RestApi', {
+      EndpointConfiguration: { Types: ['REGIONAL'] },
+      BinaryMediaTypes: Match.arrayWith(['multipart/form-data']),
+    });
+    template.hasResourceProperties('AWS::ApiGateway::Stage', {
+      StageName: 'api',
+      AccessLogSetting: { DestinationArn: Match.anyValue(), Format: Match.anyValue() },
+      TracingEnabled: true,
+      MethodSettings: [Match.objectLike({ ThrottlingRateLimit: Match.anyValue(), ThrottlingBurstLimit: Match.anyValue() })],
+    });
+  });
+
+  test('exactly one method per manifest route, on the manifest path, as a Lambda proxy without authorizer', () => {
+    const methods = ofType('AWS::ApiGateway::Method');
+    expect(methods).toHaveLength(ROUTES.length);
+    for (const route of ROUTES) {
+      const found = methods.filter(([, m]) => m.Properties.OperationName === route.id);
+      expect(found).toHaveLength(1);
+      const [, method] = found[0]!;
+      expect(method.Properties.HttpMethod).toBe(route.method);
+      expect(method.Properties.AuthorizationType).toBe('NONE');
+      expect(method.Properties.Integration.Type).toBe('AWS_PROXY');
+      expect(methodPath(method)).toBe(route.path);
+      // The integration invokes this route's own function.
+      const [fnId] = routeFunction(route);
+      expect(JSON.stringify(method.Properties.Integration.Uri)).toContain(`"${fnId}"`);
+    }
+  });
+
+  test('the purchase route and its alias are two entries, so two Lambdas on one handler module', () => {
+    const [a] = routeFunction(routeById('billing.purchase'));
+    const [b] = routeFunction(routeById('billing.purchase_alias'));
+    expect(a).not.toBe(b);
+  });
+
+  test('unknown routes answer 404 not_found in the error envelope (D4), not 403', () => {
+    template.hasResourceProperties('AWS::ApiGateway::GatewayResponse', {
+      ResponseType: 'MISSING_AUTHENTICATION_TOKEN',
+      StatusCode: '404',
+      ResponseTemplates: { 'application/json': Match.stringLikeRegexp('"type":"not_found"') },
+    });
+  });
+
+  test('long poll (D20) defaults to 25 s: integration timeout 29 s, LONG_POLL_MAX_SECONDS=25', () => {
+    const longPoll = ROUTES.filter((r) => r.longPoll);
+    expect(longPoll.length).toBeGreaterThan(0);
+    for (const route of ROUTES) {
+      const [, method] = ofType('AWS::ApiGateway::Method').find(([, m]) => m.Properties.OperationName === route.id)!;
+      const [, fn] = routeFunction(route);
+      if (route.longPoll) {
+        expect(method.Properties.Integration.TimeoutInMillis).toBe(29_000);
+        expect(fn.Properties.Environment.Variables.LONG_POLL_MAX_SECONDS).toBe('25');
+        expect(fn.Properties.Timeout).toBeGreaterThan(25);
+      } else {
+        expect(method.Properties.Integration.TimeoutInMillis).toBeUndefined();
+        expect(fn.Properties.Environment.Variables.LONG_POLL_MAX_SECONDS).toBeUndefined();
+        expect(fn.Properties.Timeout).toBeLessThan(29);
+      }
+    }
+  });
+
+  test('long poll with context longPollSeconds=60: integration timeout 61 s, LONG_POLL_MAX_SECONDS=60, Lambda longer', () => {
+    const res = synth({ longPollSeconds: 60 }).toJSON().Resources as Record<string, Resource>;
+    for (const route of ROUTES.filter((r) => r.longPoll)) {
+      const [, method] = Object.entries(res).find(
+        ([, m]) => m.Type === 'AWS::ApiGateway::Method' && m.Properties.OperationName === route.id,
+      )!;
+      const [, fn] = routeFunction(route, res);
+      expect(method.Properties.Integration.TimeoutInMillis).toBe(61_000);
+      expect(fn.Properties.Environment.Variables.LONG_POLL_MAX_SECONDS).toBe('60');
+      expect(fn.Properties.Timeout).toBeGreaterThan(61);
+    }
+  });
+});
+
+describe('least privilege', () => {
+  test('read-only routes get no DynamoDB write actions (e.g. jobs.list has no dynamodb:PutItem)', () => {
+    const readOnly = ROUTES.filter((r) => r.access.table === 'read');
+    expect(readOnly.map((r) => r.id)).toContain('jobs.list');
+    for (const route of readOnly) {
+      const actions = actionsOf(routeFunction(route)[0]);
+      expect(actions).toContain('dynamodb:Query');
+      for (const a of WRITE_ACTIONS) expect(actions).not.toContain(a);
+    }
+    for (const route of ROUTES.filter((r) => r.access.table === 'write')) {
+      expect(actionsOf(routeFunction(route)[0])).toContain('dynamodb:PutItem');
+    }
+  });
+
+  test('only the phone verification route may sns:Publish', () => {
+    const smsRoutes = ROUTES.filter((r) => r.access.sms).map((r) => r.id);
+    expect(smsRoutes).toEqual(['auth.phone_verification.start']);
+    for (const [fnId, fn] of ofType('AWS::Lambda::Function')) {
+      const mayPublish = actionsOf(fnId).includes('sns:Publish');
+      const isSmsRoute = smsRoutes.some((id) => String(fn.Properties.Description).endsWith(`(${id})`));
+      expect({ fn: fn.Properties.Description, mayPublish }).toEqual({ fn: fn.Properties.Description, mayPublish: isSmsRoute });
+    }
+  });
+
+  test('bucket access and BUCKET_NAME follow the manifest (read routes cannot put, write routes cannot get)', () => {
+    for (const route of ROUTES) {
+      const [fnId, fn] = routeFunction(route);
+      const actions = actionsOf(fnId);
+      const mode = route.access.bucket;
+      expect(fn.Properties.Environment.Variables.BUCKET_NAME !== undefined).toBe(mode !== undefined);
+      expect(actions.some((a) => a.startsWith('s3:GetObject'))).toBe(mode === 'read' || mode === 'read-write');
+      expect(actions.includes('s3:PutObject')).toBe(mode === 'write' || mode === 'read-write');
+    }
+  });
+
+  test('Bedrock invocation only where the wiring asks for it, on foundation-model ARNs only', () => {
+    for (const q of QUEUES) {
+      const [fnId] = functionByDescription(`Consumer of the ${q.name} queue`);
+      const bedrock = statementsOf(fnId).filter((s) => [s.Action].flat().some((a) => a.startsWith('bedrock:')));
+      if (!q.access.bedrock) {
+        expect(bedrock).toEqual([]);
+        continue;
+      }
+      expect(bedrock).toHaveLength(1);
+      expect([bedrock[0]!.Action].flat()).toContain('bedrock:InvokeModel');
+      expect(JSON.stringify(bedrock[0]!.Resource)).toContain(':foundation-model/*');
+    }
+    for (const route of ROUTES) {
+      expect(actionsOf(routeFunction(route)[0]).some((a) => a.startsWith('bedrock:'))).toBe(false);
+    }
+  });
+
+  test('functions that send to a queue get sqs:SendMessage and its QUEUE_URL_<NAME>', () => {
+    for (const q of QUEUES) {
+      const [fnId, fn] = functionByDescription(`Consumer of the ${q.name} queue`);
+      for (const target of q.access.sendTo ?? []) {
+        const variable = `QUEUE_URL_${target.toUpperCase().replace(/-/g, '_')}`;
+        expect(fn.Properties.Environment.Variables[variable]).toEqual({ Ref: queueLogicalId(target) });
+        expect(actionsOf(fnId)).toContain('sqs:SendMessage');
+      }
+    }
+  });
+});
+
+describe('data', () => {
+  test('the table follows TABLE_DEF: keys, 3 GSIs, stream, TTL, point-in-time recovery, on demand, retained', () => {
+    template.resourceCountIs('AWS::DynamoDB::Table', 1);
+    template.hasResource('AWS::DynamoDB::Table', {
+      DeletionPolicy: 'Retain',
+      Properties: {
+        BillingMode: 'PAY_PER_REQUEST',
+        KeySchema: [
+          { AttributeName: TABLE_DEF.partitionKey, KeyType: 'HASH' },
+          { AttributeName: TABLE_DEF.sortKey, KeyType: 'RANGE' },
+        ],
+        GlobalSecondaryIndexes: TABLE_DEF.gsis.map((g) =>
+          Match.objectLike({
+            IndexName: g.name,
+            KeySchema: [
+              { AttributeName: g.partitionKey, KeyType: 'HASH' },
+              { AttributeName: g.sortKey, KeyType: 'RANGE' },
+            ],
+          }),
+        ),
+        StreamSpecification: { StreamViewType: 'NEW_AND_OLD_IMAGES' },
+        TimeToLiveSpecification: { AttributeName: 'ttl', Enabled: true },
+        PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+      },
+    });
+    const gsis = ofType('AWS::DynamoDB::Table')[0]![1].Properties.GlobalSecondaryIndexes;
+    expect(gsis).toHaveLength(3);
+  });
+
+  test('the media bucket blocks public access, is encrypted, enforces TLS and sends events to EventBridge', () => {
+    template.resourceCountIs('AWS::S3::Bucket', 1);
+    template.hasResource('AWS::S3::Bucket', {
+      DeletionPolicy: 'Retain',
+      Properties: {
+        PublicAccessBlockConfiguration: {
+          BlockPublicAcls: true,
+          BlockPublicPolicy: true,
+          IgnorePublicAcls: true,
+          RestrictPublicBuckets: true,
+        },
+        BucketEncryption: { ServerSideEncryptionConfiguration: [Match.anyValue()] },
+        NotificationConfiguration: { EventBridgeConfiguration: { EventBridgeEnabled: true } },
+        CorsConfiguration: { CorsRules: [Match.objectLike({ AllowedMethods: Match.arrayWith(['PUT']) })] },
+        LifecycleConfiguration: {
+          Rules: [Match.objectLike({ AbortIncompleteMultipartUpload: { DaysAfterInitiation: Match.anyValue() } })],
+        },
+      },
+    });
+    template.hasResourceProperties('AWS::S3::BucketPolicy', {
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+        ]),
+      },
+    });
+  });
+});
+
+describe('pipeline', () => {
+  test('each queue has a dead-letter queue with the wiring maxReceiveCount, and an alarm on that DLQ', () => {
+    const alarms = ofType('AWS::CloudWatch::Alarm');
+    for (const q of QUEUES) {
+      const [, queue] = [queueLogicalId(q.name)].map((id) => [id, resources[id]!] as const)[0]!;
+      expect(queue.Properties.VisibilityTimeout).toBe(q.visibilityTimeoutSeconds);
+      expect(queue.Properties.DelaySeconds).toBe(q.deliveryDelaySeconds);
+      const redrive = queue.Properties.RedrivePolicy;
+      expect(redrive.maxReceiveCount).toBe(q.maxReceiveCount);
+      const dlqId = redrive.deadLetterTargetArn['Fn::GetAtt'][0] as string;
+      expect(resources[dlqId]!.Type).toBe('AWS::SQS::Queue');
+
+      const dlqAlarm = alarms.filter(
+        ([, a]) =>
+          a.Properties.MetricName === 'ApproximateNumberOfMessagesVisible' &&
+          JSON.stringify(a.Properties.Dimensions).includes(`"${dlqId}"`),
+      );
+      expect(dlqAlarm).toHaveLength(1);
+      expect(dlqAlarm[0]![1].Properties).toMatchObject({
+        Threshold: q.dlqAlarmThreshold,
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      });
+      const ageAlarm = alarms.filter(
+        ([, a]) =>
+          a.Properties.MetricName === 'ApproximateAgeOfOldestMessage' &&
+          JSON.stringify(a.Properties.Dimensions).includes(`"${queueLogicalId(q.name)}"`),
+      );
+      expect(ageAlarm).toHaveLength(1);
+    }
+  });
+
+  test('every queue enforces TLS', () => {
+    for (const [id] of ofType('AWS::SQS::Queue')) {
+      const policies = ofType('AWS::SQS::QueuePolicy').filter(([, p]) =>
+        JSON.stringify(p.Properties.Queues).includes(`"${id}"`),
+      );
+      const statements = policies.flatMap(([, p]) => p.Properties.PolicyDocument.Statement);
+      expect(statements).toContainEqual(
+        expect.objectContaining({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+      );
+    }
+  });
+
+  test('consumers read their queue with the wiring batch size and report batch item failures', () => {
+    for (const q of QUEUES) {
+      const [fnId, fn] = functionByDescription(`Consumer of the ${q.name} queue`);
+      expect(fn.Properties.Timeout).toBe(q.consumerTimeoutSeconds);
+      expect(fn.Properties.MemorySize).toBe(q.consumerMemoryMb);
+      template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+        FunctionName: { Ref: fnId },
+        EventSourceArn: { 'Fn::GetAtt': [queueLogicalId(q.name), 'Arn'] },
+        BatchSize: q.batchSize,
+        FunctionResponseTypes: ['ReportBatchItemFailures'],
+      });
+    }
+  });
+
+  test('the ObjectCreated rule targets the scoring and annotation queues, for the media bucket only', () => {
+    const rule = RULES.find((r) => r.name === 'upload-created')!;
+    expect([...rule.targets].sort()).toEqual(['annotation', 'scoring']);
+    const bucketId = ofType('AWS::S3::Bucket')[0]![0];
+    template.hasResourceProperties('AWS::Events::Rule', {
+      EventPattern: {
+        source: ['aws.s3'],
+        'detail-type': ['Object Created'],
+        detail: { object: { key: [{ prefix: 'uploads/' }] }, bucket: { name: [{ Ref: bucketId }] } },
+      },
+      Targets: Match.arrayWith(
+        rule.targets.map((t) =>
+          Match.objectLike({ Arn: { 'Fn::GetAtt': [queueLogicalId(t), 'Arn'] }, DeadLetterConfig: Match.anyValue() }),
+        ),
+      ),
+    });
+  });
+
+  test('the stream pipes exist with the wiring filters, start at LATEST, retry a bounded number of times into a DLQ', () => {
+    const pipes = ofType('AWS::Pipes::Pipe');
+    expect(pipes).toHaveLength(PIPES.length);
+    for (const def of PIPES) {
+      const found = pipes.filter(([, p]) => p.Properties.Description === def.description);
+      expect(found).toHaveLength(1);
+      const props = found[0]![1].Properties;
+      expect(props.Source).toEqual({ 'Fn::GetAtt': [expect.stringMatching(/^DataTable/), 'StreamArn'] });
+      expect(props.Target).toEqual({ 'Fn::GetAtt': [queueLogicalId(def.target), 'Arn'] });
+      expect(props.SourceParameters.FilterCriteria).toEqual({ Filters: [{ Pattern: JSON.stringify(def.filter) }] });
+      expect(props.SourceParameters.DynamoDBStreamParameters).toMatchObject({
+        StartingPosition: 'LATEST',
+        MaximumRetryAttempts: expect.any(Number),
+        DeadLetterConfig: { Arn: expect.anything() },
+      });
+    }
+  });
+
+  test('pipe roles may read the stream and send to their queues, nothing else', () => {
+    for (const [, pipe] of ofType('AWS::Pipes::Pipe')) {
+      const roleId = pipe.Properties.RoleArn['Fn::GetAtt'][0] as string;
+      expect(resources[roleId]!.Properties.AssumeRolePolicyDocument.Statement[0].Principal).toEqual({
+        Service: 'pipes.amazonaws.com',
+      });
+      const actions = ofType('AWS::IAM::Policy')
+        .filter(([, p]) => JSON.stringify(p.Properties.Roles) === JSON.stringify([{ Ref: roleId }]))
+        .flatMap(([, p]) => p.Properties.PolicyDocument.Statement)
+        .flatMap((s: { Action: string | string[] }) => [s.Action].flat());
+      expect(actions).toEqual(expect.arrayContaining(['dynamodb:GetRecords', 'sqs:SendMessage']));
+      for (const a of actions) expect(a).toMatch(/^(dynamodb:(ListStreams|DescribeStream|GetRecords|GetShardIterator)|sqs:(SendMessage|GetQueueAttributes|GetQueueUrl))$/);
+    }
+  });
+
+  test('the sandbox delay variable equals the sandbox queue delivery delay (D40)', () => {
+    const delay = queueByName('sandbox').deliveryDelaySeconds;
+    const [, fn] = functionByDescription('Consumer of the sandbox queue');
+    expect(fn.Properties.Environment.Variables.SANDBOX_DELAY_SECONDS).toBe(String(delay));
+  });
+
+  test('each schedule runs its function at the wiring rate', () => {
+    const minutes = (expr: string): number => {
+      const m = /^rate\((\d+) (minute|hour|day)s?\)$/.exec(expr);
+      expect(m).not.toBeNull();
+      return Number(m![1]) * { minute: 1, hour: 60, day: 1440 }[m![2] as 'minute' | 'hour' | 'day'];
+    };
+    for (const s of SCHEDULES) {
+      const [fnId, fn] = functionByDescription(s.description);
+      expect(fn.Properties.Timeout).toBe(s.timeoutSeconds);
+      const rules = ofType('AWS::Events::Rule').filter(([, r]) =>
+        JSON.stringify(r.Properties.Targets).includes(`"${fnId}"`),
+      );
+      expect(rules).toHaveLength(1);
+      expect(minutes(rules[0]![1].Properties.ScheduleExpression)).toBe(s.everyMinutes);
+    }
+  });
+});
+
+describe('outputs', () => {
+  test('API URL, table, bucket and every queue URL are stack outputs', () => {
+    const outputs = Object.keys(template.toJSON().Outputs as object);
+    expect(outputs).toEqual(expect.arrayContaining(['ApiUrl', 'TableName', 'BucketName']));
+    for (const q of QUEUES) {
+      expect(outputs.some((o) => o.toLowerCase() === `${q.name}queueurl`)).toBe(true);
+    }
+  });
+});

@@ -1,0 +1,86 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { routeById } from '../../shared/manifest/routes';
+import { buildProxyEvent, writeProxyResult, type ProxyRequest } from '../../local/http';
+import { lambdaContext, loadHandler } from '../../local/lambda';
+
+const request = (over: Partial<ProxyRequest> = {}): ProxyRequest => ({
+  method: 'GET',
+  url: '/v1/jobs/job_01J/files',
+  rawHeaders: ['Host', '127.0.0.1:3000', 'Authorization', 'Bearer k', 'User-Agent', 'curl/8', 'Accept', 'a', 'accept', 'b'],
+  body: Buffer.alloc(0),
+  sourceIp: '127.0.0.1',
+  port: 3000,
+  ...over,
+});
+
+describe('the HTTP adapter builds the API Gateway REST proxy event', () => {
+  const route = routeById('jobs.files.list');
+  const now = new Date('2026-11-21T12:00:00.000Z');
+
+  it('carries resource, path, path parameters, headers in original case and the request context', () => {
+    const event = buildProxyEvent(request(), route, { job_id: 'job_01J' }, { now, requestId: 'rid-1' });
+    expect(event).toMatchObject({
+      resource: '/v1/jobs/{job_id}/files',
+      path: '/v1/jobs/job_01J/files',
+      httpMethod: 'GET',
+      pathParameters: { job_id: 'job_01J' },
+      queryStringParameters: null,
+      multiValueQueryStringParameters: null,
+      stageVariables: null,
+      body: null,
+      isBase64Encoded: false,
+      requestContext: {
+        accountId: '000000000000',
+        httpMethod: 'GET',
+        path: '/local/v1/jobs/job_01J/files',
+        stage: 'local',
+        requestId: 'rid-1',
+        requestTimeEpoch: now.getTime(),
+        requestTime: '21/Nov/2026:12:00:00 +0000',
+        resourcePath: '/v1/jobs/{job_id}/files',
+        identity: { sourceIp: '127.0.0.1', userAgent: 'curl/8', apiKey: null },
+      },
+    });
+    expect(event.headers).toMatchObject({ Host: '127.0.0.1:3000', Authorization: 'Bearer k', Accept: 'b', 'X-Forwarded-For': '127.0.0.1' });
+    expect(event.multiValueHeaders).toMatchObject({ Accept: ['a', 'b'], Authorization: ['Bearer k'] });
+  });
+
+  it('gives query parameters single (last value) and multi-valued, and null path parameters when none', () => {
+    const event = buildProxyEvent(request({ url: '/v1/jobs?limit=10&status=open&status=completed&q=a%20b' }), routeById('jobs.list'), {});
+    expect(event.queryStringParameters).toEqual({ limit: '10', status: 'completed', q: 'a b' });
+    expect(event.multiValueQueryStringParameters).toEqual({ limit: ['10'], status: ['open', 'completed'], q: ['a b'] });
+    expect(event.pathParameters).toBeNull();
+  });
+
+  it('passes JSON bodies as text and multipart bodies base64-encoded', () => {
+    const json = buildProxyEvent(request({ method: 'POST', body: Buffer.from('{"a":1}'), rawHeaders: ['Content-Type', 'application/json'] }), route, {});
+    expect(json).toMatchObject({ body: '{"a":1}', isBase64Encoded: false });
+
+    const bytes = Buffer.from([0xff, 0xd8, 0x00, 0x10]);
+    const multipart = buildProxyEvent(request({ method: 'POST', body: bytes, rawHeaders: ['Content-Type', 'multipart/form-data; boundary=x'] }), route, {});
+    expect(multipart).toMatchObject({ body: bytes.toString('base64'), isBase64Encoded: true });
+  });
+
+  it("writes the handler's result: status, headers, multi-value headers and body", async () => {
+    const handler = await loadHandler('test/local/fixtures/echo-handler.ts');
+    const server: Server = createServer(async (req, res) => {
+      const event = buildProxyEvent(request(), route, { job_id: 'job_01J' });
+      const result = (await handler(event, lambdaContext('JobsFilesList', 29))) as Parameters<typeof writeProxyResult>[1];
+      writeProxyResult(res, result, 'rid-2');
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('x-request-id')).toBe('req_FIXTURE');
+      expect(res.headers.get('set-cookie')).toBe('a=1, b=2');
+      const body = (await res.json()) as { event: { resource: string }; functionName: string; remaining: number };
+      expect(body.event.resource).toBe('/v1/jobs/{job_id}/files');
+      expect(body.functionName).toBe('JobsFilesList');
+      expect(body.remaining).toBeGreaterThan(28_000);
+    } finally {
+      server.close();
+    }
+  });
+});

@@ -1,0 +1,67 @@
+import { PutItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { ReceiveMessageCommand, SQSClient, type Message } from '@aws-sdk/client-sqs';
+import { localDynamoClient } from '../../local/dynamodb';
+import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
+
+// D35/D40: the outbox pipe sends every inserted event item to the webhook dispatcher, and the
+// sandbox pipe sends test-environment job.created events to the simulated worker.
+describe('stream pipes forward inserted event items to their queues, like EventBridge Pipes', () => {
+  let rt: TestRuntime;
+  let ddb: DynamoDBClient;
+  let sqs: SQSClient;
+
+  beforeAll(async () => {
+    rt = await startTestRuntime({ enablePollers: false });
+    ddb = localDynamoClient(rt.dynamoEndpoint);
+    sqs = new SQSClient({ endpoint: rt.sqsEndpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+  });
+
+  afterAll(async () => {
+    ddb?.destroy();
+    sqs?.destroy();
+    await rt?.stop();
+  });
+
+  const put = (item: Record<string, string>) =>
+    ddb.send(new PutItemCommand({ TableName: rt.tableName, Item: Object.fromEntries(Object.entries(item).map(([k, v]) => [k, { S: v }])) }));
+
+  async function receive(queue: string): Promise<Message[]> {
+    const { Messages } = await sqs.send(new ReceiveMessageCommand({ QueueUrl: rt.queues.get(queue)!.url, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }));
+    return Messages ?? [];
+  }
+
+  it('an inserted event item reaches the webhooks queue as the stream record; other items do not', async () => {
+    await put({ PK: 'JOB#job_1', SK: 'JOB', entity: 'job', environment: 'live' });
+    await put({ PK: 'EVT#evt_1', SK: 'EVT', entity: 'event', type: 'job.completed', environment: 'live' });
+    await put({ PK: 'EVT#evt_2', SK: 'EVT', entity: 'event', type: 'job.created', environment: 'test' });
+
+    const webhooks: Message[] = [];
+    const sandbox: Message[] = [];
+    await waitFor(async () => {
+      webhooks.push(...(await receive('webhooks')));
+      sandbox.push(...(await receive('sandbox')));
+      return webhooks.length >= 2 && sandbox.length >= 1;
+    });
+
+    const keys = (ms: Message[]) => ms.map((m) => JSON.parse(m.Body!).dynamodb.Keys.PK.S).sort();
+    expect(keys(webhooks)).toEqual(['EVT#evt_1', 'EVT#evt_2']);
+    expect(keys(sandbox)).toEqual(['EVT#evt_2']);
+
+    const record = JSON.parse(webhooks.find((m) => m.Body!.includes('evt_1'))!.Body!);
+    expect(record).toEqual({
+      eventID: expect.any(String),
+      eventName: 'INSERT',
+      eventVersion: expect.any(String),
+      eventSource: 'aws:dynamodb',
+      awsRegion: expect.any(String),
+      eventSourceARN: expect.stringContaining(`table/${rt.tableName}/stream/`),
+      dynamodb: expect.objectContaining({
+        ApproximateCreationDateTime: expect.any(Number),
+        Keys: { PK: { S: 'EVT#evt_1' }, SK: { S: 'EVT' } },
+        NewImage: { PK: { S: 'EVT#evt_1' }, SK: { S: 'EVT' }, entity: { S: 'event' }, type: { S: 'job.completed' }, environment: { S: 'live' } },
+        SequenceNumber: expect.any(String),
+        StreamViewType: 'NEW_AND_OLD_IMAGES',
+      }),
+    });
+  });
+});
