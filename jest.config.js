@@ -15,6 +15,6 @@ module.exports = {
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
     { ...common, displayName: 'cdk', testMatch: ['<rootDir>/test/cdk/**/*.test.ts'] },
-    { ...common, displayName: 'api', testMatch: ['<rootDir>/test/api/**/*.test.ts', '<rootDir>/test/domain/**/*.test.ts', '<rootDir>/test/pipeline/**/*.test.ts', '<rootDir>/test/local/**/*.test.ts'] },
+    { ...common, displayName: 'api', testMatch: ['<rootDir>/test/api/**/*.test.ts', '<rootDir>/test/domain/**/*.test.ts', '<rootDir>/test/pipeline/**/*.test.ts', '<rootDir>/test/local/**/*.test.ts', '<rootDir>/test/sandbox/**/*.test.ts'] },
   ],
 };

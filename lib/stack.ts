@@ -5,6 +5,7 @@ import type { Construct } from 'constructs';
 import { ROUTES, routeLogicalName } from '../shared/manifest/routes';
 import { QUEUES, SCHEDULES, queueByName } from '../shared/manifest/wiring';
 import { Api } from './api';
+import { bindQueue } from './constructs/grants';
 import { PROJECT_ROOT } from './constructs/house-function';
 import { Data } from './data';
 import { Pipeline } from './pipeline';
@@ -44,8 +45,14 @@ export class MarketplaceStack extends Stack {
     // ({{resolve:secretsmanager:...}}), so the value is in neither the template nor cdk.out; it is
     // resolved at deploy time into the function configuration, readable only by principals with
     // lambda:GetFunctionConfiguration on these functions. A rotation needs a redeploy.
+    // Key that encrypts webhook signing secrets at rest (they must be recoverable to sign, D37).
+    const webhookSecretKey = new secretsmanager.Secret(this, 'WebhookSecretKey', {
+      description: 'AES-256-GCM key for webhook endpoint signing secrets at rest (D36, D37)',
+      generateSecretString: { passwordLength: 64, excludePunctuation: true },
+    });
     const common: Record<string, string> = {
       CURSOR_SECRET: cursorSecret.secretValue.unsafeUnwrap(),
+      WEBHOOK_SECRET_KEY: webhookSecretKey.secretValue.unsafeUnwrap(),
       LOG_LEVEL: 'INFO',
       // D40: the simulated worker's delay is the sandbox queue's delivery delay.
       SANDBOX_DELAY_SECONDS: String(queueByName('sandbox').deliveryDelaySeconds ?? 15),
@@ -67,6 +74,13 @@ export class MarketplaceStack extends Stack {
       environment: { ...common, PUBLIC_BASE_URL: this.api.baseUrl },
       alarmTopic,
     });
+
+    // Routes that enqueue work (e.g. webhook replay, D37) may send to their queues, nothing more.
+    for (const route of ROUTES) {
+      for (const queueName of route.access.sendTo ?? []) {
+        bindQueue(this.api.functions.get(route.id)!, queueName, this.pipeline.queue(queueName));
+      }
+    }
 
     // Everything operators and the deployed-stack tests need, by a stable name.
     new CfnOutput(this, 'ApiUrl', { value: this.api.restApi.url, description: 'Base URL; append /v1/...' });

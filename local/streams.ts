@@ -36,12 +36,39 @@ function jsonSafe(value: unknown): unknown {
   return value;
 }
 
+type Av = Record<string, unknown>;
+
+/**
+ * An empty map attribute comes back from DynamoDB Local's stream as `{}` rather than `{"M":{}}`
+ * (AWS sends the latter, and `unmarshall` refuses the former): restore the AWS shape, recursively.
+ */
+function normaliseAttributeValue(v: unknown): unknown {
+  if (!v || typeof v !== 'object' || Array.isArray(v)) return v;
+  const av = v as Av;
+  if (Object.keys(av).length === 0) return { M: {} };
+  if (av.M && typeof av.M === 'object') return { M: normaliseImage(av.M as Av) };
+  if (Array.isArray(av.L)) return { L: av.L.map(normaliseAttributeValue) };
+  return av;
+}
+
+function normaliseImage(image: Av | undefined): Av | undefined {
+  if (!image) return image;
+  return Object.fromEntries(Object.entries(image).map(([k, v]) => [k, normaliseAttributeValue(v)]));
+}
+
 /**
  * A GetRecords record in the shape a pipe (or Lambda) delivers: `ApproximateCreationDateTime` in
- * epoch seconds, binary values base64, plus `eventSourceARN`.
+ * epoch seconds, binary values base64, empty maps as `{"M":{}}`, plus `eventSourceARN`.
  */
 export function toPipeRecord(record: _Record, streamArn: string): DynamoDBRecord & { eventSourceARN: string } {
-  return { ...(jsonSafe(record) as DynamoDBRecord), eventSourceARN: streamArn };
+  const r = jsonSafe(record) as DynamoDBRecord;
+  const images = r.dynamodb as Record<string, Av | undefined> | undefined;
+  if (images) {
+    for (const part of ['Keys', 'NewImage', 'OldImage'] as const) {
+      if (images[part]) images[part] = normaliseImage(images[part]);
+    }
+  }
+  return { ...r, eventSourceARN: streamArn };
 }
 
 /** Where each shard was read up to: `npm start` keeps it on disk to resume after a restart. */

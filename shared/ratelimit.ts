@@ -1,7 +1,7 @@
 /**
  * Rate limits (D13): fixed per-minute and per-hour windows per API key (or worker, or source IP
- * for signups), counted with atomic ADDs on one item per window. The headers describe the window
- * that binds first.
+ * for signups), counted with one atomic ADD per request on the hour's item. The headers describe
+ * the window that binds first.
  */
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from './db/client';
@@ -30,18 +30,23 @@ export interface RateDecision {
   firstInMinute: boolean;
 }
 
-async function incr(principal: string, window: 'm' | 'h', start: number, lengthS: number): Promise<number> {
+/**
+ * One write per request: the hour's item counts the hour (`n`) and each of its minutes (`m<i>`), so
+ * a single UpdateItem returns both windows' counts.
+ */
+async function incr(principal: string, hourStart: number, minuteIndex: number): Promise<{ m: number; h: number }> {
   const out = await db().send(
     new UpdateCommand({
       TableName: tableName(),
-      Key: keys.rateWindow(principal, window, start),
-      UpdateExpression: 'ADD #n :one SET #ttl = if_not_exists(#ttl, :ttl)',
-      ExpressionAttributeNames: { '#n': 'n', '#ttl': 'ttl' },
-      ExpressionAttributeValues: { ':one': 1, ':ttl': start + lengthS + 60 },
+      Key: keys.rateWindow(principal, 'h', hourStart),
+      UpdateExpression: 'ADD #n :one, #m :one SET #ttl = if_not_exists(#ttl, :ttl)',
+      ExpressionAttributeNames: { '#n': 'n', '#m': `m${minuteIndex}`, '#ttl': 'ttl' },
+      ExpressionAttributeValues: { ':one': 1, ':ttl': hourStart + 3600 + 60 },
       ReturnValues: 'UPDATED_NEW',
     }),
   );
-  return Number(out.Attributes?.n ?? 1);
+  const a = out.Attributes ?? {};
+  return { h: Number(a.n ?? 1), m: Number(a[`m${minuteIndex}`] ?? 1) };
 }
 
 /** Count one request and decide. `limits` may be a promise resolved in parallel (tier lookup). */
@@ -49,11 +54,7 @@ export async function consume(principal: string, limits: Limits | Promise<Limits
   const t = Math.floor(now().getTime() / 1000);
   const m0 = t - (t % 60);
   const h0 = t - (t % 3600);
-  const [m, h, l] = await Promise.all([
-    incr(principal, 'm', m0, 60),
-    incr(principal, 'h', h0, 3600),
-    limits,
-  ]);
+  const [{ m, h }, l] = await Promise.all([incr(principal, h0, Math.floor((t - h0) / 60)), limits]);
   const minuteLeft = l.perMinute - m;
   const hourLeft = l.perHour - h;
   // The binding window is the one with fewer requests left (ties: the one resetting later).

@@ -49,6 +49,9 @@ export const keys = {
   /** Rating guard and flag records live on the job partition too. */
   jobFlag: (jobId: string, wkr: string): Key => ({ PK: `JOB#${jobId}`, SK: `FLAG#${wkr}` }),
 
+  /** The sandbox simulator's state for one test-environment job (D40, D53). */
+  sandboxState: (jobId: string): Key => ({ PK: `JOB#${jobId}`, SK: 'SANDBOX' }),
+
   submission: (subId: string): Key => ({ PK: `SUB#${subId}`, SK: 'SUB' }),
   /** D27 retry window of a `retry_pending` submission; swept like reservations (gsi.reservationExpiry). */
   retryWindow: (subId: string): Key => ({ PK: `SUB#${subId}`, SK: 'RETRY' }),
@@ -75,7 +78,7 @@ export const keys = {
   // ---------------------------------------------------------------- request plumbing
   /** D10: scope organization + environment + key string; the key string is hashed (≤255 chars). */
   idempotency: (scope: string, keyHash: string): Key => ({ PK: `IDEM#${scope}#${keyHash}`, SK: 'IDEM' }),
-  /** Fixed-window counters (D13): one item per principal per window. */
+  /** Fixed-window counters (D13): one item per principal per hour, holding the hour's and each minute's count. */
   rateWindow: (principal: string, window: 'm' | 'h', windowStart: number): Key => ({
     PK: `RL#${principal}#${window}#${windowStart}`,
     SK: 'RL',

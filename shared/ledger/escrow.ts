@@ -166,8 +166,9 @@ export function approvalAllowed(job: Pick<JobItem, 'status' | 'files_approved' |
  * - Live jobs: one `deduction` row (−price × files, job_id, submission_id) and held_cents −=
  *   price × files (and active_jobs −1 on completion) on the balance; `available` is untouched (the
  *   money was escrowed at creation). Test jobs (D3): counters only, no money.
- * - The job update is conditioned on status ∈ {open, filled, in_progress} and on files_approved
- *   still being the value read. `ConditionFailed` with label `job` on commit: re-read the job and
+ * - The job update is conditioned on status ∈ {open, filled, in_progress} and on files_approved,
+ *   files_pending and slots_reserved still being the values read (status and board visibility are
+ *   computed from them). `ConditionFailed` with label `job` on commit: re-read the job and
  *   build the Tx again (then `approvalAllowed` decides between approving and rejecting).
  */
 export function addApprovalCharges(tx: Tx, input: ApprovalChargeInput): { chargedCents: number; completed: boolean; status: JobStatus } {
@@ -194,7 +195,8 @@ export function addApprovalCharges(tx: Tx, input: ApprovalChargeInput): { charge
   ];
   const add = ['files_approved :nfiles', 'files_pending :npending', 'escrow_remaining_cents :ncharge', ...(input.jobUpdate?.add ?? [])];
   tx.update('job', keys.job(job.id), `SET ${set.join(', ')} ADD ${add.join(', ')}${avail ? '' : ' REMOVE GSI3PK, GSI3SK'}`, {
-    condition: '#s IN (:a1, :a2, :a3) AND files_approved = :afa',
+    // The counters as read: the new status and the board visibility (D23) are computed from them.
+    condition: '#s IN (:a1, :a2, :a3) AND files_approved = :afa AND files_pending = :afp AND slots_reserved = :asr',
     names: { '#s': 'status', ...(input.jobUpdate?.names ?? {}) },
     values: {
       ':nstatus': status,
@@ -208,6 +210,8 @@ export function addApprovalCharges(tx: Tx, input: ApprovalChargeInput): { charge
       ':a2': ACTIVE_STATUSES[1],
       ':a3': ACTIVE_STATUSES[2],
       ':afa': Number(job.files_approved),
+      ':afp': Number(job.files_pending),
+      ':asr': Number(job.slots_reserved),
       ...(input.jobUpdate?.values ?? {}),
     },
   });

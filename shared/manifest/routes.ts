@@ -45,6 +45,8 @@ export interface RouteAccess {
   bucket?: 'read' | 'write' | 'read-write';
   /** SMS sending for phone verification (SNS in the stack, the log in the local runtime). */
   sms?: boolean;
+  /** Queues (wiring names) the handler sends to. */
+  sendTo?: string[];
 }
 
 export interface RouteDef {
@@ -155,6 +157,7 @@ export const ROUTES: readonly RouteDef[] = [
   }),
   buyer('jobs.submissions.list', 'GET', '/v1/jobs/{job_id}/submissions', 'functions/submissions/list-for-job.ts', 'jobs:read', {
     resource: { param: 'job_id', kind: 'job' },
+    access: { table: 'read', bucket: 'read' }, // signs file_url
   }),
   buyer('files.refresh_url', 'POST', '/v1/files/{file_id}/refresh_url', 'functions/files/refresh-url.ts', 'jobs:read', {
     idempotency: 'optional',
@@ -163,10 +166,13 @@ export const ROUTES: readonly RouteDef[] = [
   }),
 
   // --- Submissions (D8: scope jobs:read) ---
-  buyer('submissions.list', 'GET', '/v1/submissions', 'functions/submissions/list.ts', 'jobs:read'),
+  buyer('submissions.list', 'GET', '/v1/submissions', 'functions/submissions/list.ts', 'jobs:read', {
+    access: { table: 'read', bucket: 'read' }, // signs file_url
+  }),
   buyer('submissions.summary', 'GET', '/v1/submissions/summary', 'functions/submissions/summary.ts', 'jobs:read'),
   buyer('submissions.get', 'GET', '/v1/submissions/{submission_id}', 'functions/submissions/get.ts', 'jobs:read', {
     resource: { param: 'submission_id', kind: 'submission' },
+    access: { table: 'read', bucket: 'read' }, // signs file_url
   }),
 
   // --- API keys (D5, D6) ---
@@ -201,6 +207,7 @@ export const ROUTES: readonly RouteDef[] = [
   buyer('webhook_events.list', 'GET', '/v1/webhook_events', 'functions/webhooks/event-list.ts', 'webhooks:read'),
   buyer('webhook_events.replay', 'POST', '/v1/webhook_events/{event_id}/replay', 'functions/webhooks/event-replay.ts', 'webhooks:write', {
     resource: { param: 'event_id', kind: 'webhook_event' },
+    access: { table: 'write', sendTo: ['webhooks'] },
     successStatus: 202,
   }),
 
@@ -247,6 +254,8 @@ export const ROUTES: readonly RouteDef[] = [
   }),
   worker('worker.submissions.retry', 'POST', '/internal/worker/submissions/{submission_id}/retry', 'functions/worker/submission-retry.ts', {
     resource: { param: 'submission_id', kind: 'worker_submission' },
+    access: { table: 'write', bucket: 'write' }, // the retry carries a new upload (D27)
+    successStatus: 202,
   }),
   worker('worker.submissions.get', 'GET', '/internal/worker/submissions/{submission_id}', 'functions/worker/submission-get.ts', {
     resource: { param: 'submission_id', kind: 'worker_submission' },

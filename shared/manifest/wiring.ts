@@ -75,7 +75,8 @@ export const QUEUES: readonly QueueDef[] = [
     consumerTimeoutSeconds: 120,
     consumerMemoryMb: 1024,
     dlqAlarmThreshold: 1,
-    access: { table: 'write', bucket: 'read', bedrock: true },
+    // read-write: a pre-signed upload refused on its landed bytes is deleted (D25).
+    access: { table: 'write', bucket: 'read-write', bedrock: true },
   },
   {
     name: 'annotation',

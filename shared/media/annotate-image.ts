@@ -1,60 +1,42 @@
 /**
- * Annotations that can be measured for real today (D51 full image shape, D55 encodings, D54 fan-out).
+ * Annotations of delivered files (spec "File.annotations"; D51 full image shape, D54 fan-out, D55
+ * encodings). Every label is a real measurement or a real model output; a part that was not
+ * analysed is `null` with the reason in `unavailable[field]` — never a placeholder.
  *
- * Image: color_palette, quality_metrics {blur_score, exposure, noise_level}, width, height.
- * The spec's model-based fields — objects, scene, text_extraction, composition, face_count,
- * safety — are NOT produced yet: no model is integrated, and inventing them would mislead buyers.
- * They are present as `null` ("not analysed"), never as empty lists or zeros, so the shape is
- * stable for consumers. A later issue adds OCR (tesseract.js + @tesseract.js-data/eng), faces and
- * objects (@vladmandic/human), and NSFW (nsfwjs) — see shared/notes/offline-media.md.
+ * - Image (`annotateImage`): measured dimensions, palette and quality (image-quality.ts); faces,
+ *   COCO objects, OCR and NSFW from the offline models (annotation/models.ts); objects, scene and
+ *   composition from the provider (annotation/: `local` rules or `bedrock`). Rules: annotation/derive.ts.
+ * - Audio (`annotateAudio`): duration/channels/sample rate/codec, EBU R128 loudness and a measured
+ *   noise level (annotation/audio.ts); speech-derived fields null with the reason.
+ * - Video (`annotateVideo`): probe fields, sound-track loudness, 3 keyframes at 25/50/75 % each
+ *   annotated as an image, scene segments from keyframe histogram distance, objects across
+ *   keyframes. `keyframes.ts` stores the keyframe PNGs through an uploader callback.
  *
- * Audio / video: the measured technical fields (duration, channels, sample_rate, codec, fps,
- * dimensions, loudness); transcripts, speakers, language, scenes, actions are null for the same
- * reason. Video keyframes (spec "Keyframe": 25 %, 50 %, 75 % of the duration) are extracted by
- * `extractKeyframes` as PNG bytes for the pipeline to store.
- *
- * Nothing heavy loads at import time: sharp / music-metadata load on first call, ffmpeg runs as a
- * child process.
+ * Nothing heavy loads at import time; models load on first use and stay loaded (models.ts).
  */
-import { analyzeImage, type Exposure, type ImageQuality, type NoiseLevel } from './image-quality';
+import { analyzeImage, type ImageQuality, type NoiseLevel } from './image-quality';
 import { extractFrameFromFile, ffmpegStderr, ffprobe, ffprobePath, withFile } from './ffmpeg';
 import { probeFields, readAudioInfo } from './metadata';
+import { annotateImageFull, type AnnotateImageOptions } from './annotation/image';
+import { defaultAnnotationProvider } from './annotation/index';
+import { LOCAL_ANNOTATOR } from './annotation/local';
+import { measureAudio, SPEECH_UNAVAILABLE, type Loudness as R128Loudness } from './annotation/audio';
+import { colourHistogram, sceneSegments, round4, type SceneSegment } from './annotation/derive';
+import type { ImageAnnotations } from './annotation/types';
 
-export const ANNOTATION_MODEL = 'local-media-analysis/1.0';
+export type { ImageAnnotations } from './annotation/types';
+export type { AnnotateImageOptions } from './annotation/image';
 
-export interface ImageAnnotations {
-  type: 'image';
-  width: number;
-  height: number;
-  color_palette: string[];
-  quality_metrics: { blur_score: number; exposure: Exposure; noise_level: NoiseLevel };
-  /** Not analysed yet (no object model integrated): null, never invented. */
-  objects: null;
-  scene: null;
-  text_extraction: null;
-  composition: null;
-  face_count: null;
-  safety: null;
-  annotation_model: string;
-}
+/** annotation_model of audio (measurement only: ffmpeg). */
+export const ANNOTATION_MODEL = 'local-media-analysis/2 (ffmpeg ebur128, volumedetect, pcm noise floor)';
 
-/** Image annotations from the bytes (or a local path). `quality` may be passed if already computed. */
-export async function annotateImage(input: Buffer | string, quality?: ImageQuality): Promise<ImageAnnotations> {
-  const q = quality ?? (await analyzeImage(input));
-  return {
-    type: 'image',
-    width: q.width,
-    height: q.height,
-    color_palette: q.color_palette,
-    quality_metrics: { blur_score: q.blur_score, exposure: q.exposure, noise_level: q.noise_level },
-    objects: null,
-    scene: null,
-    text_extraction: null,
-    composition: null,
-    face_count: null,
-    safety: null,
-    annotation_model: ANNOTATION_MODEL,
-  };
+/**
+ * Image annotations from the bytes (or a local path). `quality` may be passed if already
+ * computed; `opts.provider` overrides the process default (annotation/index.ts).
+ */
+export async function annotateImage(input: Buffer | string, quality?: ImageQuality, opts: AnnotateImageOptions = {}): Promise<ImageAnnotations> {
+  const q = quality ?? (await analyzeImage(input)); // throws on undecodable bytes (content mismatch)
+  return annotateImageFull(input, q, opts.provider ?? defaultAnnotationProvider(), opts.detectors);
 }
 
 export interface Loudness {
@@ -69,19 +51,28 @@ export interface AudioAnnotations {
   sample_rate: number | null;
   codec: string | null;
   bit_rate: number | null;
+  /** EBU R128 integrated loudness (LUFS) */
+  integrated_lufs: number | null;
+  loudness_range_lu: number | null;
+  true_peak_dbfs: number | null;
   mean_volume_db: number | null;
   max_volume_db: number | null;
   /** true when the whole file is at or below −60 dBFS mean (nothing audible) */
   silent: boolean | null;
-  /** Not analysed yet (no speech/audio models integrated). */
-  transcript: null;
+  noise_level: NoiseLevel | null;
+  noise_floor_dbfs: number | null;
+  /** Not measurable offline (no speech model installed): null, reason in `unavailable`. */
   speaker_count: null;
   language: null;
+  transcript: null;
+  topics: null;
+  keywords: null;
   annotation_model: string;
+  unavailable: Record<string, string>;
 }
 
 export async function annotateAudio(input: Buffer | string, contentType: string): Promise<AudioAnnotations> {
-  const a = await readAudioInfo(input, contentType);
+  const [a, m] = await Promise.all([readAudioInfo(input, contentType), measureAudio(input).catch((err: Error) => ({ loudness: null, noise: null, failures: { loudness: err.message } }))]);
   if ((a.channels === null || a.sample_rate === null || a.duration_seconds === null) && ffprobePath()) {
     const p = probeFields(await ffprobe(input));
     a.duration_seconds ??= p.duration_seconds;
@@ -90,17 +81,36 @@ export async function annotateAudio(input: Buffer | string, contentType: string)
     a.codec ??= p.audio_codec;
     a.bit_rate ??= p.bit_rate;
   }
-  const loud = await loudness(input).catch(() => ({ mean_volume_db: null, max_volume_db: null }));
+  const l: R128Loudness | null = m.loudness;
+  const unavailable: Record<string, string> = { ...m.failures };
+  for (const k of ['speaker_count', 'language', 'transcript', 'topics', 'keywords']) unavailable[k] = SPEECH_UNAVAILABLE;
   return {
     type: 'audio',
     ...a,
-    ...loud,
-    silent: loud.mean_volume_db === null ? null : loud.mean_volume_db <= -60,
-    transcript: null,
+    integrated_lufs: l?.integrated_lufs ?? null,
+    loudness_range_lu: l?.loudness_range_lu ?? null,
+    true_peak_dbfs: l?.true_peak_dbfs ?? null,
+    mean_volume_db: l?.mean_volume_db ?? null,
+    max_volume_db: l?.max_volume_db ?? null,
+    silent: l?.mean_volume_db == null ? null : l.mean_volume_db <= -60,
+    noise_level: m.noise?.noise_level ?? null,
+    noise_floor_dbfs: m.noise?.noise_floor_dbfs ?? null,
     speaker_count: null,
     language: null,
+    transcript: null,
+    topics: null,
+    keywords: null,
     annotation_model: ANNOTATION_MODEL,
+    unavailable,
   };
+}
+
+export interface KeyframeAnnotation {
+  index: number;
+  timestamp_seconds: number;
+  width: number;
+  height: number;
+  annotations: ImageAnnotations | null;
 }
 
 export interface VideoAnnotations {
@@ -116,15 +126,71 @@ export interface VideoAnnotations {
   channels: number | null;
   sample_rate: number | null;
   bit_rate: number | null;
-  /** Not analysed yet (no video/speech models integrated). */
-  scenes: null;
+  /** sound track (null without one) */
+  integrated_lufs: number | null;
+  mean_volume_db: number | null;
+  noise_level: NoiseLevel | null;
+  /** segments from keyframe histogram distance (derive.ts) */
+  scenes: SceneSegment[] | null;
+  /** each keyframe's image annotations ("keyframe descriptions") */
+  keyframes: KeyframeAnnotation[] | null;
+  /** labels seen across keyframes (presence per keyframe, not identity tracking) */
+  objects: { label: string; keyframe_indexes: number[]; max_confidence: number }[] | null;
+  face_count_max: number | null;
+  /** Not measurable offline: null, reason in `unavailable`. */
   actions: null;
   transcript: null;
   annotation_model: string;
+  unavailable: Record<string, string>;
 }
 
-export async function annotateVideo(input: Buffer | string): Promise<VideoAnnotations> {
+export interface AnnotateVideoOptions extends AnnotateImageOptions {
+  /** keyframes already extracted (else extracted here, and reused by extractKeyframes) */
+  keyframes?: ExtractedKeyframe[];
+  /** default true */
+  annotateKeyframes?: boolean;
+}
+
+export async function annotateVideo(input: Buffer | string, opts: AnnotateVideoOptions = {}): Promise<VideoAnnotations> {
   const p = probeFields(await ffprobe(input));
+  const unavailable: Record<string, string> = {
+    actions: 'no offline action-recognition model is installed',
+    transcript: SPEECH_UNAVAILABLE,
+  };
+  const audioP = p.has_audio ? measureAudio(input).catch(() => null) : Promise.resolve(null);
+  let frames: ExtractedKeyframe[] | null = opts.keyframes ?? null;
+  if (!frames && p.duration_seconds && p.has_video) {
+    frames = await extractKeyframesUncached(input, p.duration_seconds, DEFAULT_FRACTIONS, DEFAULT_MAX_SIDE);
+    if (Buffer.isBuffer(input)) keyframeCache.set(input, { duration: p.duration_seconds, frames });
+  }
+  let keyframes: KeyframeAnnotation[] | null = null;
+  let scenes: SceneSegment[] | null = null;
+  if (frames && frames.length) {
+    const sharp = await loadSharp();
+    const hist = await Promise.all(
+      frames.map(async (f) => {
+        const { data, info } = await sharp(f.png).resize(64, 64, { fit: 'fill' }).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+        return { index: f.index, timestamp_seconds: f.timestamp_seconds, histogram: colourHistogram(data, info.channels) };
+      }),
+    );
+    scenes = sceneSegments(hist, p.duration_seconds ?? frames[frames.length - 1]!.timestamp_seconds);
+    const annotate = opts.annotateKeyframes !== false;
+    keyframes = [];
+    for (const f of frames) {
+      // sequential: the models serialise anyway, and this bounds memory
+      const ann = annotate ? await annotateImage(f.png, undefined, opts).catch(() => null) : null;
+      keyframes.push({ index: f.index, timestamp_seconds: f.timestamp_seconds, width: f.width, height: f.height, annotations: ann });
+    }
+    if (!annotate) unavailable.keyframes = 'keyframe annotation switched off';
+  } else {
+    unavailable.scenes = unavailable.keyframes = p.has_video ? 'no duration: keyframes cannot be placed' : 'no video stream';
+  }
+  const objects = keyframes?.some((k) => k.annotations?.objects) ? objectsAcross(keyframes) : null;
+  if (!objects) unavailable.objects = 'no keyframe was annotated';
+  const faces = keyframes?.map((k) => k.annotations?.face_count).filter((n): n is number => typeof n === 'number') ?? [];
+  const audio = await audioP;
+  if (!p.has_audio) unavailable.integrated_lufs = unavailable.noise_level = 'no audio stream';
+  const models = new Set(keyframes?.map((k) => k.annotations?.annotation_model).filter(Boolean));
   return {
     type: 'video',
     duration_seconds: p.duration_seconds,
@@ -138,11 +204,37 @@ export async function annotateVideo(input: Buffer | string): Promise<VideoAnnota
     channels: p.channels,
     sample_rate: p.sample_rate,
     bit_rate: p.bit_rate,
-    scenes: null,
+    integrated_lufs: audio?.loudness.integrated_lufs ?? null,
+    mean_volume_db: audio?.loudness.mean_volume_db ?? null,
+    noise_level: audio?.noise?.noise_level ?? null,
+    scenes,
+    keyframes,
+    objects,
+    face_count_max: faces.length ? Math.max(...faces) : null,
     actions: null,
     transcript: null,
-    annotation_model: ANNOTATION_MODEL,
+    annotation_model: `${ANNOTATION_MODEL}; keyframes: ${[...models].join(', ') || LOCAL_ANNOTATOR}`,
+    unavailable,
   };
+}
+
+function objectsAcross(keyframes: KeyframeAnnotation[]): VideoAnnotations['objects'] {
+  const by = new Map<string, { label: string; keyframe_indexes: number[]; max_confidence: number }>();
+  for (const k of keyframes) {
+    for (const o of k.annotations?.objects ?? []) {
+      const e = by.get(o.label) ?? { label: o.label, keyframe_indexes: [], max_confidence: 0 };
+      if (!e.keyframe_indexes.includes(k.index)) e.keyframe_indexes.push(k.index);
+      e.max_confidence = round4(Math.max(e.max_confidence, o.confidence));
+      by.set(o.label, e);
+    }
+  }
+  return [...by.values()].sort((a, b) => b.keyframe_indexes.length - a.keyframe_indexes.length || b.max_confidence - a.max_confidence);
+}
+
+type SharpFn = (input?: Buffer | string, options?: import('sharp').SharpOptions) => import('sharp').Sharp;
+async function loadSharp(): Promise<SharpFn> {
+  const mod = (await import('sharp')) as unknown as { default?: SharpFn } & SharpFn;
+  return mod.default ?? mod;
 }
 
 /** Mean / max volume (dBFS) with ffmpeg's volumedetect; nulls when ffmpeg is absent. */
@@ -163,6 +255,16 @@ export interface ExtractedKeyframe {
   png: Buffer;
 }
 
+export const DEFAULT_FRACTIONS: readonly number[] = [0.25, 0.5, 0.75];
+export const DEFAULT_MAX_SIDE = 1280;
+
+/**
+ * Frames `annotateVideo` extracted from a Buffer, so the pipeline's following
+ * `extractKeyframes(sameBuffer, duration)` does not run ffmpeg again (weakly held: freed with the
+ * buffer).
+ */
+const keyframeCache = new WeakMap<Buffer, { duration: number; frames: ExtractedKeyframe[] }>();
+
 /**
  * Keyframes at `fractions` of the duration (spec default 25 %, 50 %, 75 %) as PNG bytes, each
  * scaled to fit `maxSide` (default 1280, never enlarged). Needs ffmpeg.
@@ -170,11 +272,21 @@ export interface ExtractedKeyframe {
 export async function extractKeyframes(
   input: Buffer | string,
   durationSeconds: number,
-  fractions: readonly number[] = [0.25, 0.5, 0.75],
-  maxSide = 1280,
+  fractions: readonly number[] = DEFAULT_FRACTIONS,
+  maxSide = DEFAULT_MAX_SIDE,
 ): Promise<ExtractedKeyframe[]> {
-  const sharpMod = (await import('sharp')) as unknown as { default?: typeof import('sharp') } & typeof import('sharp');
-  const sharp = sharpMod.default ?? sharpMod;
+  if (Buffer.isBuffer(input) && fractions === DEFAULT_FRACTIONS && maxSide === DEFAULT_MAX_SIDE) {
+    const cached = keyframeCache.get(input);
+    if (cached && cached.duration === durationSeconds) {
+      keyframeCache.delete(input); // one reuse: the pipeline's call right after annotateVideo
+      return cached.frames;
+    }
+  }
+  return extractKeyframesUncached(input, durationSeconds, fractions, maxSide);
+}
+
+async function extractKeyframesUncached(input: Buffer | string, durationSeconds: number, fractions: readonly number[], maxSide: number): Promise<ExtractedKeyframe[]> {
+  const sharp = await loadSharp();
   return withFile(input, async (file) => {
     const out: ExtractedKeyframe[] = [];
     for (const [index, f] of fractions.entries()) {

@@ -5,3 +5,12 @@ export * from './region';
 export * from './image-quality';
 export * from './annotate-image';
 export { ffprobe, ffprobePath, ffmpegPath, MediaToolMissingError } from './ffmpeg';
+export * from './keyframes';
+export {
+  annotationProviderFor,
+  defaultAnnotationProvider,
+  LocalAnnotationProvider,
+  BedrockAnnotationProvider,
+  warmUp as warmUpAnnotationModels,
+  shutdownModels as shutdownAnnotationModels,
+} from './annotation/index';

@@ -18,11 +18,12 @@
  * Values the worker's app sent with the upload (D24 multipart fields) fill what the bytes lack.
  */
 import { createHash } from 'node:crypto';
-import { createReadStream, existsSync } from 'node:fs';
+import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { categoryOf, normalizeContentType, type MediaCategory } from './sniff';
 import { ffprobe, ffprobePath, num, parseRate, type ProbeResult } from './ffmpeg';
+import { findPackageDir } from './native';
 
 export interface MediaMetadata {
   content_type: string;
@@ -174,21 +175,6 @@ export async function readExif(input: Buffer | string): Promise<ExifFields> {
 
 type MusicMetadata = typeof import('music-metadata');
 let mmPromise: Promise<MusicMetadata> | undefined;
-
-function findPackageDir(name: string): string | null {
-  const starts = [process.cwd(), typeof __dirname === 'string' ? __dirname : process.cwd()];
-  for (const start of starts) {
-    let dir = start;
-    for (;;) {
-      const candidate = path.join(dir, 'node_modules', name);
-      if (existsSync(path.join(candidate, 'package.json'))) return candidate;
-      const up = path.dirname(dir);
-      if (up === dir) break;
-      dir = up;
-    }
-  }
-  return null;
-}
 
 /**
  * music-metadata 11 is ESM-only. `import()` works in Node, tsx and esbuild bundles; Jest's CommonJS

@@ -52,7 +52,14 @@ export interface ScoringFile {
 export interface ScoringInput {
   job: ScoringJob;
   file: ScoringFile;
+  /**
+   * Sandbox scenarios only (test environment, beyond the spec, docs/sandbox.md): the outcome the
+   * simulated worker asked for. Absent → the sandbox's 4 stars (D28).
+   */
+  sandboxDirective?: SandboxDirective | null;
 }
+
+export type SandboxDirective = 'approve' | 'retry' | 'reject';
 
 export interface Dimensions {
   relevance: number;

@@ -25,11 +25,17 @@ let cached: WebhookConfig | null = null;
 /** The shared config object this was derived from: a resetConfig() (local runtime start) re-reads. */
 let derivedFrom: object | null = null;
 
+/**
+ * 64 hex characters or base64 of 32 bytes are the key itself; any other value of at least 32
+ * characters (e.g. a Secrets Manager generated password) is hashed (SHA-256) into the key.
+ */
 function parseKey(raw: string): Buffer {
   const s = raw.trim();
-  const buf = /^[0-9a-fA-F]{64}$/.test(s) ? Buffer.from(s, 'hex') : Buffer.from(s, 'base64');
-  if (buf.length !== 32) throw new Error('WEBHOOK_SECRET_KEY must be 32 bytes (64 hex characters or base64)');
-  return buf;
+  if (/^[0-9a-fA-F]{64}$/.test(s)) return Buffer.from(s, 'hex');
+  const b64 = /^[A-Za-z0-9+/]{43}=$/.test(s) ? Buffer.from(s, 'base64') : null;
+  if (b64 && b64.length === 32) return b64;
+  if (s.length >= 32) return createHash('sha256').update(s).digest();
+  throw new Error('WEBHOOK_SECRET_KEY must be 32 bytes (64 hex characters or base64) or a random string of at least 32 characters');
 }
 
 export function webhookConfig(): WebhookConfig {

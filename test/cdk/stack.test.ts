@@ -263,6 +263,19 @@ describe('least privilege', () => {
       }
     }
   });
+
+  test('routes that enqueue (webhook replay, D37) may send to their queue; other routes may not', () => {
+    for (const route of ROUTES) {
+      const [fnId, fn] = routeFunction(route);
+      const sends = route.access.sendTo ?? [];
+      for (const target of sends) {
+        const variable = `QUEUE_URL_${target.toUpperCase().replace(/-/g, '_')}`;
+        expect(fn.Properties.Environment.Variables[variable]).toEqual({ Ref: queueLogicalId(target) });
+      }
+      expect([route.id, actionsOf(fnId).includes('sqs:SendMessage')]).toEqual([route.id, sends.length > 0]);
+    }
+    expect(ROUTES.find((r) => r.id === 'webhook_events.replay')?.access.sendTo).toEqual(['webhooks']);
+  });
 });
 
 describe('data', () => {

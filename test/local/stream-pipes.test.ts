@@ -65,3 +65,17 @@ describe('stream pipes forward inserted event items to their queues, like EventB
     });
   });
 });
+
+// DynamoDB Local's stream hands back an empty map as `{}`; AWS (and so our pipe) sends `{"M":{}}`.
+describe('stream records keep the AWS attribute-value shape', () => {
+  it('an empty map in an image is {"M":{}}, so unmarshall accepts the record', async () => {
+    const { toPipeRecord } = await import('../../local/streams');
+    const { unmarshall } = await import('@aws-sdk/util-dynamodb');
+    const record = toPipeRecord(
+      { eventName: 'INSERT', dynamodb: { NewImage: { data: { M: { empty: {} as never, list: { L: [{} as never] } } } } } } as never,
+      'arn:stream',
+    );
+    expect(record.dynamodb!.NewImage!.data).toEqual({ M: { empty: { M: {} }, list: { L: [{ M: {} }] } } });
+    expect(unmarshall(record.dynamodb!.NewImage as never)).toEqual({ data: { empty: {}, list: [{}] } });
+  });
+});

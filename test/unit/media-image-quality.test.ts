@@ -79,24 +79,18 @@ describe('colour palette', () => {
   });
 });
 
-describe('D51 image annotations: measured fields only', () => {
-  it('has type, width/height of the stored bytes, palette, quality_metrics; model fields null, not invented', async () => {
+describe('D51 image annotations', () => {
+  it('has type, width/height of the stored bytes, palette, quality_metrics and the model-derived fields in the spec shape', async () => {
     const a = await annotateImage(detailed);
     expect(a).toMatchObject({ type: 'image', width: 800, height: 600, quality_metrics: { exposure: 'well_exposed' } });
     expect(a.quality_metrics.blur_score).toBeGreaterThanOrEqual(0);
     expect(a.quality_metrics.blur_score).toBeLessThanOrEqual(1);
     expect(['low', 'medium', 'high']).toContain(a.quality_metrics.noise_level);
     expect(a.color_palette.length).toBeGreaterThan(1);
-    for (const k of ['objects', 'scene', 'text_extraction', 'composition', 'face_count', 'safety'] as const) expect(a[k]).toBeNull();
-  });
-
-  it('timing: a 12 MP JPEG is analysed in well under 3 s (JPEG shrink-on-load)', async () => {
-    const big = await sharp(detailed).resize(4000, 3000).jpeg({ quality: 90 }).toBuffer();
-    const t0 = performance.now();
-    await annotateImage(big);
-    const ms = performance.now() - t0;
-    console.log(`annotateImage 4000×3000 JPEG: ${ms.toFixed(0)} ms`);
-    expect(ms).toBeLessThan(3000);
+    expect(Array.isArray(a.objects)).toBe(true);
+    expect(a.text_extraction).toMatchObject({ full_text: expect.any(String), words: expect.any(Array) });
+    expect(typeof a.face_count).toBe('number');
+    expect(a.safety).toMatchObject({ nsfw_score: expect.any(Number), pii_detected: expect.any(Boolean) });
   });
 });
 
@@ -113,7 +107,7 @@ describe('audio / video annotations (measured fields)', () => {
   itAv('video: dimensions, fps, codec, duration; keyframes at 25/50/75 % as PNG', async () => {
     const mp4 = videoFixtures.mp4(2);
     const v = await annotateVideo(mp4);
-    expect(v).toMatchObject({ type: 'video', width: 320, height: 240, fps: 15, codec: 'h264', has_audio: true, scenes: null });
+    expect(v).toMatchObject({ type: 'video', width: 320, height: 240, fps: 15, codec: 'h264', has_audio: true });
     const kf = await extractKeyframes(mp4, v.duration_seconds!);
     expect(kf.map((k) => k.index)).toEqual([0, 1, 2]);
     expect(kf.map((k) => k.timestamp_seconds)).toEqual([0.5, 1, 1.5].map((t) => expect.closeTo(t, 1)));

@@ -4,7 +4,7 @@
  */
 import type middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
-import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { authenticate } from '../../auth/authenticate';
 import { consume, TIERS, type Limits } from '../../ratelimit';
 import { db, tableName } from '../../db/client';
@@ -28,17 +28,20 @@ export function authentication(route: RouteDef): MW {
   };
 }
 
-/** D13 tiers: free until the first completed purchase, then standard; enterprise overrides. */
-async function buyerLimits(orgId: string): Promise<Limits> {
-  const out = await db().send(new GetCommand({ TableName: tableName(), Key: keys.organization(orgId) }));
-  const org = out.Item;
-  if (org?.rate_limits && typeof org.rate_limits === 'object') return org.rate_limits as Limits;
-  return org?.has_purchased ? TIERS.standard : TIERS.free;
-}
-
-async function creditsRemaining(p: BuyerPrincipal): Promise<number> {
-  const out = await db().send(new GetCommand({ TableName: tableName(), Key: keys.balance(p.orgId, p.env) }));
-  return Number(out.Item?.available_cents ?? 0);
+/**
+ * D13 tiers (free until the first completed purchase, then standard; enterprise overrides) and the
+ * credits header, read together in one BatchGetItem.
+ */
+async function tierAndCredits(p: BuyerPrincipal): Promise<{ limits: Limits; credits: number }> {
+  const orgKey = keys.organization(p.orgId);
+  const balKey = keys.balance(p.orgId, p.env);
+  const out = await db().send(new BatchGetCommand({ RequestItems: { [tableName()]: { Keys: [orgKey, balKey] } } }));
+  const items = out.Responses?.[tableName()] ?? [];
+  const org = items.find((i) => i.PK === orgKey.PK && i.SK === orgKey.SK);
+  const bal = items.find((i) => i.PK === balKey.PK && i.SK === balKey.SK);
+  const limits: Limits =
+    org?.rate_limits && typeof org.rate_limits === 'object' ? (org.rate_limits as Limits) : org?.has_purchased ? TIERS.standard : TIERS.free;
+  return { limits, credits: Number(bal?.available_cents ?? 0) };
 }
 
 function isLoopback(ip: string): boolean {
@@ -52,9 +55,10 @@ export function rateLimit(route: RouteDef): MW {
       const p = s.principal;
       let decision;
       if (route.rateLimit === 'key' && p?.kind === 'api_key') {
-        const [d, credits] = await Promise.all([consume(`K#${p.keyId}`, buyerLimits(p.orgId)), creditsRemaining(p)]);
-        decision = d;
-        s.responseHeaders['X-Service-Credits-Remaining'] = String(credits);
+        const lookup = tierAndCredits(p);
+        decision = await consume(`K#${p.keyId}`, lookup.then((x) => x.limits));
+        const d = decision;
+        s.responseHeaders['X-Service-Credits-Remaining'] = String((await lookup).credits);
         if (d.firstInMinute) {
           // last_used_at, written at most once a minute per key.
           await db().send(

@@ -1,0 +1,8 @@
+/**
+ * Consumer of the `webhooks` queue (wiring): outbox stream records and attempt messages, with
+ * partial batch failures (ReportBatchItemFailures). See shared/webhooks/dispatcher.ts.
+ */
+import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { dispatchBatch } from '../../shared/webhooks/dispatcher';
+
+export const handler = (event: SQSEvent): Promise<SQSBatchResponse> => dispatchBatch(event);

@@ -1,0 +1,8 @@
+import { route } from '../../shared/http/route';
+import { handleUploadRequest, uploadBodySchema } from '../../shared/work/uploads';
+import type { SubmissionItem } from '../../shared/work/model';
+
+/** D27: a retry_pending submission takes one new upload (same body as /upload) within its retry window. */
+export const handler = route('worker.submissions.retry', { body: uploadBodySchema }, async (req) =>
+  handleUploadRequest(req.ctx, req.resource as SubmissionItem, 'retry', req),
+);

@@ -1,0 +1,11 @@
+import { route } from '../../shared/http/route';
+import { handleUploadRequest, uploadBodySchema } from '../../shared/work/uploads';
+import type { SubmissionItem } from '../../shared/work/model';
+
+/**
+ * D24, D25, D45: multipart/form-data (field `file`, up to files_per_submission) → 202 with the
+ * pending_score submission; JSON `{files:[…]}` → 200 with pre-signed PUT URLs for large files.
+ */
+export const handler = route('worker.submissions.upload', { body: uploadBodySchema }, async (req) =>
+  handleUploadRequest(req.ctx, req.resource as SubmissionItem, 'upload', req),
+);

@@ -1,0 +1,32 @@
+/**
+ * `local` annotation provider: the semantic parts from the offline detectors' measurements
+ * (derive.ts rules). Used by the embedded runtime and the tests; also the fallback when the
+ * bedrock provider fails, so a file never ends up with placeholder labels.
+ */
+import { compositionOf, sceneFromObjects, toAnnotatedObject, type Detection } from './derive';
+import type { AnnotationProvider, DescribeInput, SemanticParts } from './types';
+import { HUMAN_VERSION, NSFWJS_VERSION, TESSERACT_VERSION } from './models';
+
+export const LOCAL_ANNOTATOR = `local-annotator/1 (tesseract.js ${TESSERACT_VERSION} eng best_int, human ${HUMAN_VERSION} blazeface+centernet, nsfwjs ${NSFWJS_VERSION} mobilenet_v2)`;
+
+export function localSemantics(facts: DescribeInput['facts']): SemanticParts {
+  const unavailable: Record<string, string> = {};
+  const objects = facts.objects;
+  if (!objects) unavailable.objects = `object detector did not run: ${facts.failures.objects ?? 'unknown'}`;
+  const scene = objects ? sceneFromObjects(objects) : null;
+  if (objects && !scene)
+    unavailable.scene = 'no scene-defining object detected; no offline scene classifier is installed, so the scene is only inferred from COCO objects';
+  else if (!objects) unavailable.scene = 'object detector did not run (scene is inferred from objects)';
+  const subjects: Detection[] = [...(objects ?? []), ...(facts.faces ?? [])];
+  const composition = objects || facts.faces ? compositionOf(subjects) : null;
+  if (!composition) unavailable.composition = objects || facts.faces ? 'no detected subject to place' : 'no detector ran';
+  unavailable.violence_score = 'no offline violence model is installed (nsfwjs classes: drawing, hentai, neutral, porn, sexy)';
+  return { objects: objects ? objects.map(toAnnotatedObject) : null, scene, composition, violence_score: null, model: LOCAL_ANNOTATOR, unavailable };
+}
+
+export class LocalAnnotationProvider implements AnnotationProvider {
+  readonly name = 'local' as const;
+  async describeImage(input: DescribeInput): Promise<SemanticParts> {
+    return localSemantics(input.facts);
+  }
+}

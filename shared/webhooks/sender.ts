@@ -1,0 +1,92 @@
+/**
+ * One HTTP attempt (D37): POST, 15 s for the whole exchange, 2xx only, redirects not followed,
+ * connection pinned to an address the SSRF guard accepted at connect time (DNS rebinding).
+ */
+import http from 'node:http';
+import https from 'node:https';
+import { isIP, type LookupFunction } from 'node:net';
+import { resolvePublic, UnsafeUrl, type Resolver, type UrlPolicy } from './ssrf';
+
+export const ATTEMPT_TIMEOUT_MS = 15_000;
+/** We read at most this much of a receiver's answer, then drop the connection. */
+const MAX_RESPONSE_BYTES = 4096;
+
+export interface AttemptResult {
+  ok: boolean;
+  statusCode: number | null;
+  /** Short machine-readable reason when not ok: http_<code>, timeout, blocked_address, network error code. */
+  error: string | null;
+  retryAfter: string | undefined;
+  durationMs: number;
+}
+
+export async function postWebhook(
+  rawUrl: string,
+  body: string,
+  headers: Record<string, string>,
+  policy: UrlPolicy,
+  resolve?: Resolver,
+): Promise<AttemptResult> {
+  const started = Date.now();
+  let url: URL;
+  let address: string;
+  try {
+    const r = await resolvePublic(rawUrl, policy, resolve);
+    url = r.url;
+    address = r.addresses[0]!;
+  } catch (e) {
+    const error = e instanceof UnsafeUrl ? (e.code === 'unresolvable_host' ? 'dns_failure' : 'blocked_address') : 'invalid_url';
+    return { ok: false, statusCode: null, error, retryAfter: undefined, durationMs: Date.now() - started };
+  }
+  const family = isIP(address) === 6 ? 6 : 4;
+  // Pin: whatever name the client library looks up, it gets the address we checked.
+  const lookup: LookupFunction = (_host, opts, cb) => {
+    if ((opts as { all?: boolean }).all) (cb as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [{ address, family }]);
+    else cb(null, address, family);
+  };
+  const mod = url.protocol === 'https:' ? https : http;
+  return new Promise<AttemptResult>((done) => {
+    let settled = false;
+    const finish = (r: Omit<AttemptResult, 'durationMs'>) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      done({ ...r, durationMs: Date.now() - started });
+    };
+    const req = mod.request(
+      url,
+      {
+        method: 'POST',
+        headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+        lookup,
+        agent: false,
+      },
+      (res) => {
+        const status = res.statusCode ?? 0;
+        let read = 0;
+        res.on('data', (chunk: Buffer) => {
+          read += chunk.length;
+          if (read > MAX_RESPONSE_BYTES) res.destroy();
+        });
+        const end = () =>
+          finish({
+            ok: status >= 200 && status < 300,
+            statusCode: status,
+            error: status >= 200 && status < 300 ? null : `http_${status}`,
+            retryAfter: res.headers['retry-after'],
+          });
+        res.on('end', end);
+        res.on('close', end);
+        res.on('error', end);
+      },
+    );
+    const timer = setTimeout(() => {
+      req.destroy(new Error('timeout'));
+      finish({ ok: false, statusCode: null, error: 'timeout', retryAfter: undefined });
+    }, ATTEMPT_TIMEOUT_MS);
+    req.on('error', (e: NodeJS.ErrnoException) =>
+      finish({ ok: false, statusCode: null, error: e.code ?? e.message ?? 'network_error', retryAfter: undefined }),
+    );
+    req.end(body);
+  });
+}

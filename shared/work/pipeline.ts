@@ -1,0 +1,263 @@
+/**
+ * The two pipeline stages (D54), one per queue, each fed the same S3 "Object Created" event:
+ *
+ * - scoring: (pre-signed uploads: the D25 checks on the landed bytes) → `measure` (size, type,
+ *   dimensions, duration, content_hash, EXIF capture time and device, GPS → worker_region) → D26
+ *   pre-checks (resolution, duration, bytes already approved for the job) → the provider of
+ *   `scorerFor(env, runtime)` (D28). Writes `parts[file].metadata/score`.
+ * - annotation: `annotateImage` / `annotateAudio` / `annotateVideo` (+ keyframes stored under
+ *   `keyframes/`, which does not re-enter the pipeline). Writes `parts[file].annotations`.
+ *
+ * Each stage writes only its own attributes of the file's part, conditioned on the upload round,
+ * and skips work already done, so redelivered and duplicated events are harmless. Each then tries
+ * the fan-in (verdict.ts). Unknown keys, stale rounds and decided submissions are acknowledged
+ * and dropped; anything unexpected throws, so the message is retried and, after maxReceiveCount,
+ * parked in the dead-letter queue.
+ */
+import type { SandboxDirective } from '../scoring/types';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { db, tableName } from '../db/client';
+import { keys } from '../db/keys';
+import { config } from '../config';
+import { logger } from '../logger';
+import { getJobItem } from '../jobs';
+import type { JobItem } from '../jobs/model';
+import { measure, type MediaMetadata } from '../media/metadata';
+import { checkUpload, categoryOf } from '../media/sniff';
+import { workerRegion } from '../media/region';
+import { annotateAudio, annotateImage, annotateVideo, extractKeyframes } from '../media/annotate-image';
+import { analyzeImage } from '../media/image-quality';
+import { precheck, scorerFor, type ScoreResult, type Scorer, type ScoringJob } from '../scoring';
+import { deleteObjects, getObjectBytes, objectKeys, parseUploadKey, putObject } from '../storage/s3';
+import { getSubmissionItem } from './reservations';
+import { completeIfAllLanded } from './uploads';
+import { tryVerdict } from './verdict';
+import type { FilePart, PlannedUpload, SubmissionItem } from './model';
+
+/** The part of the EventBridge "Object Created" event the stages read. */
+export interface ObjectCreatedEvent {
+  'detail-type'?: string;
+  detail?: { bucket?: { name?: string }; object?: { key?: string; size?: number } };
+}
+
+export type StageOutcome = 'ignored' | 'stored' | 'skipped' | 'refused';
+
+/** Poison: a message body that is not an Object Created event. Thrown, so it ends in the DLQ. */
+export class PoisonMessage extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'PoisonMessage';
+  }
+}
+
+export function parseEvent(body: string): { key: string } {
+  let ev: ObjectCreatedEvent;
+  try {
+    ev = JSON.parse(body) as ObjectCreatedEvent;
+  } catch {
+    throw new PoisonMessage('message body is not JSON');
+  }
+  const key = ev?.detail?.object?.key;
+  if (ev?.['detail-type'] !== 'Object Created' || typeof key !== 'string') throw new PoisonMessage('not an S3 Object Created event');
+  // S3 URL-encodes keys in notifications (spaces as '+').
+  return { key: decodeURIComponent(key.replace(/\+/g, ' ')) };
+}
+
+interface Located {
+  sub: SubmissionItem;
+  upload: PlannedUpload;
+  part: FilePart;
+}
+
+/** The submission and planned file an object belongs to, or null (unknown, stale round, decided). */
+async function locate(key: string): Promise<Located | null> {
+  const ref = parseUploadKey(key);
+  if (!ref) return null;
+  const sub = await getSubmissionItem(ref.subId);
+  if (!sub || sub.round !== ref.round) return null;
+  if (!['awaiting_upload', 'pending_score', 'retry_pending'].includes(sub.status)) return null;
+  const upload = sub.uploads.find((u) => u.file_id === ref.fileId);
+  if (!upload) return null;
+  return { sub, upload, part: sub.parts?.[ref.fileId] ?? {} };
+}
+
+/** Writes attributes of one file's part, only while the round is current. False when it is not. */
+async function writePart(sub: SubmissionItem, fileId: string, attrs: Record<string, unknown>, firstOnly?: string): Promise<boolean> {
+  const names: Record<string, string> = { '#p': 'parts', '#f': fileId, '#r': 'round', ...(firstOnly ? { '#g': firstOnly } : {}) };
+  const values: Record<string, unknown> = { ':r': sub.round };
+  const sets = Object.entries(attrs).map(([k, v], i) => {
+    names[`#a${i}`] = k;
+    values[`:v${i}`] = v;
+    return `#p.#f.#a${i} = :v${i}`;
+  });
+  try {
+    await db().send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: keys.submission(sub.id),
+        UpdateExpression: `SET ${sets.join(', ')}`,
+        // First writer wins: a concurrent duplicate delivery never replaces a result already written.
+        ConditionExpression: `#r = :r AND attribute_exists(#p.#f)${firstOnly ? ' AND attribute_not_exists(#p.#f.#g)' : ''}`,
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
+      }),
+    );
+    return true;
+  } catch (e) {
+    if (e instanceof ConditionalCheckFailedException || (e as Error).name === 'ConditionalCheckFailedException') return false;
+    throw e;
+  }
+}
+
+export function scoringJob(job: JobItem): ScoringJob {
+  return {
+    type: job.type as ScoringJob['type'],
+    description: job.description as string,
+    scoring_criteria: (job.scoring_criteria as string | null) ?? null,
+    worker_guidelines: (job.worker_guidelines as string | null) ?? null,
+    accepted_formats: job.accepted_formats as string[],
+    min_width: (job.min_width as number | null) ?? null,
+    min_height: (job.min_height as number | null) ?? null,
+    min_duration_seconds: (job.min_duration_seconds as number | null) ?? null,
+    max_duration_seconds: (job.max_duration_seconds as number | null) ?? null,
+    min_star_rating: (job.min_star_rating as number | null) ?? null,
+  };
+}
+
+const preReject = (why: string): ScoreResult => ({
+  ai_star_rating: 1,
+  dimensions: { relevance: 1, quality: 1, instruction_compliance: 1 },
+  ai_reasoning: `Rejected before scoring: ${why}.`,
+  provider: 'precheck',
+  precheck_rejected: true,
+});
+
+async function alreadyApproved(jobId: string, contentHash: string): Promise<boolean> {
+  const out = await db().send(new GetCommand({ TableName: tableName(), Key: keys.jobContentHash(jobId, contentHash.replace(/^sha256:/, '')), ConsistentRead: true }));
+  return !!out.Item;
+}
+
+/** JSON-safe metadata for the item (no undefined). */
+const plain = (m: MediaMetadata) => JSON.parse(JSON.stringify(m)) as Record<string, unknown> & MediaMetadata;
+
+let scorerOverride: ((env: 'live' | 'test') => Scorer) | null = null;
+/** Tests and benchmarks: inject a scorer (e.g. Bedrock with a recorded client). */
+export function setScorerFactory(f: ((env: 'live' | 'test') => Scorer) | null): void {
+  scorerOverride = f;
+}
+
+/** Scoring stage for one object. */
+export async function scoreObject(key: string): Promise<StageOutcome> {
+  const found = await locate(key);
+  if (!found) return 'ignored';
+  const { sub, upload, part } = found;
+  if (part.score) {
+    await tryVerdict(sub.id);
+    return 'skipped';
+  }
+  const bytes = await getObjectBytes(upload.key);
+
+  if (upload.mode === 'presigned') {
+    // D25 on the landed bytes: the signed Content-Length fixed the size; the magic bytes are checked here.
+    const job = (await getJobItem(sub.job_id, false))!;
+    const r = checkUpload({ declaredType: upload.content_type, bytesHead: bytes.subarray(0, 1 << 20), size: bytes.length, acceptedFormats: job.accepted_formats as string[] });
+    if (!r.ok || bytes.length !== upload.size_bytes) {
+      const first = r.ok ? { code: 'size_mismatch', message: `The object is ${bytes.length} bytes, not the declared ${upload.size_bytes}.` } : { code: r.errors[0]!.code!, message: r.errors[0]!.message };
+      await deleteObjects([upload.key]); // nothing stays behind (D25)
+      await writePart(sub, upload.file_id, { upload_error: first });
+      return 'refused';
+    }
+  }
+
+  const job = (await getJobItem(sub.job_id, true))!;
+  let score: ScoreResult;
+  let metadata: (Record<string, unknown> & MediaMetadata) | null = null;
+  let region: string | null = null;
+  try {
+    metadata = plain(await measure(bytes, upload.content_type, sub.device ?? {}));
+  } catch (err) {
+    logger.info('measure failed: the bytes do not decode', { submission_id: sub.id, error: (err as Error).message });
+  }
+  if (!metadata) {
+    score = preReject(`the file could not be decoded as ${upload.content_type}`);
+  } else if (metadata.detected_content_type && metadata.detected_content_type !== metadata.content_type) {
+    score = preReject(`the file content is ${metadata.detected_content_type}, not the declared ${metadata.content_type}`);
+  } else {
+    region = await workerRegion(metadata.latitude, metadata.longitude).catch(() => null);
+    const dup = (await alreadyApproved(sub.job_id, metadata.content_hash)) ? [metadata.content_hash] : null;
+    const pre = precheck(scoringJob(job), metadata, dup);
+    if (pre) score = pre;
+    else {
+      const scorer = scorerOverride ? scorerOverride(sub.environment) : scorerFor(sub.environment, config().runtime);
+      const category = categoryOf(upload.content_type);
+      score = await scorer.score({
+        job: scoringJob(job),
+        // Sandbox scenarios (test environment only, docs/sandbox.md).
+        sandboxDirective: sub.environment === 'test' ? ((sub.sandbox_directive as SandboxDirective | undefined) ?? null) : null,
+        file: {
+          content_type: upload.content_type,
+          bytes,
+          s3: { bucket: config().bucketName, key: upload.key },
+          metadata,
+          original_filename: upload.filename,
+          ...(category === 'image' && scorer.name === 'local' ? { image_quality: await analyzeImage(bytes) } : {}),
+        },
+      });
+    }
+  }
+  const fallbackMeta = { content_type: upload.content_type, size_bytes: bytes.length, content_hash: '' };
+  const stored = await writePart(sub, upload.file_id, { metadata: metadata ?? fallbackMeta, score: JSON.parse(JSON.stringify(score)), worker_region: region }, 'score');
+  if (!stored) {
+    await tryVerdict(sub.id);
+    return 'skipped';
+  }
+  if (upload.mode === 'presigned' && sub.status === 'awaiting_upload') await completeIfAllLanded(sub.id, sub.round!);
+  await tryVerdict(sub.id);
+  return 'stored';
+}
+
+/** Annotation stage for one object (D55 encodings; spec Keyframe for video). */
+export async function annotateObject(key: string): Promise<StageOutcome> {
+  const found = await locate(key);
+  if (!found) return 'ignored';
+  const { sub, upload, part } = found;
+  if (part.annotations !== undefined) {
+    await tryVerdict(sub.id);
+    return 'skipped';
+  }
+  const bytes = await getObjectBytes(upload.key);
+  let annotations: Record<string, unknown> | null = null;
+  let keyframes: FilePart['keyframes'] = null;
+  try {
+    const category = categoryOf(upload.content_type);
+    if (category === 'image') annotations = { ...(await annotateImage(bytes)) };
+    else if (category === 'audio') annotations = { ...(await annotateAudio(bytes, upload.content_type)) };
+    else if (category === 'video') {
+      const v = await annotateVideo(bytes);
+      annotations = { ...v };
+      if (v.duration_seconds) {
+        const frames = await extractKeyframes(bytes, v.duration_seconds);
+        keyframes = await Promise.all(
+          frames.map(async (f) => {
+            const k = objectKeys.keyframe(upload.file_id, f.index);
+            await putObject(k, f.png, 'image/png');
+            return { index: f.index, timestamp_seconds: f.timestamp_seconds, width: f.width, height: f.height, key: k };
+          }),
+        );
+      }
+    }
+  } catch (err) {
+    // Undecodable content: the scoring stage rejects it; the fan-in must not wait forever.
+    logger.info('annotation failed: the bytes do not decode', { submission_id: sub.id, error: (err as Error).message });
+    annotations = null;
+  }
+  const stored = await writePart(sub, upload.file_id, { annotations: annotations ? JSON.parse(JSON.stringify(annotations)) : null, keyframes }, 'annotations');
+  if (!stored) {
+    await tryVerdict(sub.id);
+    return 'skipped';
+  }
+  await tryVerdict(sub.id);
+  return 'stored';
+}

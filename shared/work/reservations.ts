@@ -1,0 +1,295 @@
+/**
+ * Reservations (D23, D45): accept reserves `files_per_submission` slots for 60 minutes and creates
+ * the submission `awaiting_upload` (D24); withdraw and expiry give the slots back. The D27 retry
+ * window is a reservation too (phase `retry`): its slots already count as pending, and when it
+ * runs out unused the submission's first verdict becomes final (rejected).
+ *
+ * The reservation item (`keys.reservation(job, worker)`) is the guard "one active reservation per
+ * worker per job" and carries the sparse expiry index (`gsi.reservationExpiry`) the sweep reads,
+ * so slots come back without any request. Every change is one transaction with the job counters
+ * (slots.ts), the submission, the audit record and, for a final rejection, its event.
+ */
+import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { db, tableName } from '../db/client';
+import { keys, gsi, indexKeys, RESERVATION_SHARDS } from '../db/keys';
+import { Tx } from '../db/tx';
+import { newId } from '../ids';
+import { addMs, now, nowIso, DAY_MS } from '../clock';
+import { audit } from '../audit';
+import { emit } from '../outbox';
+import { ConditionFailed, errors } from '../errors';
+import { logger } from '../logger';
+import { recordResponse, systemContext, type MutationContext } from '../context';
+import { categoryOf, freeSlots, type JobItem } from '../jobs/model';
+import { summaryUpdate as summaryClauses } from './summary';
+import { addSlotChange, withJobRetry } from './slots';
+import { presentWorkerSubmission, RESERVATION_MS, submissionIndexes, type SubmissionItem } from './model';
+import type { WorkerPrincipal } from '../types';
+
+export interface ReservationFields {
+  job_id: string;
+  worker_id: string;
+  submission_id: string;
+  /** slots held in slots_reserved (phase upload); 0 in phase retry (they are in files_pending) */
+  slots: number;
+  phase: 'upload' | 'retry';
+  reserved_until: string;
+}
+export type ReservationItem = Record<string, unknown> & ReservationFields;
+
+/** Upload reservations are one per worker per job; retry windows one per submission. */
+export const reservationKey = (r: Pick<ReservationItem, 'phase' | 'job_id' | 'worker_id' | 'submission_id'>) =>
+  r.phase === 'retry' ? keys.retryWindow(r.submission_id) : keys.reservation(r.job_id, r.worker_id);
+
+export function reservationItem(input: ReservationFields) {
+  return {
+    ...reservationKey(input),
+    ...gsi.reservationExpiry(input.reserved_until, input.job_id, input.worker_id),
+    entity: 'reservation',
+    ...input,
+    created_at: nowIso(),
+    // cleanup only: expiry is checked in code (the sweep), never left to TTL
+    ttl: Math.floor((new Date(input.reserved_until).getTime() + DAY_MS) / 1000),
+  };
+}
+
+export async function getReservation(jobId: string, workerId: string): Promise<ReservationItem | undefined> {
+  const out = await db().send(new GetCommand({ TableName: tableName(), Key: keys.reservation(jobId, workerId), ConsistentRead: true }));
+  return out.Item as ReservationItem | undefined;
+}
+
+export async function getRetryWindow(subId: string): Promise<ReservationItem | undefined> {
+  const out = await db().send(new GetCommand({ TableName: tableName(), Key: keys.retryWindow(subId), ConsistentRead: true }));
+  return out.Item as ReservationItem | undefined;
+}
+
+const reread = (r: ReservationItem) => (r.phase === 'retry' ? getRetryWindow(r.submission_id) : getReservation(r.job_id, r.worker_id));
+
+export async function getSubmissionItem(subId: string): Promise<SubmissionItem | undefined> {
+  const out = await db().send(new GetCommand({ TableName: tableName(), Key: keys.submission(subId), ConsistentRead: true }));
+  return out.Item as SubmissionItem | undefined;
+}
+
+const isExpired = (r: ReservationItem) => new Date(r.reserved_until).getTime() <= now().getTime();
+
+const noSlots = (job: JobItem, fps: number) =>
+  errors.conflict(
+    freeSlots(job) <= 0
+      ? 'This job has no free slots right now.'
+      : `This job needs ${fps} free slots per submission; only ${freeSlots(job)} are free.`,
+    [{ field: 'job_id', message: 'no free slots', code: 'no_free_slots' }],
+  );
+
+/** POST /internal/worker/jobs/{id}/accept (D23, D24, D45): 201 with the worker view of the new submission. */
+export async function acceptJob(ctx: MutationContext, worker: WorkerPrincipal, jobId: string) {
+  const subId = newId('submission');
+  return withJobRetry(jobId, async (job) => {
+    const fps = Number(job.files_per_submission ?? 1);
+    if (job.status === 'filled') throw noSlots(job, fps);
+    if (job.status !== 'open' && job.status !== 'in_progress') {
+      throw errors.conflict(`This job is ${job.status} and takes no new submissions.`, [
+        { field: 'job_id', message: `job is ${job.status}`, code: `job_${job.status}` },
+      ]);
+    }
+    const existing = await getReservation(job.id, worker.workerId);
+    if (existing && !isExpired(existing)) {
+      throw errors.conflict('You already hold an active reservation on this job.', [
+        { field: 'job_id', message: 'active reservation exists', code: 'reservation_exists' },
+      ]);
+    }
+    if (existing) {
+      // Expired but not swept yet: free it first, then decide on fresh counters.
+      await releaseReservation(systemContext('reservation-sweep'), existing, 'expired');
+      throw new ConditionFailed(['job']);
+    }
+    if (freeSlots(job) < fps) throw noSlots(job, fps);
+
+    const at = nowIso();
+    const reservedUntil = addMs(now(), RESERVATION_MS).toISOString();
+    const tx = new Tx();
+    tx.create('reservation', reservationItem({ job_id: job.id, worker_id: worker.workerId, submission_id: subId, slots: fps, phase: 'upload', reserved_until: reservedUntil }));
+    addSlotChange(tx, job, { reserved: fps });
+    const base = { id: subId, org_id: job.org_id, environment: job.environment, job_id: job.id, worker_id: worker.workerId };
+    const sub: SubmissionItem & { PK: string; SK: string } = {
+      ...keys.submission(subId),
+      ...submissionIndexes(base).worker,
+      entity: 'submission',
+      ...base,
+      job_type: job.type,
+      status: 'awaiting_upload',
+      attempt: 1,
+      files_expected: fps,
+      reserved_until: reservedUntil,
+      round: null,
+      uploads: [],
+      device: {},
+      parts: {},
+      category: null,
+      ai_star_rating: null,
+      ai_reasoning: null,
+      dimensions: null,
+      file_ids: [],
+      submitted_at: null,
+      scored_at: null,
+      created_at: at,
+      updated_at: at,
+    };
+    tx.create('submission', sub);
+    audit(tx, {
+      orgId: job.org_id,
+      eventType: 'submission.accepted',
+      actor: ctx.actor,
+      env: job.environment,
+      resource: { type: 'submission', id: subId },
+      jobId: job.id,
+      requestId: ctx.requestId,
+      data: { worker_id: worker.workerId, slots: fps, reserved_until: reservedUntil },
+    });
+    const view = presentWorkerSubmission(sub);
+    recordResponse(ctx, tx, view, 201);
+    try {
+      await tx.commit();
+    } catch (e) {
+      if (e instanceof ConditionFailed && e.reasons.includes('reservation')) {
+        throw errors.conflict('You already hold an active reservation on this job.', [
+          { field: 'job_id', message: 'active reservation exists', code: 'reservation_exists' },
+        ]);
+      }
+      throw e;
+    }
+    return view;
+  });
+}
+
+/**
+ * Ends a reservation: withdraw (the worker) or expiry (the sweep). Phase `upload`: the submission
+ * becomes `withdrawn` / `expired` and its reserved slots come back. Phase `retry`: the unused
+ * retry makes the first verdict final (`rejected`), and its pending slots come back. Returns false
+ * when the reservation changed meanwhile (someone else ended or used it).
+ */
+export async function releaseReservation(ctx: MutationContext, res: ReservationItem, reason: 'withdrawn' | 'expired'): Promise<boolean> {
+  try {
+    return await withJobRetry(res.job_id, async (job) => {
+      const current = await reread(res);
+      if (!current || current.submission_id !== res.submission_id || current.reserved_until !== res.reserved_until) return false;
+      const sub = await getSubmissionItem(res.submission_id);
+      if (!sub) return false;
+      const at = nowIso();
+      const tx = new Tx();
+      tx.delete('reservation', reservationKey(res), {
+        condition: 'submission_id = :sid AND reserved_until = :ru',
+        values: { ':sid': res.submission_id, ':ru': res.reserved_until },
+      });
+      if (res.phase === 'upload') {
+        if (sub.status !== 'awaiting_upload') return false;
+        addSlotChange(tx, job, { reserved: -Number(res.slots) });
+        tx.update('submission', keys.submission(sub.id), 'SET #s = :st, updated_at = :t, ended_at = :t, reserved_until = :null', {
+          condition: '#s = :aw',
+          names: { '#s': 'status' },
+          values: { ':st': reason, ':t': at, ':aw': 'awaiting_upload', ':null': null },
+        });
+        audit(tx, {
+          orgId: sub.org_id,
+          eventType: `submission.${reason}`,
+          actor: ctx.actor,
+          env: sub.environment,
+          resource: { type: 'submission', id: sub.id },
+          jobId: sub.job_id,
+          requestId: ctx.requestId,
+          data: { worker_id: sub.worker_id, slots: Number(res.slots) },
+        });
+      } else {
+        if (sub.status !== 'retry_pending') return false;
+        const held = Number(sub.slots_held ?? 0);
+        const stars = Number(sub.ai_star_rating ?? 1);
+        const cat = sub.category ?? categoryOf((job.accepted_formats as string[])[0] ?? 'image/jpeg');
+        addSlotChange(tx, job, { pending: -held, extra: summaryClauses(cat, 'rejected', stars) });
+        const reasoning = `${sub.ai_reasoning ?? ''} ${reason === 'expired' ? 'The retry window ended without a new upload.' : 'The worker withdrew instead of retrying.'}`.trim();
+        tx.update('submission', keys.submission(sub.id), 'SET #s = :st, updated_at = :t, ai_reasoning = :r, reserved_until = :null, final_at = :t', {
+          condition: '#s = :rp',
+          names: { '#s': 'status' },
+          values: { ':st': 'rejected', ':t': at, ':rp': 'retry_pending', ':r': reasoning, ':null': null },
+        });
+        emit(tx, {
+          orgId: sub.org_id,
+          env: sub.environment,
+          type: 'submission.rejected',
+          jobId: sub.job_id,
+          data: { job_id: sub.job_id, submission_id: sub.id, ai_star_rating: stars, ai_reasoning: reasoning },
+        });
+        audit(tx, {
+          orgId: sub.org_id,
+          eventType: 'submission.rejected',
+          actor: ctx.actor,
+          env: sub.environment,
+          resource: { type: 'submission', id: sub.id },
+          jobId: sub.job_id,
+          requestId: ctx.requestId,
+          data: { ai_star_rating: stars, reason: `retry_${reason}` },
+        });
+      }
+      await tx.commit();
+      return true;
+    });
+  } catch (e) {
+    if (e instanceof ConditionFailed && (e.reasons.includes('reservation') || e.reasons.includes('submission'))) return false;
+    throw e;
+  }
+}
+
+/** POST /internal/worker/jobs/{id}/withdraw: gives the worker's reservation back. */
+export async function withdrawFromJob(ctx: MutationContext, worker: WorkerPrincipal, jobId: string) {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const res = await getReservation(jobId, worker.workerId);
+    if (!res) {
+      throw errors.conflict('You hold no reservation on this job.', [{ field: 'job_id', message: 'no active reservation', code: 'no_reservation' }]);
+    }
+    if (await releaseReservation(ctx, res, isExpired(res) ? 'expired' : 'withdrawn')) {
+      const sub = (await getSubmissionItem(res.submission_id))!;
+      return presentWorkerSubmission(sub);
+    }
+  }
+  throw errors.conflict('The reservation changed while withdrawing; retry.', undefined, { 'Retry-After': '1' });
+}
+
+/**
+ * The reservation sweep (schedule `reservation-sweep`, every minute): every reservation whose
+ * `reserved_until` has passed is released, shard by shard, oldest first. Returns how many.
+ */
+export async function sweepExpiredReservations(limitPerShard = 200): Promise<number> {
+  const ctx = systemContext('reservation-sweep');
+  const cutoff = nowIso();
+  let released = 0;
+  await Promise.all(
+    RESERVATION_SHARDS.map(async (shard) => {
+      const ix = indexKeys.reservationExpiryShard(shard);
+      let start: Record<string, unknown> | undefined;
+      let seen = 0;
+      do {
+        const out = await db().send(
+          new QueryCommand({
+            TableName: tableName(),
+            IndexName: ix.index,
+            KeyConditionExpression: 'GSI1PK = :pk AND GSI1SK < :cut',
+            ExpressionAttributeValues: { ':pk': ix.pk, ':cut': cutoff },
+            ScanIndexForward: true,
+            ExclusiveStartKey: start,
+            Limit: 50,
+          }),
+        );
+        for (const it of (out.Items ?? []) as ReservationItem[]) {
+          seen++;
+          const fresh = await reread(it);
+          if (!fresh || !isExpired(fresh)) continue;
+          try {
+            if (await releaseReservation(ctx, fresh, 'expired')) released++;
+          } catch (err) {
+            logger.error('reservation sweep: release failed', { error: err as Error, job_id: it.job_id, worker_id: it.worker_id });
+          }
+        }
+        start = out.LastEvaluatedKey;
+      } while (start && seen < limitPerShard);
+    }),
+  );
+  return released;
+}

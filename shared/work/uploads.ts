@@ -1,0 +1,372 @@
+/**
+ * Uploads (D24, D25). Two ways in, one way on: the bytes land in S3 under `uploads/` and the S3
+ * ObjectCreated event starts the pipeline (D54).
+ *
+ * - Direct: `multipart/form-data` through the API (small files: API Gateway takes 10 MB). Every
+ *   D25 check (type by magic bytes against the declared type and the job's formats, size by
+ *   category, file count) runs on the bytes BEFORE anything is written, so a refused upload is a
+ *   400 `validation_error` that leaves nothing behind. Then: plan (new round + file ids on the
+ *   submission) → PutObject → complete (awaiting_upload → pending_score, slots reserved → pending).
+ * - Pre-signed: JSON `{files:[{filename, content_type, size_bytes}]}` (large files, the deployed
+ *   path for big video): declared type and size are checked, the plan is written, and each file
+ *   gets a PUT URL whose Content-Length and Content-Type are signed (S3 refuses another size).
+ *   The magic bytes are checked by the scoring stage when the object lands; a refused object is
+ *   deleted and reported on the submission (`upload_errors`), which stays `awaiting_upload`. The
+ *   pipeline completes the upload once every planned object is there.
+ *
+ * The same functions serve the D27 retry (`mode: 'retry'`): a `retry_pending` submission takes one
+ * new upload within its retry window, with at most the files it already holds slots for.
+ */
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import { keys } from '../db/keys';
+import { Tx } from '../db/tx';
+import { newId } from '../ids';
+import { now, nowIso } from '../clock';
+import { audit } from '../audit';
+import { ConditionFailed, errors, type ErrorDetail } from '../errors';
+import { logger } from '../logger';
+import { recordResponse, systemContext, type MutationContext } from '../context';
+import { getJobItem } from '../jobs';
+import { summaryUpdate as summaryClauses } from './summary';
+import { ACTIVE_STATUSES, type JobItem } from '../jobs/model';
+import { checkUpload, MAX_SIZE_BYTES, categoryOf, normalizeContentType } from '../media/sniff';
+import { deleteObjects, headObject, objectKeys, presignPut, putObject } from '../storage/s3';
+import { addSlotChange, withJobRetry } from './slots';
+import { getReservation, getRetryWindow, getSubmissionItem, reservationKey, type ReservationItem } from './reservations';
+import { presentWorkerSubmission, submissionIndexes, type DeviceFields, type PlannedUpload, type SubmissionItem } from './model';
+import { issuesToDetails } from '../http/middlewares/validate';
+
+export type UploadMode = 'upload' | 'retry';
+
+export interface IncomingFile {
+  filename: string;
+  contentType: string;
+  data: Buffer;
+}
+
+/** D24 optional multipart fields sent by the worker's app. */
+export const deviceFieldsSchema = z.strictObject({
+  captured_at: z.iso.datetime({ offset: true }).optional(),
+  device_model: z.string().trim().min(1).max(200).optional(),
+  device_os: z.string().trim().min(1).max(200).optional(),
+  app_version: z.string().trim().min(1).max(100).optional(),
+  latitude: z.coerce.number().min(-90).max(90).optional(),
+  longitude: z.coerce.number().min(-180).max(180).optional(),
+});
+
+export function parseDeviceFields(fields: Record<string, string>): DeviceFields {
+  const r = deviceFieldsSchema.safeParse(fields);
+  if (!r.success) throw errors.validation('The upload form fields are invalid.', issuesToDetails(r.error.issues));
+  return r.data;
+}
+
+const newRound = () => randomBytes(6).toString('hex');
+
+const conflict = (message: string, code: string) => errors.conflict(message, [{ field: 'submission_id', message, code }]);
+
+/** The reservation (phase upload) or retry window (phase retry) an upload of `sub` must hold, still running. */
+function jobTakesFiles(job: JobItem) {
+  if (!ACTIVE_STATUSES.includes(job.status)) {
+    throw errors.conflict(`This job is ${job.status} and takes no more files.`, [{ field: 'job_id', message: `job is ${job.status}`, code: `job_${job.status}` }]);
+  }
+}
+
+async function activeWindow(sub: SubmissionItem, mode: UploadMode): Promise<ReservationItem> {
+  if (mode === 'upload' && sub.status !== 'awaiting_upload') {
+    throw conflict(
+      sub.status === 'retry_pending' ? 'This submission waits for a retry: use /retry.' : `This submission is ${sub.status}; it takes no upload.`,
+      `submission_${sub.status}`,
+    );
+  }
+  if (mode === 'retry' && (sub.status !== 'retry_pending' || Number(sub.attempt) !== 1)) {
+    throw conflict(`Only a retry_pending submission can be retried (D27); this one is ${sub.status}.`, `submission_${sub.status}`);
+  }
+  const w = mode === 'retry' ? await getRetryWindow(sub.id) : await getReservation(sub.job_id, sub.worker_id);
+  if (!w || w.submission_id !== sub.id || new Date(w.reserved_until).getTime() <= now().getTime()) {
+    throw conflict(mode === 'retry' ? 'The retry window has ended.' : 'The reservation has expired; accept the job again.', 'reservation_expired');
+  }
+  return w;
+}
+
+function maxFiles(sub: SubmissionItem, mode: UploadMode): number {
+  return mode === 'retry' ? Number(sub.slots_held ?? sub.files_expected) : Number(sub.files_expected);
+}
+
+function countCheck(n: number, max: number) {
+  if (n === 0) throw errors.validation('Send at least one file in the `file` field.', [{ field: 'file', message: 'no file', code: 'missing_file' }]);
+  if (n > max) {
+    throw errors.validation(`This submission takes at most ${max} file${max > 1 ? 's' : ''}.`, [
+      { field: 'file', message: `at most ${max} files`, code: 'too_many_files' },
+    ]);
+  }
+}
+
+/** Writes the plan: a new round, its file ids and keys, empty parts; only while the window holds. */
+async function writePlan(sub: SubmissionItem, w: ReservationItem, uploads: PlannedUpload[], round: string, device: DeviceFields) {
+  const tx = new Tx();
+  const category = categoryOf(uploads[0]!.content_type);
+  tx.update(
+    'submission',
+    keys.submission(sub.id),
+    'SET #r = :r, uploads = :u, parts = :p, device = :d, category = :c, updated_at = :t',
+    {
+      condition: '#s = :st AND attempt = :a',
+      names: { '#r': 'round', '#s': 'status' },
+      values: {
+        ':r': round,
+        ':u': uploads,
+        ':p': Object.fromEntries(uploads.map((u) => [u.file_id, {}])),
+        ':d': device,
+        ':c': category,
+        ':t': nowIso(),
+        ':st': sub.status,
+        ':a': Number(sub.attempt),
+      },
+    },
+  );
+  tx.check('reservation', reservationKey(w), {
+    condition: 'submission_id = :sid AND reserved_until = :ru',
+    values: { ':sid': sub.id, ':ru': w.reserved_until },
+  });
+  try {
+    await tx.commit();
+  } catch (e) {
+    if (e instanceof ConditionFailed) throw conflict('The submission or its reservation changed meanwhile; fetch it and retry.', 'submission_changed');
+    throw e;
+  }
+}
+
+/** POST …/upload or …/retry with multipart/form-data: D25 checks, store, complete. 202 with the submission. */
+export async function uploadDirect(ctx: MutationContext, sub: SubmissionItem, mode: UploadMode, files: IncomingFile[], device: DeviceFields) {
+  const w = await activeWindow(sub, mode);
+  const job = (await getJobItem(sub.job_id, true))!;
+  jobTakesFiles(job);
+  countCheck(files.length, maxFiles(sub, mode));
+  const problems: ErrorDetail[] = [];
+  const checked = files.map((f, i) => {
+    const r = checkUpload({ declaredType: f.contentType, bytesHead: f.data.subarray(0, 1 << 20), size: f.data.length, acceptedFormats: job.accepted_formats as string[] });
+    if (!r.ok) problems.push(...r.errors.map((d) => ({ ...d, field: files.length > 1 ? `file[${i}]` : 'file' })));
+    return r;
+  });
+  if (problems.length) throw errors.validation(problems[0]!.message, problems); // D25: nothing stored
+  const round = newRound();
+  const uploads: PlannedUpload[] = files.map((f, i) => {
+    const fileId = newId('file');
+    const ct = (checked[i] as { contentType: string }).contentType;
+    return { file_id: fileId, key: objectKeys.upload(sub.id, round, fileId, ct), filename: cleanName(f.filename), content_type: ct, size_bytes: f.data.length, mode: 'direct' };
+  });
+  await writePlan(sub, w, uploads, round, device);
+  try {
+    await Promise.all(uploads.map((u, i) => putObject(u.key, files[i]!.data, u.content_type)));
+  } catch (err) {
+    await deleteObjects(uploads.map((u) => u.key)).catch(() => undefined);
+    throw err;
+  }
+  const done = await completeUpload(ctx, sub.id, round, { checkObjects: false });
+  if (!done) throw errors.internal();
+  return done;
+}
+
+export const presignRequestSchema = z.strictObject({
+  files: z
+    .array(
+      z.strictObject({
+        filename: z.string().trim().min(1).max(255),
+        content_type: z.string().min(3).max(100),
+        size_bytes: z.number().int().min(1),
+      }),
+    )
+    .min(1)
+    .max(5),
+  captured_at: z.iso.datetime({ offset: true }).optional(),
+  device_model: z.string().trim().min(1).max(200).optional(),
+  device_os: z.string().trim().min(1).max(200).optional(),
+  app_version: z.string().trim().min(1).max(100).optional(),
+  latitude: z.number().min(-90).max(90).optional(),
+  longitude: z.number().min(-180).max(180).optional(),
+});
+export type PresignRequest = z.infer<typeof presignRequestSchema>;
+
+/** POST …/upload or …/retry with JSON: pre-signed PUT URLs (D24, D45: 200 `{uploads:[…]}`). */
+export async function uploadPresigned(ctx: MutationContext, sub: SubmissionItem, mode: UploadMode, req: PresignRequest) {
+  const w = await activeWindow(sub, mode);
+  const job = (await getJobItem(sub.job_id, true))!;
+  jobTakesFiles(job);
+  countCheck(req.files.length, maxFiles(sub, mode));
+  const accepted = new Set((job.accepted_formats as string[]).map((f) => normalizeContentType(f)));
+  const problems: ErrorDetail[] = [];
+  req.files.forEach((f, i) => {
+    const field = `files.${i}`;
+    const ct = normalizeContentType(f.content_type);
+    if (!ct || !accepted.has(ct)) {
+      problems.push({ field: `${field}.content_type`, code: 'unsupported_format', message: `Content type ${f.content_type} is not accepted by this job.` });
+    } else if (f.size_bytes > MAX_SIZE_BYTES[categoryOf(ct)!]) {
+      problems.push({ field: `${field}.size_bytes`, code: 'file_too_large', message: `The ${categoryOf(ct)} limit is ${MAX_SIZE_BYTES[categoryOf(ct)!]} bytes.` });
+    }
+  });
+  if (problems.length) throw errors.validation(problems[0]!.message, problems);
+  const round = newRound();
+  const uploads: PlannedUpload[] = req.files.map((f) => {
+    const fileId = newId('file');
+    const ct = normalizeContentType(f.content_type)!;
+    return { file_id: fileId, key: objectKeys.upload(sub.id, round, fileId, ct), filename: cleanName(f.filename), content_type: ct, size_bytes: f.size_bytes, mode: 'presigned' };
+  });
+  const { files: _files, ...device } = req;
+  await writePlan(sub, w, uploads, round, device);
+  const signed = await Promise.all(uploads.map((u) => presignPut(u.key, u.content_type, u.size_bytes)));
+  const body = {
+    object: 'upload_instructions' as const,
+    submission_id: sub.id,
+    uploads: uploads.map((u, i) => ({ file_id: u.file_id, filename: u.filename, ...signed[i]! })),
+  };
+  // The idempotency middleware stores this response after the fact (the plan wrote no money).
+  void ctx;
+  return body;
+}
+
+const cleanName = (name: string) => name.replace(/[\\/\x00-\x1f]/g, '_').slice(-255) || 'upload';
+
+/**
+ * The upload is complete: awaiting_upload → pending_score (slots reserved → pending, the buyer
+ * indexes, `submitted` on the job summary) or, for the retry, retry_pending → pending_score
+ * (attempt 2; its slots are already pending). Idempotent: returns the worker view when the round
+ * is already past this step; null when `checkObjects` finds a planned object missing or refused.
+ * Afterwards the fan-in is tried, since both stages may have finished first.
+ */
+export async function completeUpload(
+  ctx: MutationContext,
+  subId: string,
+  round: string,
+  opts: { checkObjects: boolean },
+): Promise<ReturnType<typeof presentWorkerSubmission> | null> {
+  let sub = await getSubmissionItem(subId);
+  if (!sub || sub.round !== round) return null;
+  if (sub.status !== 'awaiting_upload' && sub.status !== 'retry_pending') return presentWorkerSubmission(sub);
+  if (opts.checkObjects) {
+    if (Object.values(sub.parts ?? {}).some((p) => p.upload_error)) return null;
+    const heads = await Promise.all(sub.uploads.map((u) => headObject(u.key)));
+    if (heads.some((h) => h === null)) return null;
+  }
+  const mode: UploadMode = sub.status === 'retry_pending' ? 'retry' : 'upload';
+  const w = mode === 'retry' ? await getRetryWindow(sub.id) : await getReservation(sub.job_id, sub.worker_id);
+  if (!w || w.submission_id !== sub.id || new Date(w.reserved_until).getTime() <= now().getTime()) {
+    throw conflict(mode === 'retry' ? 'The retry window has ended.' : 'The reservation has expired; accept the job again.', 'reservation_expired');
+  }
+  const n = sub.uploads.length;
+  const at = nowIso();
+  const cat = sub.category ?? categoryOf(sub.uploads[0]!.content_type)!;
+  const build = async (job: JobItem | null) => {
+    const s = sub!;
+    const tx = new Tx();
+    tx.delete('reservation', reservationKey(w), {
+      condition: 'submission_id = :sid AND reserved_until = :ru',
+      values: { ':sid': s.id, ':ru': w.reserved_until },
+    });
+    if (job) addSlotChange(tx, job, { reserved: -Number(w.slots), pending: n, extra: summaryClauses(cat, 'submitted') });
+    const idx = submissionIndexes(s).buyer;
+    const view = presentWorkerSubmission({
+      ...s,
+      status: 'pending_score',
+      attempt: mode === 'retry' ? 2 : 1,
+      submitted_at: at,
+      reserved_until: null,
+      slots_held: mode === 'retry' ? s.slots_held : n,
+    });
+    tx.update(
+      'submission',
+      keys.submission(s.id),
+      `SET #s = :ps, submitted_at = :t, updated_at = :t, reserved_until = :null, attempt = :a, GSI1PK = :g1, GSI1SK = :g1s, GSI2PK = :g2, GSI2SK = :g2s${mode === 'upload' ? ', slots_held = :n' : ''}`,
+      {
+        condition: '#s = :from AND #r = :round',
+        names: { '#s': 'status', '#r': 'round' },
+        values: {
+          ':ps': 'pending_score',
+          ':t': at,
+          ':null': null,
+          ':a': mode === 'retry' ? 2 : 1,
+          ':g1': idx.GSI1PK,
+          ':g1s': idx.GSI1SK,
+          ':g2': idx.GSI2PK,
+          ':g2s': idx.GSI2SK,
+          ':from': s.status,
+          ':round': round,
+          ...(mode === 'upload' ? { ':n': n } : {}),
+        },
+      },
+    );
+    audit(tx, {
+      orgId: s.org_id,
+      eventType: mode === 'retry' ? 'submission.retried' : 'submission.submitted',
+      actor: ctx.actor,
+      env: s.environment,
+      resource: { type: 'submission', id: s.id },
+      jobId: s.job_id,
+      requestId: ctx.requestId,
+      data: { files: n, round },
+    });
+    recordResponse(ctx, tx, view, 202);
+    await tx.commit();
+    return view;
+  };
+  let view: ReturnType<typeof presentWorkerSubmission>;
+  try {
+    view = mode === 'upload' ? await withJobRetry(sub.job_id, (job) => build(job)) : await build(null);
+  } catch (e) {
+    if (!(e instanceof ConditionFailed)) throw e;
+    // Someone else completed (or ended) it: report the state as it is.
+    sub = (await getSubmissionItem(subId))!;
+    if (sub.round === round && sub.status === 'pending_score') return presentWorkerSubmission(sub);
+    throw conflict('The reservation ended before the upload completed.', 'reservation_expired');
+  }
+  const { tryVerdict } = await import('./verdict');
+  await tryVerdict(subId).catch((err: Error) => logger.error('fan-in after upload failed', { error: err, submission_id: subId }));
+  return view;
+}
+
+/** Pipeline side of a pre-signed upload: the scoring stage calls this when an object lands. */
+export async function completeIfAllLanded(subId: string, round: string): Promise<void> {
+  try {
+    await completeUpload(systemContext('pipeline'), subId, round, { checkObjects: true });
+  } catch (e) {
+    if (e instanceof Error && (e as { status?: number }).status === 409) return; // expired meanwhile: the sweep ends it
+    throw e;
+  }
+}
+
+/** Body schema of the upload routes: JSON asks for pre-signed URLs; a multipart body validates as `{}`. */
+export const uploadBodySchema = presignRequestSchema.extend({ files: presignRequestSchema.shape.files.optional() });
+
+/** Largest multipart file accepted at all (the category limits of D25 apply per file). */
+const MAX_MULTIPART_FILE = Math.max(...Object.values(MAX_SIZE_BYTES)) + 1;
+
+/** The upload and retry routes: multipart → direct (202), JSON → pre-signed URLs (200). */
+export async function handleUploadRequest(
+  ctx: MutationContext,
+  sub: SubmissionItem,
+  mode: UploadMode,
+  req: { headers: Record<string, string>; rawBody: Buffer | null; body: z.infer<typeof uploadBodySchema> },
+): Promise<{ status: number; body: unknown }> {
+  const ct = req.headers['content-type'] ?? '';
+  if (ct.toLowerCase().startsWith('multipart/form-data')) {
+    const parsed = await parseMultipartBody(req.rawBody ?? Buffer.alloc(0), ct);
+    const unknown = parsed.files.find((f) => f.field !== 'file');
+    if (unknown) throw errors.validation(`Unknown file field "${unknown.field}"; send files in the \`file\` field.`, [{ field: unknown.field, message: 'unknown field', code: 'unknown_field' }]);
+    const tooBig = parsed.files.find((f) => f.truncated);
+    if (tooBig) throw errors.validation(`File ${tooBig.filename} is too large.`, [{ field: 'file', message: 'too large', code: 'file_too_large' }]);
+    const device = parseDeviceFields(parsed.fields);
+    const body = await uploadDirect(ctx, sub, mode, parsed.files.map((f) => ({ filename: f.filename, contentType: f.contentType, data: f.data })), device);
+    return { status: 202, body };
+  }
+  if (!req.body.files) {
+    throw errors.validation('Send the file as multipart/form-data (field `file`), or JSON {files:[{filename, content_type, size_bytes}]} for pre-signed upload URLs.', [
+      { field: 'files', message: 'required', code: 'missing_file' },
+    ]);
+  }
+  return { status: 200, body: await uploadPresigned(ctx, sub, mode, { ...req.body, files: req.body.files }) };
+}
+
+async function parseMultipartBody(raw: Buffer, ct: string) {
+  const { parseMultipart } = await import('./multipart');
+  return parseMultipart(raw, ct, { files: 5, fileSize: MAX_MULTIPART_FILE });
+}

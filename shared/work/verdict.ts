@@ -1,0 +1,259 @@
+/**
+ * The fan-in and the verdict (D26, D27, D29, D47, D54).
+ *
+ * Both pipeline stages write their result for a file into `parts[file_id]` of the submission and
+ * then call `tryVerdict`, which reads the submission consistently: the verdict is taken once every
+ * planned file has a score AND annotations (or at once when a pre-check rejected a file, D26), in
+ * one transaction conditioned on `status = pending_score` and the upload round. Of two concurrent
+ * callers exactly one commits; a duplicated S3 event finds the part already written and the status
+ * already final, so it never approves or charges twice.
+ *
+ * Approval (D29) is one transaction: the submission, one File per uploaded file (with its
+ * annotations, never changed afterwards), one duplicate guard per content hash (D26,
+ * `keys.jobContentHash`, created here so identical bytes can be approved only once per job), the
+ * ledger's `addApprovalCharges` (counters, status transitions, escrow → `deduction` rows,
+ * `job.completed`), the worker payout (`keys.workerPayout`), the events and the audit record.
+ * Rejections free the slots (`filled` → `open`, slots.ts). `retry_pending` keeps them and opens a
+ * 60-minute retry window.
+ */
+import { keys } from '../db/keys';
+import { Tx } from '../db/tx';
+import { newId } from '../ids';
+import { addMs, now, nowIso } from '../clock';
+import { emit } from '../outbox';
+import { audit } from '../audit';
+import { ConditionFailed } from '../errors';
+import { logger } from '../logger';
+import { addApprovalCharges, approvalAllowed } from '../ledger/escrow';
+import { summaryUpdate as summaryClauses } from './summary';
+import { categoryOf, type JobItem } from '../jobs/model';
+import { verdictFor, DEFAULT_THRESHOLD, type Verdict } from '../scoring/verdict';
+import type { Dimensions, ScoreResult } from '../scoring/types';
+import { fileItem } from '../files';
+import { addSlotChange, reconcileAvailability, withJobRetry } from './slots';
+import { getSubmissionItem, reservationItem } from './reservations';
+import { RESERVATION_MS, type SubmissionItem } from './model';
+
+const hexOf = (contentHash: string) => contentHash.replace(/^sha256:/, '');
+
+interface Combined {
+  stars: number;
+  dimensions: Dimensions;
+  reasoning: string;
+  precheck: boolean;
+  /** what to show in submission.scored (the first file's annotations) */
+  annotations: Record<string, unknown> | null;
+}
+
+/** One result for the submission: the weakest file decides (every file must pass). */
+function combine(sub: SubmissionItem): Combined {
+  const scores = sub.uploads.map((u) => sub.parts[u.file_id]?.score).filter((s): s is ScoreResult => !!s);
+  const pre = scores.filter((s) => s.precheck_rejected);
+  const decisive = pre.length ? pre : scores;
+  const worst = decisive.reduce((a, b) => (b.ai_star_rating < a.ai_star_rating ? b : a));
+  const dims = (k: keyof Dimensions) => Math.min(...decisive.map((s) => s.dimensions?.[k] ?? s.ai_star_rating));
+  const reasoning =
+    sub.uploads.length === 1
+      ? worst.ai_reasoning
+      : sub.uploads
+          .map((u, i) => {
+            const s = sub.parts[u.file_id]?.score;
+            return s ? `File ${i + 1} (${u.filename}): ${s.ai_reasoning}` : null;
+          })
+          .filter(Boolean)
+          .join(' ');
+  const firstPart = sub.parts[sub.uploads[0]!.file_id];
+  return {
+    stars: worst.ai_star_rating,
+    dimensions: { relevance: dims('relevance'), quality: dims('quality'), instruction_compliance: dims('instruction_compliance') },
+    reasoning,
+    precheck: pre.length > 0,
+    annotations: pre.length ? null : ((firstPart?.annotations as Record<string, unknown> | null | undefined) ?? null),
+  };
+}
+
+/** Ready for a verdict? Every file scored and annotated, or a pre-check rejection (at once, D54). */
+export function readyForVerdict(sub: SubmissionItem): boolean {
+  if (sub.status !== 'pending_score' || !sub.uploads?.length) return false;
+  const parts = sub.uploads.map((u) => sub.parts?.[u.file_id]);
+  if (parts.some((p) => p?.score?.precheck_rejected)) return true;
+  return parts.every((p) => p?.score && p.annotations !== undefined);
+}
+
+/** Runs the fan-in check and, when ready, the verdict. Returns the verdict taken here, if any. */
+export async function tryVerdict(subId: string): Promise<Verdict | null> {
+  const sub = await getSubmissionItem(subId);
+  if (!sub || !readyForVerdict(sub)) return null;
+  return decide(sub);
+}
+
+async function decide(sub: SubmissionItem): Promise<Verdict | null> {
+  const c = combine(sub);
+  const hashes = sub.uploads.map((u) => sub.parts[u.file_id]?.metadata?.content_hash ?? '');
+  const dupInside = new Set(hashes).size !== hashes.length;
+  try {
+    return await withJobRetry(sub.job_id, async (job) => {
+      const threshold = Number(job.min_star_rating ?? DEFAULT_THRESHOLD);
+      let v = c.precheck ? 'rejected' : verdictFor({ ai_star_rating: c.stars, dimensions: c.dimensions, ai_reasoning: c.reasoning, provider: 'local' }, threshold, Number(sub.attempt));
+      if (v === 'approved' && dupInside) return reject(sub, job, { ...c, stars: 1, precheck: true, annotations: null, reasoning: 'Rejected before scoring: two files of this submission are identical.' });
+      if (v === 'approved' && !approvalAllowed(job, sub.uploads.length)) {
+        return reject(sub, job, { ...c, reasoning: `${c.reasoning} The job no longer takes files (it is ${job.status}).` });
+      }
+      if (v === 'retry_pending' && !['open', 'filled', 'in_progress'].includes(job.status)) v = 'rejected';
+      if (v === 'approved') return approve(sub, job, c);
+      if (v === 'retry_pending') return retryPending(sub, c);
+      return reject(sub, job, c);
+    });
+  } catch (e) {
+    if (e instanceof ConditionFailed && e.reasons.some((r) => r?.startsWith('hash:'))) {
+      // D26: identical bytes were approved for this job meanwhile (the guard is created on approval).
+      return withJobRetry(sub.job_id, (job) =>
+        reject(sub, job, { ...c, stars: 1, precheck: true, annotations: null, dimensions: { relevance: 1, quality: 1, instruction_compliance: 1 }, reasoning: 'Rejected before scoring: the file is identical to a file already approved for this job.' }),
+      ).catch(lostRace);
+    }
+    return lostRace(e);
+  }
+}
+
+/** The submission was decided by someone else (its condition failed): not an error. */
+function lostRace(e: unknown): null {
+  if (e instanceof ConditionFailed && e.reasons.includes('submission')) return null;
+  throw e;
+}
+
+function submissionUpdate(tx: Tx, sub: SubmissionItem, status: string, c: Combined, extra: { set?: string[]; values?: Record<string, unknown> } = {}) {
+  const at = nowIso();
+  const history = { attempt: Number(sub.attempt), status, ai_star_rating: c.stars, ai_reasoning: c.reasoning, dimensions: c.dimensions, scored_at: at };
+  tx.update(
+    'submission',
+    keys.submission(sub.id),
+    `SET #s = :st, ai_star_rating = :stars, ai_reasoning = :why, dimensions = :dims, scored_at = :t, updated_at = :t, attempts = list_append(if_not_exists(attempts, :empty), :h)${extra.set?.length ? `, ${extra.set.join(', ')}` : ''}`,
+    {
+      condition: '#s = :pending AND #r = :round',
+      names: { '#s': 'status', '#r': 'round' },
+      values: {
+        ':st': status,
+        ':stars': c.stars,
+        ':why': c.reasoning,
+        ':dims': c.dimensions,
+        ':t': at,
+        ':empty': [],
+        ':h': [history],
+        ':pending': 'pending_score',
+        ':round': sub.round,
+        ...(extra.values ?? {}),
+      },
+    },
+  );
+  return at;
+}
+
+function scoredEvent(tx: Tx, sub: SubmissionItem, status: string, c: Combined) {
+  emit(tx, {
+    orgId: sub.org_id,
+    env: sub.environment,
+    type: 'submission.scored',
+    jobId: sub.job_id,
+    data: { submission_id: sub.id, job_id: sub.job_id, status, ai_star_rating: c.stars, dimensions: c.dimensions, annotations: c.annotations },
+  });
+}
+
+function verdictAudit(tx: Tx, sub: SubmissionItem, type: string, data: Record<string, unknown>) {
+  audit(tx, {
+    orgId: sub.org_id,
+    eventType: type,
+    actor: { type: 'system', id: 'pipeline' },
+    env: sub.environment,
+    resource: { type: 'submission', id: sub.id },
+    jobId: sub.job_id,
+    requestId: null,
+    data,
+  });
+}
+
+async function approve(sub: SubmissionItem, job: JobItem, c: Combined): Promise<Verdict> {
+  const tx = new Tx();
+  const n = sub.uploads.length;
+  const cat = sub.category ?? categoryOf(sub.uploads[0]!.content_type);
+  const payout = Number(job.worker_payout_per_file_cents) * n;
+  const at = submissionUpdate(tx, sub, 'approved', c, {
+    set: ['file_ids = :fids', 'payout_cents = :pay'],
+    values: { ':fids': sub.uploads.map((u) => u.file_id), ':pay': payout },
+  });
+  for (const u of sub.uploads) {
+    const part = sub.parts[u.file_id]!;
+    tx.create(`file:${u.file_id}`, fileItem(sub, u, part, part.score!.ai_star_rating, at));
+    tx.create(`hash:${u.file_id}`, {
+      ...keys.jobContentHash(sub.job_id, hexOf(part.metadata!.content_hash)),
+      entity: 'job_content_hash',
+      job_id: sub.job_id,
+      file_id: u.file_id,
+      submission_id: sub.id,
+      created_at: at,
+    });
+  }
+  addApprovalCharges(tx, {
+    job,
+    submissionId: sub.id,
+    files: n,
+    pendingReleased: Number(sub.slots_held ?? n),
+    jobUpdate: summaryClauses(cat, 'approved', c.stars),
+  });
+  const payId = newId('payout');
+  tx.create('payout', {
+    ...keys.workerPayout(sub.worker_id, payId),
+    entity: 'worker_payout',
+    id: payId,
+    worker_id: sub.worker_id,
+    job_id: sub.job_id,
+    submission_id: sub.id,
+    environment: sub.environment,
+    files: n,
+    amount_cents: payout,
+    status: 'pending',
+    created_at: at,
+  });
+  emit(tx, {
+    orgId: sub.org_id,
+    env: sub.environment,
+    type: 'submission.approved',
+    jobId: sub.job_id,
+    data: { job_id: sub.job_id, submission_id: sub.id, ai_star_rating: c.stars, file_ids: sub.uploads.map((u) => u.file_id) },
+  });
+  scoredEvent(tx, sub, 'approved', c);
+  verdictAudit(tx, sub, 'submission.approved', { ai_star_rating: c.stars, files: n, worker_payout_cents: payout });
+  await tx.commit();
+  await reconcileAvailability(job.id).catch((err: Error) => logger.error('reconcile availability failed', { error: err, job_id: job.id }));
+  return 'approved';
+}
+
+async function reject(sub: SubmissionItem, job: JobItem, c: Combined): Promise<Verdict> {
+  const tx = new Tx();
+  const cat = sub.category ?? categoryOf(sub.uploads[0]!.content_type);
+  submissionUpdate(tx, sub, 'rejected', c, { set: ['final_at = :t'] });
+  // The slots come back (filled → open); cancelled / completed jobs only release the counter.
+  addSlotChange(tx, job, { pending: -Number(sub.slots_held ?? sub.uploads.length), extra: summaryClauses(cat, 'rejected', c.stars) });
+  scoredEvent(tx, sub, 'rejected', c);
+  emit(tx, {
+    orgId: sub.org_id,
+    env: sub.environment,
+    type: 'submission.rejected',
+    jobId: sub.job_id,
+    data: { job_id: sub.job_id, submission_id: sub.id, ai_star_rating: c.stars, ai_reasoning: c.reasoning },
+  });
+  verdictAudit(tx, sub, 'submission.rejected', { ai_star_rating: c.stars, precheck: c.precheck });
+  await tx.commit();
+  return 'rejected';
+}
+
+/** D27/D47: one retry allowed within a 60-minute window; only `submission.scored` is emitted. */
+async function retryPending(sub: SubmissionItem, c: Combined): Promise<Verdict> {
+  const tx = new Tx();
+  const until = addMs(now(), RESERVATION_MS).toISOString();
+  submissionUpdate(tx, sub, 'retry_pending', c, { set: ['reserved_until = :ru'], values: { ':ru': until } });
+  tx.create('reservation', reservationItem({ job_id: sub.job_id, worker_id: sub.worker_id, submission_id: sub.id, slots: 0, phase: 'retry', reserved_until: until }));
+  scoredEvent(tx, sub, 'retry_pending', c);
+  verdictAudit(tx, sub, 'submission.retry_pending', { ai_star_rating: c.stars });
+  await tx.commit();
+  return 'retry_pending';
+}

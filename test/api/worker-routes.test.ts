@@ -1,0 +1,120 @@
+import { startTestRuntime, type TestRuntime } from '../support/harness';
+import { accept, createJob, liveBuyer, signupWorker } from '../pipeline/support';
+import { clock, HOUR_MS } from '../../shared/clock';
+import { handler as sweep } from '../../functions/scheduled/reservation-sweep';
+
+// Worker routes without the pipeline: the job board, slots and reservations (D23, D24, D45), flags (D35).
+describe('worker routes: job board, accept, withdraw, flag, reservation expiry', () => {
+  let rt: TestRuntime;
+
+  beforeAll(async () => {
+    process.env.LOCAL_FIXED_OTP = '123456';
+    rt = await startTestRuntime({ enablePollers: false });
+  });
+  afterAll(async () => {
+    clock.reset();
+    await rt?.stop();
+  });
+
+  const board = async (token: string) => (await rt.request('GET', '/internal/worker/jobs/available?limit=100', { key: token })).json.data as any[];
+  const job = async (key: string, id: string) => (await rt.request('GET', `/v1/jobs/${id}`, { key })).json;
+
+  it('D23/D45: a job with free slots is on the board with its worker view; accept reserves slots for 60 minutes', async () => {
+    const buyer = await liveBuyer(rt);
+    const j = await createJob(rt, buyer.live, { files_needed: 2, price_per_file_cents: 50, min_width: 100 });
+    const w = await signupWorker(rt);
+    const entry = (await board(w.token)).find((x) => x.id === j.id);
+    expect(entry).toMatchObject({ object: 'worker_job', id: j.id, worker_payout_per_file_cents: 40, slots_available: 2, files_per_submission: 1, min_width: 100 });
+
+    const a = await accept(rt, w.token, j.id);
+    expect(a.status).toBe(201);
+    expect(a.json).toMatchObject({ object: 'submission', job_id: j.id, status: 'awaiting_upload', files_expected: 1 });
+    const until = new Date(a.json.reserved_until).getTime();
+    expect(until - Date.now()).toBeGreaterThan(59 * 60_000);
+    expect(until - Date.now()).toBeLessThanOrEqual(60 * 60_000 + 1000);
+    expect((await board(w.token)).find((x) => x.id === j.id)?.slots_available).toBe(1);
+
+    // D45: a second accept while the reservation is active is 409.
+    const again = await accept(rt, w.token, j.id);
+    expect(again.status).toBe(409);
+    expect(again.json.error.details[0].code).toBe('reservation_exists');
+
+    // D24: buyers never see a submission awaiting its upload.
+    expect((await rt.request('GET', `/v1/submissions/${a.json.id}`, { key: buyer.live })).status).toBe(404);
+    expect((await rt.request('GET', `/v1/jobs/${j.id}/submissions`, { key: buyer.live })).json.data).toEqual([]);
+    // The worker sees it in the history and by id.
+    const mine = await rt.request('GET', '/internal/worker/submissions', { key: w.token });
+    expect(mine.json.data.map((s: any) => s.id)).toEqual([a.json.id]);
+    expect((await rt.request('GET', `/internal/worker/submissions/${a.json.id}`, { key: w.token })).json.status).toBe('awaiting_upload');
+  });
+
+  it('D23: the last free slot taken moves open → filled and hides the job; withdraw frees it (filled → open)', async () => {
+    const buyer = await liveBuyer(rt);
+    const j = await createJob(rt, buyer.live, { files_needed: 2, files_per_submission: 2 });
+    const w1 = await signupWorker(rt);
+    const w2 = await signupWorker(rt);
+    const a = await accept(rt, w1.token, j.id);
+    expect(a.status).toBe(201);
+    expect(a.json.files_expected).toBe(2);
+    expect((await job(buyer.live, j.id)).status).toBe('filled');
+    expect((await board(w2.token)).some((x) => x.id === j.id)).toBe(false);
+    const refused = await accept(rt, w2.token, j.id);
+    expect(refused.status).toBe(409);
+    expect(refused.json.error.details[0].code).toBe('no_free_slots');
+
+    const wd = await rt.request('POST', `/internal/worker/jobs/${j.id}/withdraw`, { key: w1.token });
+    expect(wd.status).toBe(200);
+    expect(wd.json.status).toBe('withdrawn');
+    expect((await job(buyer.live, j.id)).status).toBe('open');
+    expect((await board(w2.token)).find((x) => x.id === j.id)?.slots_available).toBe(2);
+    // Withdrawing again: nothing to give back.
+    expect((await rt.request('POST', `/internal/worker/jobs/${j.id}/withdraw`, { key: w1.token })).status).toBe(409);
+  });
+
+  it('D23: an expired reservation frees its slots without any request (reservation sweep)', async () => {
+    const buyer = await liveBuyer(rt);
+    const j = await createJob(rt, buyer.live, { files_needed: 1 });
+    const w = await signupWorker(rt);
+    const a = await accept(rt, w.token, j.id);
+    expect((await job(buyer.live, j.id)).status).toBe('filled');
+    clock.advance(HOUR_MS + 60_000);
+    try {
+      const out = await sweep({ time: new Date().toISOString() } as never);
+      expect(out.released).toBeGreaterThanOrEqual(1);
+    } finally {
+      clock.reset();
+    }
+    expect((await job(buyer.live, j.id)).status).toBe('open');
+    const sub = await rt.request('GET', `/internal/worker/submissions/${a.json.id}`, { key: w.token });
+    expect(sub.json.status).toBe('expired');
+    // The worker may accept again afterwards.
+    expect((await accept(rt, w.token, j.id)).status).toBe(201);
+  });
+
+  it('D35: flagging a job emits job.flagged once per worker; a second flag is 409', async () => {
+    const buyer = await liveBuyer(rt);
+    const j = await createJob(rt, buyer.live);
+    const w1 = await signupWorker(rt);
+    const w2 = await signupWorker(rt);
+    const f1 = await rt.request('POST', `/internal/worker/jobs/${j.id}/flag`, { key: w1.token, body: { reason: 'Price too low for the work' } });
+    expect(f1.status).toBe(200);
+    expect(f1.json).toMatchObject({ object: 'job_flag', job_id: j.id, flag_count: 1 });
+    const f2 = await rt.request('POST', `/internal/worker/jobs/${j.id}/flag`, { key: w2.token, body: { reason: 'Unclear' } });
+    expect(f2.json.flag_count).toBe(2);
+    expect((await rt.request('POST', `/internal/worker/jobs/${j.id}/flag`, { key: w1.token, body: { reason: 'again' } })).status).toBe(409);
+    const events = await rt.request('GET', '/v1/webhook_events?type=job.flagged', { key: buyer.live });
+    if (events.status === 200) {
+      expect(events.json.data.map((e: any) => e.data?.flag_count ?? e.envelope?.data?.flag_count).sort()).toEqual([1, 2]);
+    }
+    // Strict body (D4).
+    expect((await rt.request('POST', `/internal/worker/jobs/${j.id}/flag`, { key: w2.token, body: { reason: 'x', extra: 1 } })).status).toBe(400);
+  });
+
+  it('D9: worker routes refuse buyer keys; a job of another environment is 404', async () => {
+    const buyer = await liveBuyer(rt);
+    expect((await rt.request('GET', '/internal/worker/jobs/available', { key: buyer.live })).status).toBe(401);
+    const testJob = await createJob(rt, buyer.test);
+    const w = await signupWorker(rt);
+    expect((await accept(rt, w.token, testJob.id)).status).toBe(404);
+  });
+});

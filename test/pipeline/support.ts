@@ -1,0 +1,97 @@
+/** Builders for the worker / pipeline tests: workers, live jobs, media bytes, multipart bodies. */
+import { randomBytes } from 'node:crypto';
+import sharp, { type Sharp } from 'sharp';
+import { idemKey, signupBuyer, verifyPhone, uniqueEmail } from '../support/buyers';
+import type { TestRuntime } from '../support/harness';
+
+export async function signupWorker(rt: TestRuntime): Promise<{ id: string; token: string }> {
+  const r = await rt.request('POST', '/internal/worker/auth/signup', { body: { name: 'Worker', email: uniqueEmail('worker') } });
+  if (r.status !== 201) throw new Error(`worker signup: ${r.status} ${r.text}`);
+  return { id: r.json.worker.id, token: r.json.token };
+}
+
+/** A buyer with the 250 live starter cents (LOCAL_FIXED_OTP must be set before the runtime starts). */
+export async function liveBuyer(rt: TestRuntime) {
+  const b = await signupBuyer(rt);
+  await verifyPhone(rt, b.live);
+  return b;
+}
+
+export async function createJob(rt: TestRuntime, key: string, over: Record<string, unknown> = {}) {
+  const r = await rt.request('POST', '/v1/jobs', {
+    key,
+    headers: { 'Idempotency-Key': idemKey() },
+    body: {
+      type: 'data_collection',
+      description: 'Photos of storefronts in daylight, whole front visible.',
+      files_needed: 2,
+      accepted_formats: ['image/jpeg', 'image/png'],
+      price_per_file_cents: 10,
+      ...over,
+    },
+  });
+  if (r.status !== 201) throw new Error(`job create: ${r.status} ${r.text}`);
+  return r.json as { id: string; status: string; price_per_file_cents: number; files_needed: number };
+}
+
+/**
+ * A detailed, well-exposed picture (gradients + a checker texture + discs), unique per `seed`,
+ * which the local scorer rates ≥ 3 (D28). 640×480 keeps the shorter side ≥ 480 px.
+ */
+export async function detailedJpeg(seed = randomBytes(4).readUInt32BE(0), w = 640, h = 480, exif?: Parameters<Sharp['withExif']>[0]): Promise<Buffer> {
+  const px = Buffer.alloc(w * h * 3);
+  const phase = (seed % 997) / 997;
+  for (let y = 0; y < h; y++) {
+    for (let x = 0; x < w; x++) {
+      const checker = ((x >> 4) + (y >> 4)) % 2 === 0 ? 40 : -40;
+      const d = Math.hypot(x - w * (0.3 + 0.4 * phase), y - h / 2);
+      const ring = Math.sin(d / 6) * 30;
+      const i = (y * w + x) * 3;
+      px[i] = clamp(90 + (x * 80) / w + checker + ring);
+      px[i + 1] = clamp(80 + (y * 90) / h + checker - ring);
+      px[i + 2] = clamp(140 - (x * 60) / w + ring);
+    }
+  }
+  let img = sharp(px, { raw: { width: w, height: h, channels: 3 } }).jpeg({ quality: 90 });
+  if (exif) img = img.withExif(exif);
+  return img.toBuffer();
+}
+
+const clamp = (v: number) => Math.max(0, Math.min(255, Math.round(v)));
+
+/** A flat single-colour image (the local scorer gives 1 star: relevance 1, quality 1). */
+export async function flatPng(w = 640, h = 480, colour = { r: 120, g: 130, b: 140 }): Promise<Buffer> {
+  return sharp({ create: { width: w, height: h, channels: 3, background: colour } }).png().toBuffer();
+}
+
+export interface Part {
+  field?: string;
+  filename?: string;
+  contentType?: string;
+  data: Buffer | string;
+}
+
+/** A multipart/form-data body: files (Buffer data) and plain fields (string data without filename). */
+export function multipart(parts: Part[]): { body: Buffer; contentType: string } {
+  const boundary = `----test${randomBytes(8).toString('hex')}`;
+  const chunks: Buffer[] = [];
+  for (const p of parts) {
+    const field = p.field ?? 'file';
+    const head =
+      p.filename !== undefined
+        ? `--${boundary}\r\nContent-Disposition: form-data; name="${field}"; filename="${p.filename}"\r\nContent-Type: ${p.contentType ?? 'application/octet-stream'}\r\n\r\n`
+        : `--${boundary}\r\nContent-Disposition: form-data; name="${field}"\r\n\r\n`;
+    chunks.push(Buffer.from(head), Buffer.isBuffer(p.data) ? p.data : Buffer.from(p.data), Buffer.from('\r\n'));
+  }
+  chunks.push(Buffer.from(`--${boundary}--\r\n`));
+  return { body: Buffer.concat(chunks), contentType: `multipart/form-data; boundary=${boundary}` };
+}
+
+export function uploadFile(rt: TestRuntime, token: string, subId: string, data: Buffer, contentType = 'image/jpeg', filename = 'photo.jpg', path: 'upload' | 'retry' = 'upload') {
+  const m = multipart([{ filename, contentType, data }]);
+  return rt.request('POST', `/internal/worker/submissions/${subId}/${path}`, { key: token, body: m.body, headers: { 'Content-Type': m.contentType } });
+}
+
+export async function accept(rt: TestRuntime, token: string, jobId: string) {
+  return rt.request('POST', `/internal/worker/jobs/${jobId}/accept`, { key: token });
+}
