@@ -6,6 +6,7 @@ const common = {
   transform,
   transformIgnorePatterns: [`/node_modules/(?!(${esmPackages})/)`],
   moduleFileExtensions: ['ts', 'js', 'mjs', 'json'],
+  setupFilesAfterEnv: ['<rootDir>/test/support/release-models.ts'],
 };
 module.exports = {
   // DynamoDB Local (in-memory) starts once per run; tests talk to it, the S3 and SQS emulators.
