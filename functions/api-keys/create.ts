@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { route } from '../../shared/http/route';
 import { createKey } from '../../shared/api-keys';
 import { SCOPES } from '../../shared/manifest/routes';

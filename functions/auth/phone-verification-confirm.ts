@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { route } from '../../shared/http/route';
 import { confirmVerification } from '../../shared/orgs/phone';
 import { e164 } from './phone-verification-start';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
 import { route, type ApiHandler } from '../../shared/http/route';
 import { createCheckoutSession } from '../../shared/billing';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { route } from '../../shared/http/route';
 import { isoTimestamp, listQuery } from '../../shared/http/schemas';
 import { listJobs } from '../../shared/jobs';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { route } from '../../shared/http/route';
 import { rateJob } from '../../shared/jobs';
 import type { JobItem } from '../../shared/jobs/model';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { route } from '../../shared/http/route';
 import { listQuery, isoTimestamp } from '../../shared/http/schemas';
 import { listEvents } from '../../shared/webhooks/events';

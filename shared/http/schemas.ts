@@ -1,5 +1,5 @@
 /** Reusable zod pieces for query strings and bodies (strict objects everywhere, D4). */
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** D12: limit 1..100 (default 20), opaque cursor. */
 export const pagination = {

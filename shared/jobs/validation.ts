@@ -2,7 +2,7 @@
  * Create-job rules: the body schema with every bound of the spec's table (D4: 400 with
  * details[].field), formats (D15), cross-field rules (422, D4, D52) and the price floor (D14).
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { errors, ApiError } from '../errors';
 import { categoryOf, type Category } from './model';
 

@@ -20,7 +20,7 @@
  */
 import type { ContentBlock, ConverseCommand, ConverseCommandInput, ConverseCommandOutput } from '@aws-sdk/client-bedrock-runtime';
 import { readFile } from 'node:fs/promises';
-import { z } from 'zod';
+import * as z from 'zod';
 import { categoryOf, normalizeContentType } from '../media/sniff';
 import { clampStar, type Dimensions, type ScoreResult, type Scorer, type ScoringInput } from './types';
 

@@ -18,7 +18,7 @@
  * new upload within its retry window, with at most the files it already holds slots for.
  */
 import { randomBytes } from 'node:crypto';
-import { z } from 'zod';
+import * as z from 'zod';
 import { keys } from '../db/keys';
 import { Tx } from '../db/tx';
 import { newId } from '../ids';

@@ -15,7 +15,7 @@
  * content is declared untrusted (instructions inside the image are ignored).
  */
 import type { ConverseCommandInput, ConverseCommandOutput } from '@aws-sdk/client-bedrock-runtime';
-import { z } from 'zod';
+import * as z from 'zod';
 import { BedrockOutputError, DEFAULT_BEDROCK_MODEL_ID, extractJson, type ConverseClient } from '../../scoring/bedrock';
 import { POSITIONS, round4, type Position } from './derive';
 import type { AnnotationProvider, DescribeInput, SemanticParts } from './types';
