@@ -9,6 +9,9 @@ import { MarketplaceStack } from '../lib/stack';
  *                                API Gateway integration-timeout quota increase, see lib/api.ts)
  *   workerPriorityWindowSeconds  D45 (default 0)
  *   publicBaseUrl                base URL for links when a custom domain fronts the API
+ *   ffmpegLayerArn               arm64 layer version with /opt/bin/ffmpeg and ffprobe (required
+ *                                for the scoring and annotation consumers; docs/deploying.md)
+ *   allowMissingFfmpeg           true: deploy without that layer, with a warning
  */
 const app = new App();
 

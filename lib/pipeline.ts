@@ -7,6 +7,7 @@ import {
   aws_events as events,
   aws_events_targets as targets,
   aws_iam as iam,
+  aws_lambda as lambda,
   aws_lambda_event_sources as sources,
   aws_pipes as pipes,
   aws_s3 as s3,
@@ -36,6 +37,8 @@ export interface PipelineProps {
   environment: Record<string, string>;
   /** Where every alarm of the pipeline notifies. */
   alarmTopic: sns.ITopic;
+  /** The ffmpeg layer for consumers whose wiring says `native.ffmpeg` (none: they warn). */
+  ffmpegLayer?: lambda.ILayerVersion;
 }
 
 /** `upload-created` → `UploadCreated` (the manifest's own naming rule). */
@@ -115,6 +118,9 @@ export class Pipeline extends Construct {
       timeout: Duration.seconds(def.consumerTimeoutSeconds),
       memorySize: def.consumerMemoryMb,
       environment: { ...this.props.environment },
+      // Packages installed for linux-arm64 and the ffmpeg layer, as the wiring says.
+      native: def.native,
+      ffmpegLayer: this.props.ffmpegLayer,
     });
     this.grantAccess(fn, def.access);
     if (def.access.bucket) bindBucket(fn, this.props.bucket, def.access.bucket);

@@ -7,6 +7,7 @@ import { QUEUES, SCHEDULES, queueByName } from '../shared/manifest/wiring';
 import { Api } from './api';
 import { bindQueue } from './constructs/grants';
 import { PROJECT_ROOT } from './constructs/house-function';
+import { booleanContext, ffmpegLayer } from './constructs/native';
 import { Data } from './data';
 import { Pipeline } from './pipeline';
 
@@ -17,6 +18,13 @@ export interface MarketplaceStackProps extends StackProps {
   workerPriorityWindowSeconds?: number;
   /** Public base URL for links, e.g. a custom domain (context `publicBaseUrl`). */
   publicBaseUrl?: string;
+  /**
+   * Layer version ARN of an arm64 layer with /opt/bin/ffmpeg and /opt/bin/ffprobe, for the
+   * consumers whose wiring says `native.ffmpeg` (context `ffmpegLayerArn`; docs/deploying.md).
+   */
+  ffmpegLayerArn?: string;
+  /** Synthesize those consumers without ffmpeg instead of failing (context `allowMissingFfmpeg=true`). */
+  allowMissingFfmpeg?: boolean;
 }
 
 /**
@@ -32,6 +40,13 @@ export class MarketplaceStack extends Stack {
   constructor(scope: Construct, id: string, props: MarketplaceStackProps = {}) {
     super(scope, id, props);
     assertHandlerModulesExist();
+
+    // Before anything else: a stack that cannot probe videos must not half-synthesize.
+    const ffmpeg = ffmpegLayer(this, 'FfmpegLayer', {
+      arn: props.ffmpegLayerArn ?? this.node.tryGetContext('ffmpegLayerArn'),
+      allowMissing: props.allowMissingFfmpeg ?? booleanContext(this, 'allowMissingFfmpeg'),
+      neededBy: QUEUES.filter((q) => q.native?.ffmpeg).map((q) => `the ${q.name} consumer`),
+    });
 
     this.data = new Data(this, 'Data');
 
@@ -73,6 +88,7 @@ export class MarketplaceStack extends Stack {
       bucket: this.data.bucket,
       environment: { ...common, PUBLIC_BASE_URL: this.api.baseUrl },
       alarmTopic,
+      ffmpegLayer: ffmpeg,
     });
 
     // Routes that enqueue work (e.g. webhook replay, D37) may send to their queues, nothing more.

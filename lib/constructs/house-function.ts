@@ -1,6 +1,8 @@
 import * as path from 'node:path';
-import { Duration, aws_lambda as lambda, aws_lambda_nodejs as nodejs, aws_logs as logs } from 'aws-cdk-lib';
+import { Annotations, Duration, aws_lambda as lambda, aws_lambda_nodejs as nodejs, aws_logs as logs } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
+import type { NativeDeps } from '../../shared/manifest/wiring';
+import { FFMPEG_LAYER_ENV, bundlingFor, shippedFileEnv } from './native';
 
 /** The repository root: handler modules in the manifests are relative to it. */
 export const PROJECT_ROOT = path.resolve(__dirname, '..', '..');
@@ -12,28 +14,63 @@ export interface HouseFunctionProps
   /** Log retention of the function's own log group; one month unless told. */
   logRetention?: logs.RetentionDays;
   /**
-   * Bundling overrides merged over the house defaults, e.g. `nodeModules: ['sharp']` for a handler
-   * that needs a native package installed for linux-arm64 instead of bundled.
+   * What the handler loads from outside its bundle (the wiring's `native`): its packages are
+   * installed into the function's node_modules for linux-arm64, its files copied in (with the
+   * variables naming them), and with `ffmpeg` the function gets `ffmpegLayer` and FFMPEG_PATH /
+   * FFPROBE_PATH (lib/constructs/native.ts).
    */
+  native?: NativeDeps;
+  /**
+   * The layer with /opt/bin/ffmpeg and /opt/bin/ffprobe; attached only when `native.ffmpeg` is
+   * set. Without it such a function is deployed without ffmpeg, with a synth warning.
+   */
+  ffmpegLayer?: lambda.ILayerVersion;
+  /** Bundling overrides merged over the house defaults and those `native` implies. */
   bundling?: Partial<nodejs.BundlingOptions>;
 }
+
+/**
+ * The house bundling: one minified ESM file for Node 22 with the AWS SDK inside (the version is
+ * the tested one, and a cold start reads one file) and source maps.
+ */
+export const HOUSE_BUNDLING: nodejs.BundlingOptions = {
+  format: nodejs.OutputFormat.ESM,
+  target: 'node22',
+  platform: 'node',
+  minify: true,
+  sourceMap: true,
+  sourcesContent: false,
+  mainFields: ['module', 'main'],
+  externalModules: [],
+  // ESM output still meets CommonJS that calls `require` (e.g. for Node built-ins) and code that
+  // reads `__dirname` / `__filename` (undefined in ES modules: a module-level use would throw at
+  // import). In the bundle they name the bundle itself, i.e. the function's code root.
+  banner:
+    "import { createRequire as __houseCreateRequire } from 'module'; import { fileURLToPath as __houseFileUrlToPath } from 'url'; " +
+    "import { dirname as __houseDirname } from 'path'; const require = __houseCreateRequire(import.meta.url); " +
+    'const __filename = __houseFileUrlToPath(import.meta.url); const __dirname = __houseDirname(__filename);',
+};
 
 /**
  * The one way this project defines a Lambda function (cf. Powertools' `FunctionWithLogGroup`):
  * Node.js 22 on ARM64, an ESM bundle with the AWS SDK inside (pinned by our lock file instead of
  * whatever the runtime ships), source maps on, X-Ray tracing, and an explicit log group with
- * retention so no log-retention custom resource (an extra Lambda) is ever created.
+ * retention so no log-retention custom resource (an extra Lambda) is ever created. What a handler
+ * needs beyond its bundle (sharp's native binary, model files, ffmpeg) comes from `native`.
  */
 export class HouseFunction extends nodejs.NodejsFunction {
   constructor(scope: Construct, id: string, props: HouseFunctionProps) {
-    const { entry, logRetention, bundling, environment, ...rest } = props;
+    const { entry, logRetention, bundling, environment, native, ffmpegLayer, layers, ...rest } = props;
     const logGroup = new logs.LogGroup(scope, `${id}Logs`, {
       retention: logRetention ?? logs.RetentionDays.ONE_MONTH,
     });
+    const nativeBundling = bundlingFor({ name: id, native });
+    const withFfmpeg = native?.ffmpeg === true && ffmpegLayer !== undefined;
     super(scope, id, {
       memorySize: 1024,
       timeout: Duration.seconds(10),
       ...rest,
+      layers: withFfmpeg ? [...(layers ?? []), ffmpegLayer] : layers,
       entry: path.join(PROJECT_ROOT, entry),
       projectRoot: PROJECT_ROOT,
       depsLockFilePath: path.join(PROJECT_ROOT, 'package-lock.json'),
@@ -44,22 +81,23 @@ export class HouseFunction extends nodejs.NodejsFunction {
       logGroup,
       environment: {
         NODE_OPTIONS: '--enable-source-maps',
+        ...(withFfmpeg ? FFMPEG_LAYER_ENV : {}),
+        ...shippedFileEnv(native),
         ...environment,
       },
       bundling: {
-        format: nodejs.OutputFormat.ESM,
-        target: 'node22',
-        platform: 'node',
-        minify: true,
-        sourceMap: true,
-        sourcesContent: false,
-        mainFields: ['module', 'main'],
-        // Bundle the AWS SDK v3 too: cold starts read one file, and the version is the tested one.
-        externalModules: [],
-        // ESM output still meets CommonJS dependencies that call `require` (e.g. for Node built-ins).
-        banner: "import { createRequire } from 'module'; const require = createRequire(import.meta.url);",
+        ...HOUSE_BUNDLING,
+        ...nativeBundling,
         ...bundling,
+        environment: { ...nativeBundling.environment, ...bundling?.environment },
       },
     });
+    if (native?.ffmpeg && !ffmpegLayer) {
+      Annotations.of(this).addWarningV2(
+        'media-marketplace:ffmpeg-missing',
+        `${id} runs ffprobe/ffmpeg but gets no ffmpeg layer (context ffmpegLayerArn): videos cannot be probed ` +
+          '(the scoring stage refuses them as undecodable) and audio/video annotations lose their ffmpeg measurements (docs/deploying.md)',
+      );
+    }
   }
 }

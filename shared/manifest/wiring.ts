@@ -12,6 +12,41 @@
 export type PatternValue = string | number | boolean | { prefix: string } | { 'anything-but': string[] };
 export type EventPattern = { [field: string]: PatternValue[] | EventPattern };
 
+/**
+ * What a consumer loads at run time from outside its esbuild bundle. esbuild cannot bundle a
+ * native addon (sharp's `.node` binary and libvips), nor files a package reads by path
+ * (`shared/media/native.ts`: model weights, WASM, worker scripts), nor our own data files read by
+ * path, nor an executable.
+ *
+ * The stack (lib/constructs/native.ts, docs/deploying.md) installs `packages` into the function's
+ * `node_modules` for linux-arm64 (glibc) at the versions of package-lock.json, copies `files` into
+ * the function, and attaches the ffmpeg layer (context `ffmpegLayerArn`) when `ffmpeg` is set,
+ * with FFMPEG_PATH/FFPROBE_PATH. The local runtime ignores this field: there the project's own
+ * node_modules, files and the `ffmpeg` on PATH serve every consumer.
+ */
+export interface NativeDeps {
+  /**
+   * npm packages resolved from node_modules at run time, each a dependency in package.json: a
+   * package imported with `import('<name>')` that must stay outside the bundle (sharp), or one
+   * located by `findPackageDir` / `nativeRequire` / `packageFile`. Packages they depend on come
+   * with them.
+   */
+  packages: string[];
+  /** Runs ffprobe / ffmpeg (`shared/media/ffmpeg.ts`): video and audio probing, loudness, keyframes. */
+  ffmpeg?: boolean;
+  /** Project files or directories read by path at run time, shipped inside the function. */
+  files?: ShippedFile[];
+}
+
+export interface ShippedFile {
+  /** File or directory of the project, relative to its root. */
+  from: string;
+  /** Where it lands in the function, relative to the code root (/var/task in Lambda). */
+  to: string;
+  /** Environment variable that gets its absolute path there (how the code finds it). */
+  env: string;
+}
+
 export interface QueueDef {
   /** Logical name; the stack derives resource names from it, the local runtime uses it as queue name. */
   name: string;
@@ -29,6 +64,8 @@ export interface QueueDef {
   /** Dead-letter depth at or above which the alarm fires. */
   dlqAlarmThreshold: number;
   access: { table: 'read' | 'write'; bucket?: 'read' | 'read-write'; bedrock?: boolean; sendTo?: string[] };
+  /** Packages and executables the consumer needs beyond its bundle; absent: the bundle is enough. */
+  native?: NativeDeps;
 }
 
 export interface RuleDef {
@@ -77,6 +114,14 @@ export const QUEUES: readonly QueueDef[] = [
     dlqAlarmThreshold: 1,
     // read-write: a pre-signed upload refused on its landed bytes is deleted (D25).
     access: { table: 'write', bucket: 'read-write', bedrock: true },
+    // measure(): sharp for images, ffprobe for video (without it every video reads as undecodable
+    // and is refused); the local scorer's middle frame and loudness need ffmpeg.
+    native: {
+      packages: ['sharp'],
+      ffmpeg: true,
+      // worker_region (D30): offline reverse geocoding, shared/media/region.ts.
+      files: [{ from: 'shared/media/data/admin1.min.json.gz', to: 'data/admin1.min.json.gz', env: 'WORKER_REGION_GEOJSON' }],
+    },
   },
   {
     name: 'annotation',
@@ -88,6 +133,21 @@ export const QUEUES: readonly QueueDef[] = [
     consumerMemoryMb: 2048,
     dlqAlarmThreshold: 1,
     access: { table: 'write', bucket: 'read-write', bedrock: true },
+    // Image annotation (shared/media/annotation/models.ts): faces and objects with human on tfjs
+    // + WASM, NSFW with nsfwjs, OCR with tesseract.js, all loaded by path; sharp for pixels;
+    // ffmpeg for audio loudness/noise, video probing and keyframes.
+    native: {
+      packages: [
+        'sharp',
+        '@vladmandic/human',
+        '@tensorflow/tfjs',
+        '@tensorflow/tfjs-backend-wasm',
+        'nsfwjs',
+        'tesseract.js',
+        '@tesseract.js-data/eng',
+      ],
+      ffmpeg: true,
+    },
   },
   {
     name: 'webhooks',
@@ -113,6 +173,9 @@ export const QUEUES: readonly QueueDef[] = [
     consumerMemoryMb: 512,
     dlqAlarmThreshold: 1,
     access: { table: 'write', bucket: 'read-write', sendTo: ['sandbox'] },
+    // The simulated worker uploads the sample media (shared/sandbox/samples.ts), each made unique
+    // with sharp (shared/sandbox/unique-bytes.ts).
+    native: { packages: ['sharp'], files: [{ from: 'samples', to: 'samples', env: 'SANDBOX_SAMPLES_DIR' }] },
   },
 ];
 

@@ -7,8 +7,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { App } from 'aws-cdk-lib';
-import { Match, Template } from 'aws-cdk-lib/assertions';
-import { MarketplaceStack } from '../../lib/stack';
+import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
+import { MarketplaceStack, type MarketplaceStackProps } from '../../lib/stack';
 import { ROUTES, routeById, routeLogicalName, type RouteDef } from '../../shared/manifest/routes';
 import { PIPES, QUEUES, RULES, SCHEDULES, queueByName } from '../../shared/manifest/wiring';
 import { TABLE_DEF } from '../../shared/db/table';
@@ -18,14 +18,22 @@ type Resource = { Type: string; Properties: Record<string, any>; [k: string]: un
 const ROOT = path.resolve(__dirname, '..', '..');
 const CDK_CONTEXT = JSON.parse(fs.readFileSync(path.join(ROOT, 'cdk.json'), 'utf8')).context as Record<string, unknown>;
 
-function synth(context: Record<string, unknown> = {}): Template {
-  const app = new App({
-    context: { ...CDK_CONTEXT, ...context, 'aws:cdk:bundling-stacks': [] },
-  });
-  const stack = new MarketplaceStack(app, 'TestStack', {
+/** A layer version ARN as `-c ffmpegLayerArn=...` gives it (docs/deploying.md). */
+const FFMPEG_LAYER_ARN = 'arn:aws:lambda:eu-west-1:123456789012:layer:ffmpeg-arm64:3';
+
+/** The stack as `cdk synth` builds it, with the ffmpeg layer unless the context says otherwise. */
+function synthStack(context: Record<string, unknown> = {}, props: MarketplaceStackProps = {}): MarketplaceStack {
+  const merged: Record<string, unknown> = { ...CDK_CONTEXT, ffmpegLayerArn: FFMPEG_LAYER_ARN, ...context, 'aws:cdk:bundling-stacks': [] };
+  for (const k of Object.keys(merged)) if (merged[k] === undefined) delete merged[k];
+  const app = new App({ context: merged });
+  return new MarketplaceStack(app, 'TestStack', {
     longPollSeconds: context.longPollSeconds as number | undefined,
+    ...props,
   });
-  return Template.fromStack(stack);
+}
+
+function synth(context: Record<string, unknown> = {}): Template {
+  return Template.fromStack(synthStack(context));
 }
 
 const template = synth();
@@ -465,6 +473,95 @@ describe('pipeline', () => {
       expect(rules).toHaveLength(1);
       expect(minutes(rules[0]![1].Properties.ScheduleExpression)).toBe(s.everyMinutes);
     }
+  });
+});
+
+describe('native pieces (wiring `native`, lib/constructs/native.ts)', () => {
+  const ffmpegConsumers = QUEUES.filter((q) => q.native?.ffmpeg);
+  const consumerFunction = (name: string, res = resources) => {
+    const matches = Object.entries(res).filter(
+      ([, r]) => r.Type === 'AWS::Lambda::Function' && r.Properties.Description === `Consumer of the ${name} queue`,
+    );
+    expect(matches).toHaveLength(1);
+    return matches[0]!;
+  };
+
+  test('the consumers whose wiring says ffmpeg get the layer of context ffmpegLayerArn', () => {
+    expect(ffmpegConsumers.map((q) => q.name).sort()).toEqual(['annotation', 'scoring']);
+    for (const q of ffmpegConsumers) {
+      expect(consumerFunction(q.name)[1].Properties.Layers).toEqual([FFMPEG_LAYER_ARN]);
+    }
+  });
+
+  test('those consumers find ffmpeg and ffprobe in the layer through FFMPEG_PATH and FFPROBE_PATH', () => {
+    for (const q of ffmpegConsumers) {
+      const env = consumerFunction(q.name)[1].Properties.Environment.Variables;
+      expect({ queue: q.name, FFMPEG_PATH: env.FFMPEG_PATH, FFPROBE_PATH: env.FFPROBE_PATH }).toEqual({
+        queue: q.name,
+        FFMPEG_PATH: '/opt/bin/ffmpeg',
+        FFPROBE_PATH: '/opt/bin/ffprobe',
+      });
+    }
+  });
+
+  test('no other function (API routes, schedules, other consumers) gets a layer or ffmpeg paths', () => {
+    const withFfmpeg = new Set(ffmpegConsumers.map((q) => consumerFunction(q.name)[0]));
+    const others = ofType('AWS::Lambda::Function').filter(([id]) => !withFfmpeg.has(id));
+    expect(others).toHaveLength(ROUTES.length + SCHEDULES.length + QUEUES.length - ffmpegConsumers.length);
+    for (const [, fn] of others) {
+      const env = fn.Properties.Environment.Variables;
+      expect([fn.Properties.Description, fn.Properties.Layers, env.FFMPEG_PATH, env.FFPROBE_PATH]).toEqual([
+        fn.Properties.Description,
+        undefined,
+        undefined,
+        undefined,
+      ]);
+    }
+  });
+
+  test('consumers that ship files get the variable naming where those are in Lambda (/var/task/...)', () => {
+    const shipping = QUEUES.filter((q) => (q.native?.files ?? []).length > 0);
+    expect(shipping.map((q) => q.name).sort()).toEqual(['sandbox', 'scoring']);
+    for (const q of shipping) {
+      const env = consumerFunction(q.name)[1].Properties.Environment.Variables;
+      for (const f of q.native!.files!) expect([q.name, f.env, env[f.env]]).toEqual([q.name, f.env, `/var/task/${f.to}`]);
+    }
+  });
+
+  test('without ffmpegLayerArn the synth fails, naming the consumers and both ways out', () => {
+    expect(() => synthStack({ ffmpegLayerArn: undefined })).toThrow(
+      /^The scoring consumer and the annotation consumer run ffprobe\/ffmpeg.*-c ffmpegLayerArn=.*-c allowMissingFfmpeg=true/,
+    );
+  });
+
+  test('with allowMissingFfmpeg=true it synthesizes without layers and warns on each consumer that needs ffmpeg', () => {
+    // The synth prints its validation report (the warnings) on stderr, as `cdk synth` would.
+    const report = jest.spyOn(console, 'error').mockImplementation(() => undefined);
+    try {
+      const stack = synthStack({ ffmpegLayerArn: undefined, allowMissingFfmpeg: 'true' });
+      const res = Template.fromStack(stack).toJSON().Resources as Record<string, Resource>;
+      for (const [, fn] of Object.entries(res).filter(([, r]) => r.Type === 'AWS::Lambda::Function')) {
+        expect(fn.Properties.Layers).toBeUndefined();
+        expect(fn.Properties.Environment.Variables.FFPROBE_PATH).toBeUndefined();
+      }
+      const warnings = Annotations.fromStack(stack).findWarning('*', Match.stringLikeRegexp('gets no ffmpeg layer'));
+      expect(warnings.map((w) => w.id).sort()).toEqual(
+        ffmpegConsumers.map((q) => `/TestStack/Pipeline/${routeLogicalName({ id: q.name })}Consumer`).sort(),
+      );
+      expect(report.mock.calls.flat().join('\n')).toMatch(/ScoringConsumer runs ffprobe\/ffmpeg but gets no ffmpeg layer/);
+    } finally {
+      report.mockRestore();
+    }
+  });
+
+  test('ffmpegLayerArn must be a layer version ARN', () => {
+    expect(() => synthStack({ ffmpegLayerArn: 'arn:aws:lambda:eu-west-1:123456789012:layer:ffmpeg' })).toThrow(
+      /must be a layer version ARN/,
+    );
+  });
+
+  test('a layer in another region than the stack is refused (layers are regional)', () => {
+    expect(() => synthStack({}, { env: { region: 'us-east-1' } })).toThrow(/is in eu-west-1 but the stack deploys to us-east-1/);
   });
 });
 
