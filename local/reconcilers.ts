@@ -1,5 +1,6 @@
 /**
- * Start-up reconcilers. The SQS emulator keeps messages in memory only, so a restart of `npm start`
+ * Start-up reconcilers. The SQS emulator keeps messages in memory only; a clean stop saves them and
+ * the next start restores them (local/sqs-snapshot.ts), but a killed process writes no snapshot and
  * loses whatever was queued while DynamoDB Local and the S3 directory keep their data. Domain code
  * registers a reconciler here to re-enqueue work whose state in the table says it is unfinished
  * (e.g. a submission still `pending_score` with no scoring message in flight). Reconcilers run once

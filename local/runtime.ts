@@ -20,6 +20,7 @@ import { createLog, type LogLevel } from './log';
 import { runReconcilers } from './reconcilers';
 import { S3_LOCAL_CREDENTIALS, startS3Emulator } from './s3';
 import { startScheduler, type Scheduler } from './scheduler';
+import { countMessages, readSnapshot, removeSnapshot, restoreSnapshot, takeSnapshot, writeSnapshot } from './sqs-snapshot';
 import { createQueues, localSqsClient, QueuePoller, queueSender, queueUrlEnvName, startSqsEmulator, type LocalQueue } from './sqs';
 import { fileCheckpoints, localStreamsClient, memoryCheckpoints, StreamPipes } from './streams';
 
@@ -110,6 +111,31 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     stops.push(() => sqs.destroy());
     const sandboxDelay = opts.sandboxDelaySeconds ?? (process.env.SANDBOX_DELAY_SECONDS ? Number(process.env.SANDBOX_DELAY_SECONDS) : undefined);
     const queues = await createQueues(sqs, QUEUES, sandboxDelay !== undefined ? { sandbox: sandboxDelay } : {});
+    if (dataDir) {
+      // fauxqs keeps messages in memory: carry them across restarts (local/sqs-snapshot.ts).
+      const snapshotFile = join(dataDir, 'sqs-snapshot.json');
+      const urls = new Map<string, string>();
+      for (const q of queues.values()) urls.set(q.def.name, q.url).set(`${q.def.name}-dlq`, q.dlqUrl);
+      const snapshot = readSnapshot(snapshotFile);
+      if (snapshot) {
+        const n = await restoreSnapshot(sqs, (name) => urls.get(name), snapshot, (name, count) =>
+          log.warn(`sqs: ${count} saved messages of queue ${name}, which no longer exists, left in ${snapshotFile}.unrestored`),
+        );
+        const unknown = Object.keys(snapshot.queues).filter((name) => !urls.has(name));
+        if (unknown.length) writeSnapshot(`${snapshotFile}.unrestored`, { ...snapshot, queues: Object.fromEntries(unknown.map((k) => [k, snapshot.queues[k]!])) });
+        removeSnapshot(snapshotFile);
+        log.info(`sqs: restored ${n} queued messages saved at ${snapshot.takenAt}`);
+      }
+      // Runs after the pollers, stream pipes and scheduler have stopped (stops run in reverse).
+      stops.push(async () => {
+        const saved = await takeSnapshot(sqsEmulator.endpoint, [...urls.keys()]);
+        const n = countMessages(saved);
+        if (n) {
+          writeSnapshot(snapshotFile, saved);
+          log.info(`sqs: saved ${n} queued messages to ${snapshotFile}`);
+        }
+      });
+    }
     const send = queueSender(sqs, queues);
     const router = createEventRouter({ bucketName, send, log });
 

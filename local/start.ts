@@ -21,7 +21,7 @@ function banner(rt: Runtime): string {
     `  API              ${rt.url}`,
     `  DynamoDB Local   ${rt.dynamoEndpoint}  table ${rt.tableName}, data ${join(dataDir, 'dynamodb')}`,
     `  S3 (s3rver)      ${rt.s3Endpoint}  bucket ${rt.bucketName}, data ${join(dataDir, 's3')}`,
-    `  SQS (fauxqs)     ${rt.sqsEndpoint}  in memory; queues:`,
+    `  SQS (fauxqs)     ${rt.sqsEndpoint}  queued messages saved to ${join(dataDir, 'sqs-snapshot.json')} on Ctrl-C; queues:`,
     ...queueLines,
     `  Stream pipes (DynamoDB stream → queue):`,
     ...(pipeLines.length ? pipeLines : ['    (none)']),

@@ -1,0 +1,139 @@
+/**
+ * Queue contents survive a restart of `npm start`.
+ *
+ * The SQS emulator (fauxqs) keeps messages in memory only. When the runtime stops, after the
+ * pollers have finished their batches, every message of every queue and dead-letter queue (ready,
+ * delayed and in flight) is read through fauxqs' non-destructive inspection endpoint and written
+ * to `DATA_DIR/sqs-snapshot.json`. The next start re-sends them before the pollers run, each with
+ * the delay it still had (a delayed message keeps its due time; an in-flight one comes back when its
+ * visibility timeout would have ended), so pending webhook retries, sandbox ticks and scoring work
+ * go on where they stopped. The snapshot is deleted once restored.
+ *
+ * Limits, as in SQS itself: a restored delay is at most 900 s (the webhook dispatcher keeps longer
+ * due times in the message and re-queues, so nothing is delivered early); the receive count starts
+ * again at 0, so a message counts its receives towards the dead-letter queue afresh. A killed
+ * process (SIGKILL, power loss) writes no snapshot: only a clean stop (Ctrl-C, SIGTERM) does.
+ */
+import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { SendMessageBatchCommand, type MessageAttributeValue, type SQSClient } from '@aws-sdk/client-sqs';
+
+const MAX_DELAY_SECONDS = 900;
+
+export interface SnapshotMessage {
+  body: string;
+  messageAttributes: Record<string, MessageAttributeValue>;
+  /** Epoch ms at which the message becomes receivable again. */
+  availableAt: number;
+}
+
+export interface QueueSnapshot {
+  version: 1;
+  takenAt: string;
+  queues: Record<string, SnapshotMessage[]>;
+}
+
+interface InspectedMessage {
+  body: string;
+  messageAttributes?: Record<string, { DataType: string; StringValue?: string; BinaryValue?: string; StringListValues?: string[] }>;
+  delayUntil?: number;
+}
+interface Inspection {
+  name: string;
+  messages: {
+    ready: InspectedMessage[];
+    delayed: InspectedMessage[];
+    inflight: { message: InspectedMessage; visibilityDeadline: number }[];
+  };
+}
+
+function attributes(m: InspectedMessage): Record<string, MessageAttributeValue> {
+  const out: Record<string, MessageAttributeValue> = {};
+  for (const [name, v] of Object.entries(m.messageAttributes ?? {})) {
+    out[name] = {
+      DataType: v.DataType,
+      ...(v.StringValue !== undefined ? { StringValue: v.StringValue } : {}),
+      ...(v.BinaryValue !== undefined ? { BinaryValue: Buffer.from(v.BinaryValue, 'base64') } : {}),
+      ...(v.StringListValues?.length ? { StringListValues: v.StringListValues } : {}),
+    };
+  }
+  return out;
+}
+
+/** Reads every message of the named queues from a running fauxqs without changing its state. */
+export async function takeSnapshot(endpoint: string, queueNames: readonly string[], now = Date.now()): Promise<QueueSnapshot> {
+  const queues: Record<string, SnapshotMessage[]> = {};
+  for (const name of queueNames) {
+    const res = await fetch(`${endpoint}/_fauxqs/queues/${encodeURIComponent(name)}`);
+    if (res.status === 404) continue;
+    if (!res.ok) throw new Error(`SQS emulator: inspecting ${name} answered ${res.status}`);
+    const q = (await res.json()) as Inspection;
+    const messages: SnapshotMessage[] = [
+      ...q.messages.ready.map((m) => ({ body: m.body, messageAttributes: attributes(m), availableAt: now })),
+      ...q.messages.delayed.map((m) => ({ body: m.body, messageAttributes: attributes(m), availableAt: m.delayUntil ?? now })),
+      ...q.messages.inflight.map((f) => ({ body: f.message.body, messageAttributes: attributes(f.message), availableAt: f.visibilityDeadline })),
+    ];
+    if (messages.length) queues[name] = messages;
+  }
+  return { version: 1, takenAt: new Date(now).toISOString(), queues };
+}
+
+export function countMessages(s: QueueSnapshot): number {
+  return Object.values(s.queues).reduce((n, m) => n + m.length, 0);
+}
+
+/** Writes the snapshot atomically (a crash mid-write leaves the previous file or none). */
+export function writeSnapshot(file: string, snapshot: QueueSnapshot): void {
+  const tmp = `${file}.tmp`;
+  writeFileSync(tmp, JSON.stringify(snapshot));
+  renameSync(tmp, file);
+}
+
+export function readSnapshot(file: string): QueueSnapshot | null {
+  if (!existsSync(file)) return null;
+  const s = JSON.parse(readFileSync(file, 'utf8')) as QueueSnapshot;
+  if (s.version !== 1) throw new Error(`${file}: unknown snapshot version ${String(s.version)}`);
+  return s;
+}
+
+/**
+ * Re-sends a snapshot's messages with the delay each still had (explicit per message, so a queue's
+ * own delivery delay is not added again). Queues that no longer exist are reported, not dropped
+ * silently. Returns the number of messages restored.
+ */
+export async function restoreSnapshot(
+  client: SQSClient,
+  urlOf: (queueName: string) => string | undefined,
+  snapshot: QueueSnapshot,
+  onUnknownQueue: (name: string, count: number) => void,
+  now = Date.now(),
+): Promise<number> {
+  let restored = 0;
+  for (const [name, messages] of Object.entries(snapshot.queues)) {
+    const url = urlOf(name);
+    if (!url) {
+      onUnknownQueue(name, messages.length);
+      continue;
+    }
+    for (let i = 0; i < messages.length; i += 10) {
+      const batch = messages.slice(i, i + 10);
+      const res = await client.send(
+        new SendMessageBatchCommand({
+          QueueUrl: url,
+          Entries: batch.map((m, j) => ({
+            Id: String(j),
+            MessageBody: m.body,
+            DelaySeconds: Math.min(MAX_DELAY_SECONDS, Math.max(0, Math.ceil((m.availableAt - now) / 1000))),
+            ...(Object.keys(m.messageAttributes).length ? { MessageAttributes: m.messageAttributes } : {}),
+          })),
+        }),
+      );
+      if (res.Failed?.length) throw new Error(`restoring ${name}: ${res.Failed.length} messages refused (${res.Failed[0]!.Message ?? res.Failed[0]!.Code})`);
+      restored += batch.length;
+    }
+  }
+  return restored;
+}
+
+export function removeSnapshot(file: string): void {
+  rmSync(file, { force: true });
+}

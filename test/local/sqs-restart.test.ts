@@ -1,0 +1,98 @@
+/**
+ * Nothing queued is lost when `npm start` stops and starts again: the SQS emulator keeps messages in
+ * memory, so the runtime saves them to DATA_DIR on a clean stop and re-sends them on start
+ * (local/sqs-snapshot.ts), each with the delay it still had.
+ */
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { localSqsClient } from '../../local/sqs';
+import { startRuntime, type Runtime, type RuntimeOptions } from '../../local/runtime';
+
+const dataDir = mkdtempSync(join(tmpdir(), 'sqs-restart-'));
+const options = (): RuntimeOptions => ({
+  dynamoEndpoint: process.env.DYNAMODB_ENDPOINT,
+  dataDir,
+  port: 0,
+  tableName: `test-${randomBytes(6).toString('hex')}`,
+  enablePollers: false, // nothing consumes: the test reads the queues itself
+  enableStreams: false,
+  enableScheduler: false,
+  logLevel: 'error',
+  cursorSecret: 'test-cursor-secret',
+});
+
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+const counts = async (rt: Runtime, url: string) => {
+  const sqs = localSqsClient(rt.sqsEndpoint);
+  const { Attributes } = await sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesDelayed'] }),
+  );
+  sqs.destroy();
+  return { ready: Number(Attributes!.ApproximateNumberOfMessages), delayed: Number(Attributes!.ApproximateNumberOfMessagesDelayed) };
+};
+
+test('ready, delayed and dead-lettered messages survive a stop and start, delays kept, attributes intact', async () => {
+  const first = await startRuntime(options());
+  const webhooks = first.queues.get('webhooks')!;
+  const sqs = localSqsClient(first.sqsEndpoint);
+  await sqs.send(new SendMessageCommand({ QueueUrl: webhooks.url, MessageBody: '{"n":"ready"}', MessageAttributes: { kind: { DataType: 'String', StringValue: 'attempt' } } }));
+  await sqs.send(new SendMessageCommand({ QueueUrl: webhooks.url, MessageBody: '{"n":"later"}', DelaySeconds: 600 }));
+  await sqs.send(new SendMessageCommand({ QueueUrl: webhooks.dlqUrl, MessageBody: '{"n":"poison"}' }));
+  sqs.destroy();
+  await first.stop();
+  expect(existsSync(join(dataDir, 'sqs-snapshot.json'))).toBe(true);
+
+  const second = await startRuntime(options());
+  try {
+    const again = second.queues.get('webhooks')!;
+    expect(await counts(second, again.url)).toEqual({ ready: 1, delayed: 1 });
+    expect((await counts(second, again.dlqUrl)).ready).toBe(1);
+    expect(existsSync(join(dataDir, 'sqs-snapshot.json'))).toBe(false);
+
+    const client = localSqsClient(second.sqsEndpoint);
+    const got = await client.send(new ReceiveMessageCommand({ QueueUrl: again.url, MaxNumberOfMessages: 10, MessageAttributeNames: ['All'] }));
+    client.destroy();
+    expect(got.Messages?.map((m) => m.Body)).toEqual(['{"n":"ready"}']);
+    expect(got.Messages?.[0]?.MessageAttributes?.kind?.StringValue).toBe('attempt');
+  } finally {
+    await second.stop();
+  }
+});
+
+test('a received but undeleted (in-flight) message comes back when its visibility timeout would have ended', async () => {
+  const ownDir = mkdtempSync(join(tmpdir(), 'sqs-inflight-'));
+  try {
+    const rt = await startRuntime({ ...options(), dataDir: ownDir });
+    const w = rt.queues.get('webhooks')!;
+    const sqs = localSqsClient(rt.sqsEndpoint);
+    await sqs.send(new SendMessageCommand({ QueueUrl: w.url, MessageBody: '{"n":"taken"}' }));
+    const got = await sqs.send(new ReceiveMessageCommand({ QueueUrl: w.url, MaxNumberOfMessages: 10, VisibilityTimeout: 600 }));
+    sqs.destroy();
+    expect(got.Messages).toHaveLength(1);
+    await rt.stop();
+
+    const next = await startRuntime({ ...options(), dataDir: ownDir });
+    try {
+      expect(await counts(next, next.queues.get('webhooks')!.url)).toEqual({ ready: 0, delayed: 1 });
+    } finally {
+      await next.stop();
+    }
+  } finally {
+    rmSync(ownDir, { recursive: true, force: true });
+  }
+});
+
+test('a stop with every queue empty writes no snapshot', async () => {
+  const emptyDir = mkdtempSync(join(tmpdir(), 'sqs-empty-'));
+  try {
+    const rt = await startRuntime({ ...options(), dataDir: emptyDir });
+    await rt.stop();
+    expect(existsSync(join(emptyDir, 'sqs-snapshot.json'))).toBe(false);
+  } finally {
+    rmSync(emptyDir, { recursive: true, force: true });
+  }
+});
