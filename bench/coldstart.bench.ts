@@ -1,0 +1,240 @@
+/**
+ * Cold module init of every deployed handler: each handler is bundled exactly as the house construct
+ * (lib/constructs/house-function.ts) has the CDK bundle it, then imported in a fresh `node` process
+ * (`--enable-source-maps`, the NODE_OPTIONS the construct sets) with the environment the stack
+ * gives it; the time of the `import()` (module evaluation, SDK clients at module scope, no handler
+ * call) is compared with a bare reference handler (a DynamoDB document client and nothing else),
+ * bundled the same way. The bar of the brief: at most 1.25× the bare handler.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { build, type BuildOptions, type Metafile } from 'esbuild';
+import { ROUTES } from '../shared/manifest/routes';
+import { QUEUES, SCHEDULES } from '../shared/manifest/wiring';
+import { HOUSE_BUNDLING } from '../lib/constructs/house-function';
+
+const SAMPLES = 7;
+const BAR = 1.25;
+const ROOT = resolve(__dirname, '..');
+
+/**
+ * The esbuild options `HouseFunction` hands to `NodejsFunction` (which runs the esbuild CLI with
+ * `--bundle --target --platform --format --outfile --minify --sourcemap --sources-content=false
+ * --main-fields --banner:js`, from the project root, no externals). Keep in step with the construct.
+ */
+const HOUSE_OPTIONS: BuildOptions = {
+  bundle: true,
+  absWorkingDir: ROOT,
+  format: 'esm',
+  target: 'node22',
+  platform: 'node',
+  minify: true,
+  sourcemap: true,
+  sourcesContent: false,
+  mainFields: ['module', 'main'],
+  external: [], // externalModules: [] (AWS SDK bundled in), plus a function's `nodeModules` (per target)
+  banner: { js: HOUSE_BUNDLING.banner! }, // the construct's own banner (require, __dirname, __filename)
+  logLevel: 'silent',
+  metafile: true,
+};
+
+/** What the stack sets on a function at deploy time (lib/stack.ts `common`, lib/api.ts, grants). */
+const LAMBDA_ENV: Record<string, string> = {
+  AWS_REGION: 'us-east-1',
+  AWS_DEFAULT_REGION: 'us-east-1',
+  AWS_LAMBDA_FUNCTION_NAME: 'bench-coldstart',
+  AWS_LAMBDA_FUNCTION_MEMORY_SIZE: '1024',
+  AWS_EXECUTION_ENV: 'AWS_Lambda_nodejs22.x',
+  // Dummy credentials so nothing probes the instance-metadata endpoint (no call is made anyway).
+  AWS_ACCESS_KEY_ID: 'bench',
+  AWS_SECRET_ACCESS_KEY: 'bench',
+  TABLE_NAME: 'marketplace',
+  BUCKET_NAME: 'marketplace-media',
+  CURSOR_SECRET: 'bench-cursor-secret-bench-cursor-secret-bench-cursor-secret-0001',
+  WEBHOOK_SECRET_KEY: 'bench-webhook-secret-bench-webhook-secret-bench-webhook-secr-0001',
+  PUBLIC_BASE_URL: 'https://api.example.com',
+  LONG_POLL_MAX_SECONDS: '25',
+  SANDBOX_DELAY_SECONDS: '15',
+  WORKER_PRIORITY_WINDOW_SECONDS: '0',
+  QUEUE_URL_WEBHOOKS: 'https://sqs.us-east-1.amazonaws.com/000000000000/webhooks',
+  QUEUE_URL_SANDBOX: 'https://sqs.us-east-1.amazonaws.com/000000000000/sandbox',
+  LOG_LEVEL: 'SILENT',
+};
+
+const BARE_HANDLER = `import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+
+const db = DynamoDBDocumentClient.from(new DynamoDBClient({}));
+
+export const handler = async () => ({ statusCode: 200, body: String(typeof db.send) });
+`;
+
+/** Imports the bundle given as argv[1] and prints the milliseconds the import took. */
+const PROBE = `const { pathToFileURL } = require('node:url');
+const t = performance.now();
+import(pathToFileURL(process.argv[1]).href).then(
+  () => process.stdout.write('\\n@@' + (performance.now() - t) + '\\n'),
+  (e) => { console.error(e); process.exit(1); },
+);`;
+
+interface Target {
+  label: string;
+  /** Entry, relative to the project root. */
+  entry: string;
+  /** Source given inline instead (the bare handler), resolved from the project root. */
+  contents?: string;
+  /** Packages the stack installs beside the bundle instead (`native.packages` of the wiring). */
+  external?: string[];
+}
+
+interface Bundled extends Target {
+  file?: string;
+  bytes?: number;
+  metafile?: Metafile;
+  error?: string;
+}
+
+interface Measured extends Bundled {
+  samples: number[];
+  median: number;
+  min: number;
+}
+
+async function bundleAll(targets: Target[], dir: string): Promise<Bundled[]> {
+  return Promise.all(
+    targets.map(async (t, i): Promise<Bundled> => {
+      const outfile = join(dir, `b${i}`, 'index.mjs');
+      try {
+        const input: BuildOptions = t.contents
+          ? { stdin: { contents: t.contents, resolveDir: ROOT, sourcefile: 'bare-handler.mjs', loader: 'js' } }
+          : { entryPoints: [resolve(ROOT, t.entry)] };
+        const r = await build({ ...HOUSE_OPTIONS, ...input, external: t.external ?? [], outfile });
+        return { ...t, file: outfile, bytes: statSync(outfile).size, metafile: r.metafile };
+      } catch (e) {
+        const msg = (e as { errors?: { text: string }[] }).errors?.[0]?.text ?? String(e);
+        return { ...t, error: msg.split('\n')[0] };
+      }
+    }),
+  );
+}
+
+function loadOnce(file: string): number {
+  const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...LAMBDA_ENV };
+  const r = spawnSync(process.execPath, ['--enable-source-maps', '-e', PROBE, file], { env, encoding: 'utf8', timeout: 60_000 });
+  const m = /@@([\d.]+)\s*$/.exec(r.stdout ?? '');
+  if (r.status !== 0 || !m) throw new Error(`import failed (${r.status}): ${(r.stderr || r.stdout || '').trim().split('\n').slice(0, 3).join(' ')}`);
+  return Number(m[1]);
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const n = s.length;
+  return n % 2 ? s[(n - 1) / 2]! : (s[n / 2 - 1]! + s[n / 2]!) / 2;
+};
+
+/** Sample round-robin (one import of every bundle per round), so drift on a shared box spreads evenly. */
+function measureAll(bundles: Bundled[]): Measured[] {
+  const ok = bundles.filter((b) => b.file);
+  const samples = new Map<Bundled, number[]>(ok.map((b) => [b, []]));
+  const failed = new Map<Bundled, string>();
+  for (const b of ok) loadOnce(b.file!); // warm the file cache, not measured
+  for (let round = 0; round < SAMPLES; round++) {
+    for (const b of ok) {
+      if (failed.has(b)) continue;
+      try {
+        samples.get(b)!.push(loadOnce(b.file!));
+      } catch (e) {
+        failed.set(b, (e as Error).message);
+      }
+    }
+  }
+  return bundles.map((b) => {
+    const s = samples.get(b) ?? [];
+    const error = b.error ?? failed.get(b);
+    return { ...b, error, samples: s, median: s.length && !error ? median(s) : NaN, min: s.length ? Math.min(...s) : NaN };
+  });
+}
+
+/** The largest inputs of a bundle by bytes in the output, folded to their package. */
+function topInputs(m: Metafile, n: number): string[] {
+  const out = Object.entries(m.outputs).find(([file]) => file.endsWith('.mjs'))![1];
+  const byPkg = new Map<string, number>();
+  for (const [path, { bytesInOutput }] of Object.entries(out.inputs)) {
+    const nm = path.lastIndexOf('node_modules/');
+    let key = path;
+    if (nm >= 0) {
+      const rest = path.slice(nm + 'node_modules/'.length).split('/');
+      key = rest[0]!.startsWith('@') ? `${rest[0]}/${rest[1]}` : rest[0]!;
+    } else {
+      key = path.split('/').slice(0, 2).join('/') + '/';
+    }
+    byPkg.set(key, (byPkg.get(key) ?? 0) + bytesInOutput);
+  }
+  return [...byPkg.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, n)
+    .map(([k, v]) => `${k} ${(v / 1024).toFixed(0)} KB`);
+}
+
+const kb = (b?: number) => (b === undefined ? '–' : (b / 1024).toFixed(0));
+const ms = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '–');
+
+function table(rows: Measured[], bare: Measured): string {
+  const lines = ['| Handler | Module | Bundle KB | Median load ms | Min ms | × bare | ≤ 1.25× |', '|---|---|--:|--:|--:|--:|:-:|'];
+  for (const r of rows) {
+    if (r.error) {
+      lines.push(`| ${r.label} | \`${r.entry}\` | ${kb(r.bytes)} | – | – | – | failed: ${r.error.replace(/\|/g, '\\|').slice(0, 120)} |`);
+      continue;
+    }
+    const ratio = r.median / bare.median;
+    lines.push(`| ${r.label} | \`${r.entry}\` | ${kb(r.bytes)} | ${ms(r.median)} | ${ms(r.min)} | ${ratio.toFixed(2)} | ${ratio <= BAR ? 'yes' : '**no**'} |`);
+  }
+  return lines.join('\n');
+}
+
+export const name = 'Cold module init of the bundled handlers vs a bare DynamoDB handler';
+
+export async function run(): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), 'coldstart-bench-'));
+  try {
+    // One Lambda per route; routes that share a module (the D32 purchase alias) share a bundle.
+    const apiByModule = new Map<string, string[]>();
+    for (const r of ROUTES) apiByModule.set(r.handler, [...(apiByModule.get(r.handler) ?? []), `${r.method} ${r.path}`]);
+    const api: Target[] = [...apiByModule].map(([entry, labels]) => ({ entry, label: labels.join('<br>') }));
+    const pipeline: Target[] = [
+      ...QUEUES.map((q) => ({ entry: q.consumer, label: `queue ${q.name}`, external: [...(q.native?.packages ?? [])] })),
+      ...SCHEDULES.map((s) => ({ entry: s.handler, label: `schedule ${s.name}` })),
+    ];
+    const bareTarget: Target = { entry: '(inline, see bench)', contents: BARE_HANDLER, label: 'bare DynamoDB handler (reference)' };
+
+    const t0 = performance.now();
+    const bundled = await bundleAll([bareTarget, ...api, ...pipeline], dir);
+    const bundleMs = performance.now() - t0;
+    const measured = measureAll(bundled);
+    const [bare, ...rest] = measured as [Measured, ...Measured[]];
+    if (bare.error) throw new Error(`bare handler: ${bare.error}`);
+    const apiRows = rest.slice(0, api.length);
+    const pipeRows = rest.slice(api.length);
+
+    const okApi = apiRows.filter((r) => !r.error);
+    const within = okApi.filter((r) => r.median / bare.median <= BAR);
+    const worst = okApi.reduce<Measured | null>((w, r) => (!w || r.median > w.median ? r : w), null);
+    const over = [...okApi, ...pipeRows.filter((r) => !r.error)].filter((r) => r.median / bare.median > BAR).sort((a, b) => b.median - a.median);
+    const diag = over.slice(0, 5).map((r) => `- \`${r.entry}\` (${(r.median / bare.median).toFixed(2)}×): ${topInputs(r.metafile!, 5).join(', ')}`);
+
+    return [
+      `Each handler bundled with the house esbuild options (ESM, node22, minified, linked source map, AWS SDK bundled), imported in a fresh \`node --enable-source-maps\` process with the stack's environment; ${SAMPLES} samples each, sampled round-robin after one unmeasured warm-up import, no handler call. Bundling took ${(bundleMs / 1000).toFixed(1)} s. Routes sharing a module share a bundle (one row).`,
+      `**API routes:** ${within.length} of ${okApi.length} handler modules within ${BAR}× the bare handler (${ms(bare.median)} ms)${worst ? `; worst ${(worst.median / bare.median).toFixed(2)}× (\`${worst.entry}\`, ${ms(worst.median)} ms)` : ''}${apiRows.length > okApi.length ? `; ${apiRows.length - okApi.length} failed to bundle or load` : ''}.`,
+      '### API routes',
+      table([bare, ...apiRows], bare),
+      '### Pipeline consumers and schedules',
+      'Bundled like the API handlers: the stack sets no `nodeModules` for them, so native packages are bundled as they deploy.',
+      table([bare, ...pipeRows], bare),
+      ...(diag.length ? ['### Largest inputs of the slowest handlers over the bar (bytes in the minified bundle, by package)', diag.join('\n')] : []),
+    ].join('\n\n');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
