@@ -35,6 +35,18 @@ test('a free-tier key gets 429 rate_limit_exceeded with Retry-After after 60 req
   expect(last!.headers['x-ratelimit-remaining']).toBe('0');
 });
 
+test('a test (sandbox) key has the same limit as a live key and gets the same 429 (D13)', async () => {
+  const k = await createKey(rt, a.live, { name: 'sandbox burst', environment: 'test' });
+  const first = await rt.request('GET', '/v1/me', { key: k.secret });
+  expect(first.json.environment).toBe('test');
+  expect(first.headers['x-ratelimit-limit']).toBe('60');
+  let last = first;
+  for (let i = 0; i < 130 && last.status !== 429; i++) last = await rt.request('GET', '/v1/me', { key: k.secret });
+  expect(last.status).toBe(429);
+  expect(last.json.error.type).toBe('rate_limit_exceeded');
+  expect(Number(last.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+});
+
 test('keys of one organization have independent limits (D13)', async () => {
   const k1 = await createKey(rt, a.live, { name: 'k1' });
   const k2 = await createKey(rt, a.live, { name: 'k2' });
