@@ -7,6 +7,8 @@
  * is written here once.
  */
 
+import type { KeyAccess } from './access';
+
 export const SCOPES = [
   'jobs:write',
   'jobs:read',
@@ -40,7 +42,7 @@ export type ResourceKind =
   | 'worker_submission';
 
 /** Least-privilege access a handler needs; the stack turns it into grants through helpers. */
-export interface RouteAccess {
+export interface RouteAccess extends KeyAccess {
   table: 'read' | 'write';
   bucket?: 'read' | 'write' | 'read-write';
   /** SMS sending for phone verification (SNS in the stack, the log in the local runtime). */

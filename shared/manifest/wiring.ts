@@ -8,6 +8,8 @@
  * locally is what deploys.
  */
 
+import type { KeyAccess } from './access';
+
 /** A subset of the EventBridge event-pattern language, enough for our rules (exact, prefix). */
 export type PatternValue = string | number | boolean | { prefix: string } | { 'anything-but': string[] };
 export type EventPattern = { [field: string]: PatternValue[] | EventPattern };
@@ -63,7 +65,7 @@ export interface QueueDef {
   consumerMemoryMb: number;
   /** Dead-letter depth at or above which the alarm fires. */
   dlqAlarmThreshold: number;
-  access: { table: 'read' | 'write'; bucket?: 'read' | 'read-write'; bedrock?: boolean; sendTo?: string[] };
+  access: { table: 'read' | 'write'; bucket?: 'read' | 'read-write'; bedrock?: boolean; sendTo?: string[] } & KeyAccess;
   /** Packages and executables the consumer needs beyond its bundle; absent: the bundle is enough. */
   native?: NativeDeps;
 }
@@ -93,7 +95,7 @@ export interface ScheduleDef {
   everyMinutes: number;
   handler: string;
   timeoutSeconds: number;
-  access: { table: 'read' | 'write'; sendTo?: string[] };
+  access: { table: 'read' | 'write'; sendTo?: string[] } & KeyAccess;
 }
 
 /** S3 key prefixes (one place): uploads start the pipeline, keyframes do not. */

@@ -1,0 +1,31 @@
+/**
+ * Run-time access to secrets and keys that a function declares in its manifest entry (D63).
+ *
+ * The stack grants exactly what is declared here and nothing more (per-function grants), and
+ * passes only identifiers in the environment, never a secret value:
+ * - `secrets`: `secretsmanager:GetSecretValue` on each named secret, its ARN in
+ *   `SECRET_ARN_<NAME>` (upper case, `-` → `_`, e.g. `SECRET_ARN_CDN_SIGNING_KEY`). The handler
+ *   reads the value at run time through `shared/secrets` (Powertools Parameters, cached).
+ * - `kms`: the sealing key (webhook endpoint secrets and one-time secrets kept in idempotency
+ *   records, envelope encryption); its ARN in `KMS_KEY_ID`.
+ * - `cdnSign`: signs CDN download URLs; implies the `cdn-signing-key` secret and sets
+ *   `CDN_BASE_URL` and `CDN_KEY_PAIR_ID` (public identifiers).
+ * - `transcribe`: starts Amazon Transcribe jobs on the media bucket (D65).
+ * The local runtime ignores the grants and serves the same names from its data folder.
+ */
+
+/** Secrets Manager secrets of the stack. `stripe` holds `{"secret_key","webhook_secret"}` as JSON. */
+export const SECRET_NAMES = ['cursor', 'cdn-signing-key', 'stripe'] as const;
+export type SecretName = (typeof SECRET_NAMES)[number];
+
+export interface KeyAccess {
+  secrets?: SecretName[];
+  kms?: 'encrypt' | 'decrypt' | 'encrypt-decrypt';
+  cdnSign?: boolean;
+  transcribe?: boolean;
+}
+
+/** `SECRET_ARN_<NAME>`: the environment variable that carries a secret's ARN (never its value). */
+export function secretArnVariable(name: SecretName): string {
+  return `SECRET_ARN_${name.toUpperCase().replace(/-/g, '_')}`;
+}
