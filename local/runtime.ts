@@ -18,6 +18,8 @@ import { localCheckoutPage } from '../shared/payments/local-checkout-page';
 import { handlerModuleExists, loadHandler, localRegion, LOCAL_ACCOUNT_ID } from './lambda';
 import { createLog, type LogLevel } from './log';
 import { runReconcilers } from './reconcilers';
+import { ensureLocalSecrets } from './secrets';
+import { resetSecrets } from '../shared/secrets';
 import { S3_LOCAL_CREDENTIALS, startS3Emulator } from './s3';
 import { startScheduler, type Scheduler } from './scheduler';
 import { countMessages, readSnapshot, removeSnapshot, restoreSnapshot, takeSnapshot, writeSnapshot } from './sqs-snapshot';
@@ -64,14 +66,6 @@ export interface Runtime {
   pipes: readonly PipeDef[];
   schedules: ScheduleDef[];
   stop(): Promise<void>;
-}
-
-function persistedSecret(dataDir: string): string {
-  const file = join(dataDir, 'cursor-secret');
-  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
-  const secret = randomBytes(32).toString('hex');
-  writeFileSync(file, secret, { mode: 0o600 });
-  return secret;
 }
 
 export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> {
@@ -172,6 +166,8 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     );
     const url = `http://${host}:${(server.address() as AddressInfo).port}`;
 
+    // Secrets live in the data folder (D63), generated once and kept across restarts.
+    const secrets = ensureLocalSecrets(dataDir, opts.cursorSecret ? { cursor: opts.cursorSecret } : {});
     // The handlers read these through shared/config; set them before any handler module loads.
     const env: Record<string, string> = {
       RUNTIME: 'local',
@@ -183,7 +179,8 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       DYNAMODB_ENDPOINT: dynamoEndpoint,
       S3_ENDPOINT: s3.endpoint,
       SQS_ENDPOINT: sqsEmulator.endpoint,
-      CURSOR_SECRET: opts.cursorSecret ?? (dataDir ? persistedSecret(dataDir) : randomBytes(32).toString('hex')),
+      CURSOR_SECRET: secrets.values.cursor!,
+      LOCAL_SECRETS_FILE: secrets.file,
       PUBLIC_BASE_URL: opts.publicBaseUrl ?? url,
     };
     for (const q of queues.values()) env[queueUrlEnvName(q.def.name)] = q.url;
@@ -192,6 +189,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     delete process.env.AWS_SESSION_TOKEN;
     Object.assign(process.env, env);
     resetConfig();
+    resetSecrets();
     resetClients();
 
     const ddb = localDynamoClient(dynamoEndpoint);
