@@ -132,6 +132,7 @@ export class Pipeline extends Construct {
         batchSize: def.batchSize,
         // Handlers answer `batchItemFailures`: one bad message does not redeliver its batch.
         reportBatchItemFailures: true,
+        ...(def.maxConcurrency ? { maxConcurrency: def.maxConcurrency } : {}),
       }),
     );
     this.functions.set(def.name, fn);
