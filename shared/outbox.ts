@@ -24,6 +24,8 @@ export const EVENT_TYPES = [
   'credits.auto_topped_up',
   'credits.expiring_soon',
   'credits.expired',
+  'export.completed',
+  'export.failed',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

@@ -108,6 +108,8 @@ export interface ScheduleDef {
 export const BUCKET_PREFIXES = {
   uploads: 'uploads/',
   keyframes: 'keyframes/',
+  /** Dataset exports (D73): written by the `exports` consumer, never start the pipeline. */
+  exports: 'exports/',
 } as const;
 
 export const QUEUES: readonly QueueDef[] = [
@@ -187,6 +189,20 @@ export const QUEUES: readonly QueueDef[] = [
     // The simulated worker uploads the sample media (shared/sandbox/samples.ts), each made unique
     // with sharp (shared/sandbox/unique-bytes.ts).
     native: { packages: ['sharp'], files: [{ from: 'samples', to: 'samples', env: 'SANDBOX_SAMPLES_DIR' }] },
+  },
+  {
+    // D73: builds one dataset export per message (sent by POST /v1/jobs/{id}/exports), streaming
+    // the job's Files to S3 as a multipart upload in bounded memory. A failure the consumer sees
+    // marks the export failed (export.failed) at once; the DLQ keeps what even that could not record.
+    name: 'exports',
+    consumer: 'functions/pipeline/export.ts',
+    visibilityTimeoutSeconds: 960,
+    maxReceiveCount: 3,
+    batchSize: 1,
+    consumerTimeoutSeconds: 900,
+    consumerMemoryMb: 1024,
+    dlqAlarmThreshold: 1,
+    access: { table: 'write', bucket: 'read-write' },
   },
 ];
 
