@@ -26,6 +26,7 @@ import { Tx } from '../db/tx';
 import { now, addMs } from '../clock';
 import { audit } from '../audit';
 import { logger } from '../logger';
+import { recordWebhookAttempt } from '../observability/metrics';
 import { EVENT_RETENTION_MS } from '../outbox';
 import { systemContext } from '../context';
 import { allEndpoints, signingSecrets, subscribes } from './endpoints';
@@ -249,6 +250,7 @@ export async function attemptDelivery(ev: Item, endpointId: string, ep: Item | u
     const headers = signedHeaders(eventId, body, current, previous, at);
     result = await postWebhook(ep.url as string, body, headers, { allowLoopback: webhookConfig().allowLoopback });
     await dispatchHooks.afterSend?.(eventId, endpointId);
+    recordWebhookAttempt(result.ok);
     error = result.error;
     if (result.ok) status = 'delivered';
     else if (result.statusCode === 410) status = 'failed';
