@@ -23,7 +23,7 @@ import { resetSecrets } from '../shared/secrets';
 import { S3_LOCAL_CREDENTIALS, startS3Emulator } from './s3';
 import { startScheduler, type Scheduler } from './scheduler';
 import { countMessages, readSnapshot, removeSnapshot, restoreSnapshot, takeSnapshot, writeSnapshot } from './sqs-snapshot';
-import { createQueues, localSqsClient, QueuePoller, queueSender, queueUrlEnvName, startSqsEmulator, type LocalQueue } from './sqs';
+import { createQueues, defaultConsumerConcurrency, localSqsClient, QueuePoller, queueSender, queueUrlEnvName, startSqsEmulator, type LocalQueue } from './sqs';
 import { fileCheckpoints, localStreamsClient, memoryCheckpoints, StreamPipes } from './streams';
 
 export interface RuntimeOptions {
@@ -50,6 +50,12 @@ export interface RuntimeOptions {
   /** Long-poll wait of the queue pollers; shorter makes stop() quicker. */
   pollWaitSeconds?: number;
   streamPollIntervalMs?: number;
+  /**
+   * Concurrent consumer invocations per queue, as Lambda's event source mapping runs them: one
+   * number for every queue, or per queue name. Default: the queue's `maxConcurrency` in the wiring,
+   * else the machine's cores.
+   */
+  consumerConcurrency?: number | Record<string, number>;
 }
 
 export interface Runtime {
@@ -63,6 +69,8 @@ export interface Runtime {
   queues: Map<string, LocalQueue>;
   /** Queues whose consumer runs (module present and pollers enabled). */
   polledQueues: string[];
+  /** Concurrent consumer invocations of each polled queue. */
+  consumerConcurrency: Record<string, number>;
   pipes: readonly PipeDef[];
   schedules: ScheduleDef[];
   stop(): Promise<void>;
@@ -197,16 +205,20 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     await ensureTable(ddb, tableName);
 
     const polledQueues: string[] = [];
+    const consumerConcurrency: Record<string, number> = {};
     if (opts.enablePollers ?? true) {
       for (const q of queues.values()) {
         if (!handlerModuleExists(q.def.consumer)) {
           log.warn(`sqs ${q.def.name}: consumer ${q.def.consumer} does not exist yet; queue not polled`);
           continue;
         }
-        const poller = new QueuePoller({ client: sqs, queue: q, handler: () => loadHandler(q.def.consumer), log, waitTimeSeconds: opts.pollWaitSeconds });
+        const cc = opts.consumerConcurrency;
+        const concurrency = (typeof cc === 'number' ? cc : cc?.[q.def.name]) ?? q.def.maxConcurrency ?? defaultConsumerConcurrency();
+        const poller = new QueuePoller({ client: sqs, queue: q, handler: () => loadHandler(q.def.consumer), log, waitTimeSeconds: opts.pollWaitSeconds, concurrency });
         poller.start();
         stops.push(() => poller.stop());
         polledQueues.push(q.def.name);
+        consumerConcurrency[q.def.name] = poller.concurrency;
       }
     }
 
@@ -219,6 +231,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
         send,
         log,
         checkpoints: dataDir ? fileCheckpoints(join(dataDir, 'stream-checkpoints.json')) : memoryCheckpoints(),
+        deadLetterFile: dataDir ? join(dataDir, 'stream-dead-letters.jsonl') : undefined,
         intervalMs: opts.streamPollIntervalMs,
       });
       await pipes.start();
@@ -244,6 +257,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       dataDir,
       queues,
       polledQueues,
+      consumerConcurrency,
       pipes: opts.enableStreams ?? true ? PIPES : [],
       schedules: scheduler?.active ?? [],
       stop: stopAll,

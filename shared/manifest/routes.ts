@@ -284,7 +284,9 @@ export function routeLogicalName(r: Pick<RouteDef, 'id'>): string {
 
 /**
  * Match a concrete path against a manifest path template. Literal segments win over parameters,
- * so `/v1/submissions/summary` is not taken for `/v1/submissions/{submission_id}`.
+ * so `/v1/submissions/summary` is not taken for `/v1/submissions/{submission_id}`. Parameters are
+ * the raw segments, still percent-encoded, as API Gateway hands them over: the handler side
+ * decodes them once, defensively (shared/http/params.ts), so a malformed escape is a 404 there.
  */
 export function matchRoute(
   method: string,
@@ -303,7 +305,7 @@ export function matchRoute(
       const t = tsegs[i]!;
       const s = segs[i]!;
       if (t.startsWith('{') && t.endsWith('}')) {
-        params[t.slice(1, -1)] = decodeURIComponent(s);
+        params[t.slice(1, -1)] = s;
       } else if (t === s) {
         literals++;
       } else {
