@@ -132,6 +132,7 @@ export class Api extends Construct {
   private routeFunction(route: RouteDef, props: ApiProps, longPollLambdaTimeout: Duration): HouseFunction {
     const fn = new HouseFunction(this, routeLogicalName(route), {
       entry: route.handler,
+      ...(route.native ? { native: route.native } : {}),
       description: `${route.method} ${route.path} (${route.id})`,
       // Below the 29 s integration timeout, so a stuck handler ends in its own log, not a 504.
       timeout: route.longPoll ? longPollLambdaTimeout : Duration.seconds(28),
@@ -141,7 +142,7 @@ export class Api extends Construct {
         ...(route.longPoll ? { LONG_POLL_MAX_SECONDS: String(props.longPollSeconds) } : {}),
       },
     });
-    bindTable(fn, props.table, route.access.table);
+    if (route.access.table !== 'none') bindTable(fn, props.table, route.access.table);
     if (route.access.bucket) bindBucket(fn, props.bucket, route.access.bucket);
     if (route.access.sms) grantSms(fn);
     this.functions.set(route.id, fn);
