@@ -224,6 +224,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   'docs.asset': {
     summary: 'Script and style of the reference page',
     tag: 'Reference',
+    errors: { 404: 'No such asset.' },
     success: {
       200: {
         description: 'The asset',
