@@ -142,7 +142,7 @@ export class Api extends Construct {
         ...(route.longPoll ? { LONG_POLL_MAX_SECONDS: String(props.longPollSeconds) } : {}),
       },
     });
-    if (route.access.table !== 'none') bindTable(fn, props.table, route.access.table);
+    bindTable(fn, props.table, route.access.table);
     if (route.access.bucket) bindBucket(fn, props.bucket, route.access.bucket);
     if (route.access.sms) grantSms(fn);
     this.functions.set(route.id, fn);

@@ -44,8 +44,7 @@ export type ResourceKind =
 
 /** Least-privilege access a handler needs; the stack turns it into grants through helpers. */
 export interface RouteAccess extends KeyAccess {
-  /** `none`: the handler never touches the table (the API reference), so it gets no grant. */
-  table: 'read' | 'write' | 'none';
+  table: 'read' | 'write';
   bucket?: 'read' | 'write' | 'read-write';
   /** SMS sending for phone verification (SNS in the stack, the log in the local runtime). */
   sms?: boolean;
@@ -268,7 +267,7 @@ export const ROUTES: readonly RouteDef[] = [
   }),
   worker('worker.submissions.list', 'GET', '/internal/worker/submissions', 'functions/worker/submission-list.ts'),
 
-  // --- The API reference (D72): public, no key, no table ---
+  // --- The API reference (D72): public, no key ---
   ...(
     [
       ['docs.openapi', '/v1/openapi.json', 'functions/docs/openapi.ts'],
@@ -285,7 +284,7 @@ export const ROUTES: readonly RouteDef[] = [
       scope: null,
       idempotency: 'none',
       rateLimit: 'none',
-      access: { table: 'none' },
+      access: { table: 'read' }, // the middlewares' configuration reads TABLE_NAME; nothing is read
       // The page's script and style are read from the package at run time.
       ...(id === 'docs.asset' ? { native: { packages: ['swagger-ui-dist'] } } : {}),
     }),

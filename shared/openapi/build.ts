@@ -73,6 +73,8 @@ export function errorStatuses(r: RouteDef, hasInput: boolean, extra: Record<numb
   if (r.idempotency !== 'none') {
     out[409] = 'Same Idempotency-Key with another body (`idempotency_conflict`), or while the first request runs (`details[0].code = idempotency_key_in_use`, with Retry-After).';
   }
+  if (hasInput) out[422] = 'Fields valid one by one but not together (e.g. a range whose start is after its end).';
+  if (r.method === 'POST' || r.method === 'PATCH') out[413] = 'The request body is larger than the gateway accepts.';
   if (r.principal !== 'none' || r.rateLimit.startsWith('signup')) out[429] = '`rate_limit_exceeded`, with Retry-After in seconds.';
   out[500] = 'Unexpected failure; retrying is safe.';
   for (const [status, why] of Object.entries(extra)) out[Number(status)] = out[Number(status)] ? `${why} ${out[Number(status)]}` : why;

@@ -114,7 +114,13 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     success: ok(list(file)),
   },
   'jobs.submissions.list': { summary: "List a job's submissions in every status", tag: 'Submissions', success: ok(list(submission)) },
-  'files.refresh_url': { summary: "Renew a file's download URL", tag: 'Files', success: ok(file) },
+  'files.refresh_url': {
+    summary: "Renew a file's primary download URL",
+    tag: 'Files',
+    success: ok(
+      z.looseObject({ object: z.literal('file_url'), id: z.string(), download_url: z.string(), download_url_expires_at: z.string() }).meta({ id: 'FileUrl' }),
+    ),
+  },
   'submissions.list': { summary: 'List submissions across jobs', tag: 'Submissions', success: ok(list(submission)) },
   'submissions.summary': { summary: 'Submission counts and ratings', tag: 'Submissions', success: ok(submissionSummary) },
   'submissions.get': { summary: 'Get a submission', tag: 'Submissions', success: ok(submission) },
