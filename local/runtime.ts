@@ -13,13 +13,16 @@ import { resetConfig } from '../shared/config';
 import { PIPES, QUEUES, type PipeDef, type ScheduleDef } from '../shared/manifest/wiring';
 import { ensureTable, localDynamoClient, startDynamoDbLocal, type DynamoDbLocal } from './dynamodb';
 import { createEventRouter } from './eventbridge';
-import { createHttpServer, registerLocalPage } from './http';
+import { createHttpServer, registerLocalPage, type IntegrationTimeouts } from './http';
+import { localCdnPage } from './cdn';
 import { localCheckoutPage } from '../shared/payments/local-checkout-page';
 import { handlerModuleExists, loadHandler, localRegion, LOCAL_ACCOUNT_ID } from './lambda';
 import { createLog, type LogLevel } from './log';
-import { runReconcilers } from './reconcilers';
+import { registerReconciler, runMarker, runReconcilers } from './reconcilers';
+import { UNFINISHED_WORK } from './reconcile-unfinished';
 import { ensureLocalSecrets } from './secrets';
 import { resetSecrets } from '../shared/secrets';
+import { resetS3 } from '../shared/storage/s3';
 import { S3_LOCAL_CREDENTIALS, startS3Emulator } from './s3';
 import { startScheduler, type Scheduler } from './scheduler';
 import { countMessages, readSnapshot, removeSnapshot, restoreSnapshot, takeSnapshot, writeSnapshot } from './sqs-snapshot';
@@ -50,6 +53,8 @@ export interface RuntimeOptions {
   /** Long-poll wait of the queue pollers; shorter makes stop() quicker. */
   pollWaitSeconds?: number;
   streamPollIntervalMs?: number;
+  /** Integration time-outs of the HTTP front (API Gateway's 29 s by default); tests pass short ones. */
+  integrationTimeouts?: Partial<IntegrationTimeouts>;
   /**
    * Concurrent consumer invocations per queue, as Lambda's event source mapping runs them: one
    * number for every queue, or per queue name. Default: the queue's `maxConcurrency` in the wiring,
@@ -113,6 +118,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     stops.push(() => sqs.destroy());
     const sandboxDelay = opts.sandboxDelaySeconds ?? (process.env.SANDBOX_DELAY_SECONDS ? Number(process.env.SANDBOX_DELAY_SECONDS) : undefined);
     const queues = await createQueues(sqs, QUEUES, sandboxDelay !== undefined ? { sandbox: sandboxDelay } : {});
+    let uncleanBefore = false;
     if (dataDir) {
       // fauxqs keeps messages in memory: carry them across restarts (local/sqs-snapshot.ts).
       const snapshotFile = join(dataDir, 'sqs-snapshot.json');
@@ -128,6 +134,14 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
         removeSnapshot(snapshotFile);
         log.info(`sqs: restored ${n} queued messages saved at ${snapshot.takenAt}`);
       }
+      // Held while running; removed last in a clean stop, once the queues are saved. Found at
+      // start, it means the last run was killed: the reconcilers then re-enqueue unfinished work.
+      const marker = runMarker(join(dataDir, 'runtime.running'));
+      uncleanBefore = marker.uncleanBefore;
+      let snapshotSaved = false;
+      stops.push(() => {
+        if (snapshotSaved) marker.release();
+      });
       // Runs after the pollers, stream pipes and scheduler have stopped (stops run in reverse).
       stops.push(async () => {
         const saved = await takeSnapshot(sqsEmulator.endpoint, [...urls.keys()]);
@@ -136,6 +150,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
           writeSnapshot(snapshotFile, saved);
           log.info(`sqs: saved ${n} queued messages to ${snapshotFile}`);
         }
+        snapshotSaved = true;
       });
     }
     const send = queueSender(sqs, queues);
@@ -145,6 +160,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     if (!dataDir) stops.push(() => rmSync(s3Dir, { recursive: true, force: true }));
     const s3 = await startS3Emulator({
       directory: s3Dir,
+      portFile: dataDir ? join(dataDir, 's3-port') : undefined, // pre-signed upload URLs outlive a restart
       bucket: bucketName,
       host,
       account: LOCAL_ACCOUNT_ID,
@@ -158,9 +174,11 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     // Bind the port first (PUBLIC_BASE_URL needs it); requests wait until the environment is set.
     let markReady!: () => void;
     const ready = new Promise<void>((r) => (markReady = r));
-    const server = createHttpServer({ log, ready });
+    const server = createHttpServer({ log, ready, timeouts: opts.integrationTimeouts });
     // The local payment provider's hosted checkout page (D32).
     stops.push(registerLocalPage(localCheckoutPage));
+    // D60: signed download URLs under <url>/cdn, checked as CloudFront checks them.
+    stops.push(registerLocalPage(localCdnPage));
     await new Promise<void>((ok, fail) => {
       server.once('error', fail);
       server.listen(opts.port ?? 3000, host, () => ok());
@@ -190,6 +208,9 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       CURSOR_SECRET: secrets.values.cursor!,
       LOCAL_SECRETS_FILE: secrets.file,
       PUBLIC_BASE_URL: opts.publicBaseUrl ?? url,
+      // D60: download URLs are signed for the local CDN (local/cdn.ts) with the persisted key.
+      CDN_BASE_URL: `${(opts.publicBaseUrl ?? url).replace(/\/+$/, '')}/cdn`,
+      CDN_KEY_PAIR_ID: secrets.values['cdn-key-pair-id']!,
     };
     for (const q of queues.values()) env[queueUrlEnvName(q.def.name)] = q.url;
     if (sandboxDelay !== undefined) env.SANDBOX_DELAY_SECONDS = String(sandboxDelay);
@@ -199,10 +220,18 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     resetConfig();
     resetSecrets();
     resetClients();
+    resetS3(); // a client of an earlier runtime in this process would talk to its (stopped) S3
 
     const ddb = localDynamoClient(dynamoEndpoint);
     stops.push(() => ddb.destroy());
     await ensureTable(ddb, tableName);
+
+    if (uncleanBefore) {
+      // Before the pollers and stream pipes start: what they would redo is claimed in the table.
+      log.warn('the last run did not stop cleanly (killed?): re-enqueueing unfinished work');
+      for (const r of UNFINISHED_WORK) registerReconciler(r);
+      await runReconcilers({ send, route: (event) => router.route(event), bucketName, account: LOCAL_ACCOUNT_ID, region, log });
+    }
 
     const polledQueues: string[] = [];
     const consumerConcurrency: Record<string, number> = {};
@@ -244,8 +273,14 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       stops.push(() => scheduler!.stop());
     }
 
+    // Stops run in reverse: first of all, the API takes no new requests (those running finish), so
+    // no new work reaches the queues while the pollers finish their batches and the queues are saved.
+    stops.push(() => {
+      server.close();
+      server.closeIdleConnections();
+    });
+
     markReady();
-    await runReconcilers({ send, log });
 
     return {
       url,

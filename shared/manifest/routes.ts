@@ -8,6 +8,7 @@
  */
 
 import type { KeyAccess } from './access';
+import type { NativeDeps } from './wiring';
 
 export const SCOPES = [
   'jobs:write',
@@ -70,10 +71,12 @@ export interface RouteDef {
   /** Path parameter resolved by the resource middleware, by name of the parameter. */
   resource?: { param: string; kind: ResourceKind };
   /** Rate-limit bucket: per API key (D13) or per source IP for signups (D13, D44). */
-  rateLimit: 'key' | 'worker' | 'signup_buyer' | 'signup_worker';
+  rateLimit: 'key' | 'worker' | 'signup_buyer' | 'signup_worker' | 'none';
   access: RouteAccess;
   /** Success status when not 200 (D43). */
   successStatus?: 200 | 201 | 202 | 204;
+  /** Packages or files the handler reads from outside its bundle (lib/constructs/native.ts). */
+  native?: NativeDeps;
 }
 
 const R = (d: RouteDef): RouteDef => d;
@@ -156,11 +159,11 @@ export const ROUTES: readonly RouteDef[] = [
   }),
   buyer('jobs.files.list', 'GET', '/v1/jobs/{job_id}/files', 'functions/files/list-for-job.ts', 'jobs:read', {
     resource: { param: 'job_id', kind: 'job' },
-    access: { table: 'read', bucket: 'read' },
+    access: { table: 'read', cdnSign: true },
   }),
   buyer('jobs.submissions.list', 'GET', '/v1/jobs/{job_id}/submissions', 'functions/submissions/list-for-job.ts', 'jobs:read', {
     resource: { param: 'job_id', kind: 'job' },
-    access: { table: 'read', bucket: 'read' }, // signs file_url
+    access: { table: 'read', cdnSign: true }, // signs file_url (a CDN URL: no bucket access)
   }),
   // --- Dataset exports (D73) ---
   buyer('jobs.exports.create', 'POST', '/v1/jobs/{job_id}/exports', 'functions/exports/create.ts', 'jobs:read', {
@@ -180,17 +183,17 @@ export const ROUTES: readonly RouteDef[] = [
   buyer('files.refresh_url', 'POST', '/v1/files/{file_id}/refresh_url', 'functions/files/refresh-url.ts', 'jobs:read', {
     idempotency: 'optional',
     resource: { param: 'file_id', kind: 'file' },
-    access: { table: 'write', bucket: 'read' },
+    access: { table: 'write', cdnSign: true },
   }),
 
   // --- Submissions (D8: scope jobs:read) ---
   buyer('submissions.list', 'GET', '/v1/submissions', 'functions/submissions/list.ts', 'jobs:read', {
-    access: { table: 'read', bucket: 'read' }, // signs file_url
+    access: { table: 'read', cdnSign: true }, // signs file_url (a CDN URL: no bucket access)
   }),
   buyer('submissions.summary', 'GET', '/v1/submissions/summary', 'functions/submissions/summary.ts', 'jobs:read'),
   buyer('submissions.get', 'GET', '/v1/submissions/{submission_id}', 'functions/submissions/get.ts', 'jobs:read', {
     resource: { param: 'submission_id', kind: 'submission' },
-    access: { table: 'read', bucket: 'read' }, // signs file_url
+    access: { table: 'read', cdnSign: true }, // signs file_url (a CDN URL: no bucket access)
   }),
 
   // --- API keys (D5, D6) ---
@@ -279,6 +282,29 @@ export const ROUTES: readonly RouteDef[] = [
     resource: { param: 'submission_id', kind: 'worker_submission' },
   }),
   worker('worker.submissions.list', 'GET', '/internal/worker/submissions', 'functions/worker/submission-list.ts'),
+
+  // --- The API reference (D72): public, no key ---
+  ...(
+    [
+      ['docs.openapi', '/v1/openapi.json', 'functions/docs/openapi.ts'],
+      ['docs.page', '/docs', 'functions/docs/page.ts'],
+      ['docs.asset', '/docs/assets/{asset}', 'functions/docs/asset.ts'],
+    ] as const
+  ).map(([id, path, handler]) =>
+    R({
+      id,
+      method: 'GET',
+      path,
+      handler,
+      principal: 'none',
+      scope: null,
+      idempotency: 'none',
+      rateLimit: 'none',
+      access: { table: 'read' }, // the middlewares' configuration reads TABLE_NAME; nothing is read
+      // The page's script and style are read from the package at run time.
+      ...(id === 'docs.asset' ? { native: { packages: ['swagger-ui-dist'] } } : {}),
+    }),
+  ),
 ];
 
 const byId = new Map(ROUTES.map((r) => [r.id, r]));
