@@ -197,10 +197,11 @@ export const QUEUES: readonly QueueDef[] = [
     // marks the export failed (export.failed) at once; the DLQ keeps what even that could not record.
     name: 'exports',
     consumer: 'functions/pipeline/export.ts',
-    visibilityTimeoutSeconds: 960,
+    // 6 × the consumer time-out (AWS guidance); a run that died is retried after an hour.
+    visibilityTimeoutSeconds: 3600,
     maxReceiveCount: 3,
     batchSize: 1,
-    consumerTimeoutSeconds: 900,
+    consumerTimeoutSeconds: 600,
     consumerMemoryMb: 1024,
     dlqAlarmThreshold: 1,
     access: { table: 'write', bucket: 'read-write' },
