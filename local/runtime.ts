@@ -20,6 +20,7 @@ import { createLog, type LogLevel } from './log';
 import { runReconcilers } from './reconcilers';
 import { ensureLocalSecrets } from './secrets';
 import { resetSecrets } from '../shared/secrets';
+import { resetSealer } from '../shared/secrets/sealer';
 import { S3_LOCAL_CREDENTIALS, startS3Emulator } from './s3';
 import { startScheduler, type Scheduler } from './scheduler';
 import { countMessages, readSnapshot, removeSnapshot, restoreSnapshot, takeSnapshot, writeSnapshot } from './sqs-snapshot';
@@ -179,7 +180,6 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       DYNAMODB_ENDPOINT: dynamoEndpoint,
       S3_ENDPOINT: s3.endpoint,
       SQS_ENDPOINT: sqsEmulator.endpoint,
-      CURSOR_SECRET: secrets.values.cursor!,
       LOCAL_SECRETS_FILE: secrets.file,
       PUBLIC_BASE_URL: opts.publicBaseUrl ?? url,
     };
@@ -190,6 +190,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     Object.assign(process.env, env);
     resetConfig();
     resetSecrets();
+    resetSealer();
     resetClients();
 
     const ddb = localDynamoClient(dynamoEndpoint);

@@ -161,7 +161,7 @@ export const QUEUES: readonly QueueDef[] = [
     consumerTimeoutSeconds: 30,
     consumerMemoryMb: 512,
     dlqAlarmThreshold: 1,
-    access: { table: 'write', sendTo: ['webhooks'] },
+    access: { table: 'write', sendTo: ['webhooks'], kms: 'decrypt' }, // opens endpoint secrets to sign (D37, D63)
   },
   {
     name: 'sandbox',
@@ -234,7 +234,7 @@ export const SCHEDULES: readonly ScheduleDef[] = [
     everyMinutes: 60,
     handler: 'functions/scheduled/credit-expiry-sweep.ts',
     timeoutSeconds: 300,
-    access: { table: 'write' },
+    access: { table: 'write', secrets: ['stripe'] }, // an expiry that crosses the threshold runs the auto top-up (D34)
   },
 ];
 
