@@ -8,7 +8,7 @@ import {
 } from 'aws-cdk-lib';
 import { Construct } from 'constructs';
 import { ROUTES, routeLogicalName, type RouteDef } from '../shared/manifest/routes';
-import { bindBucket, bindTable, grantSms } from './constructs/grants';
+import { bindBucket, bindKeyAccess, bindTable, grantSms, type CdnResources, type KeyResources } from './constructs/grants';
 import { HouseFunction } from './constructs/house-function';
 
 /*
@@ -55,12 +55,14 @@ export const DEFAULT_INTEGRATION_TIMEOUT_SECONDS = 29;
 export interface ApiProps {
   table: dynamodb.ITable;
   bucket: s3.IBucket;
-  /** Variables every route function gets (CURSOR_SECRET, ...). PUBLIC_BASE_URL is added here. */
+  /** Variables every route function gets (never a secret). PUBLIC_BASE_URL is added here. */
   environment: Record<string, string>;
   /** D20 budget of long-poll routes, 1..60 seconds (context `longPollSeconds`). */
   longPollSeconds: number;
   /** Public base URL (e.g. a custom domain); defaults to the stage's execute-api URL. */
   publicBaseUrl?: string;
+  keys: KeyResources;
+  cdn: CdnResources;
 }
 
 /** The long-poll budget turned into timeouts (see the comment at the top of this file). */
@@ -144,6 +146,7 @@ export class Api extends Construct {
     bindTable(fn, props.table, route.access.table);
     if (route.access.bucket) bindBucket(fn, props.bucket, route.access.bucket);
     if (route.access.sms) grantSms(fn);
+    bindKeyAccess(fn, route.access, props.keys, props.cdn);
     this.functions.set(route.id, fn);
     return fn;
   }

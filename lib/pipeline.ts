@@ -27,18 +27,20 @@ import {
   type RuleDef,
   type ScheduleDef,
 } from '../shared/manifest/wiring';
-import { bindBucket, bindQueue, bindTable, grantBedrockInvoke } from './constructs/grants';
+import { bindBucket, bindKeyAccess, bindQueue, bindTable, grantBedrockInvoke, type CdnResources, type KeyResources } from './constructs/grants';
 import { HouseFunction } from './constructs/house-function';
 
 export interface PipelineProps {
   table: dynamodb.ITable;
   bucket: s3.IBucket;
-  /** Variables every pipeline function gets (CURSOR_SECRET, PUBLIC_BASE_URL, ...). */
+  /** Variables every pipeline function gets (PUBLIC_BASE_URL, ...; never a secret). */
   environment: Record<string, string>;
   /** Where every alarm of the pipeline notifies. */
   alarmTopic: sns.ITopic;
   /** The ffmpeg layer for consumers whose wiring says `native.ffmpeg` (none: they warn). */
   ffmpegLayer?: lambda.ILayerVersion;
+  keys: KeyResources;
+  cdn: CdnResources;
 }
 
 /** `upload-created` → `UploadCreated` (the manifest's own naming rule). */
@@ -130,6 +132,7 @@ export class Pipeline extends Construct {
         batchSize: def.batchSize,
         // Handlers answer `batchItemFailures`: one bad message does not redeliver its batch.
         reportBatchItemFailures: true,
+        ...(def.maxConcurrency ? { maxConcurrency: def.maxConcurrency } : {}),
       }),
     );
     this.functions.set(def.name, fn);
@@ -233,8 +236,9 @@ export class Pipeline extends Construct {
     this.functions.set(def.name, fn);
   }
 
-  private grantAccess(fn: HouseFunction, access: { table: 'read' | 'write'; sendTo?: string[] }): void {
+  private grantAccess(fn: HouseFunction, access: QueueDef['access'] | ScheduleDef['access']): void {
     bindTable(fn, this.props.table, access.table);
+    bindKeyAccess(fn, access, this.props.keys, this.props.cdn);
     for (const name of access.sendTo ?? []) bindQueue(fn, name, this.queue(name));
   }
 

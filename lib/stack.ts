@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { CfnOutput, Stack, type StackProps, aws_secretsmanager as secretsmanager, aws_sns as sns } from 'aws-cdk-lib';
+import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
+import { alarmTopic as createAlarmTopic } from './monitoring/topic';
 import type { Construct } from 'constructs';
 import { ROUTES, routeLogicalName } from '../shared/manifest/routes';
 import { QUEUES, SCHEDULES, queueByName } from '../shared/manifest/wiring';
@@ -9,6 +10,7 @@ import { bindQueue } from './constructs/grants';
 import { PROJECT_ROOT } from './constructs/house-function';
 import { booleanContext, ffmpegLayer } from './constructs/native';
 import { Data } from './data';
+import { Cdn, Keys, cdnPublicKeyFromContext } from './keys';
 import { Pipeline } from './pipeline';
 
 export interface MarketplaceStackProps extends StackProps {
@@ -25,6 +27,14 @@ export interface MarketplaceStackProps extends StackProps {
   ffmpegLayerArn?: string;
   /** Synthesize those consumers without ffmpeg instead of failing (context `allowMissingFfmpeg=true`). */
   allowMissingFfmpeg?: boolean;
+  /** CloudFront public key PEM (context `cdnPublicKeyPem`, or `cdnPublicKeyFile` naming a file). */
+  cdnPublicKeyPem?: string;
+  /** ARN of the secret holding the matching private key PEM (context `cdnPrivateKeySecretArn`). */
+  cdnPrivateKeySecretArn?: string;
+  /** ARN of the Stripe secret `{"secret_key","webhook_secret"}` (context `stripeSecretArn`); none: payments disabled. */
+  stripeSecretArn?: string;
+  /** Address subscribed to the alarm topic (context `alarmEmail`). */
+  alarmEmail?: string;
 }
 
 /**
@@ -34,6 +44,8 @@ export interface MarketplaceStackProps extends StackProps {
  */
 export class MarketplaceStack extends Stack {
   readonly data: Data;
+  readonly keys: Keys;
+  readonly cdn: Cdn;
   readonly api: Api;
   readonly pipeline: Pipeline;
 
@@ -50,24 +62,27 @@ export class MarketplaceStack extends Stack {
 
     this.data = new Data(this, 'Data');
 
-    // D12 cursor HMAC key, generated at deploy time and never written into the template.
-    const cursorSecret = new secretsmanager.Secret(this, 'CursorSecret', {
-      description: 'HMAC key of tamper-evident list cursors (D12)',
-      generateSecretString: { passwordLength: 64, excludePunctuation: true },
+    // D63: secrets and keys; functions get grants and ARNs, never values.
+    const cdnPublicKeyPem = props.cdnPublicKeyPem ?? cdnPublicKeyFromContext(this);
+    const cdnPrivateKeySecretArn = props.cdnPrivateKeySecretArn ?? this.node.tryGetContext('cdnPrivateKeySecretArn');
+    if (!cdnPublicKeyPem || !cdnPrivateKeySecretArn) {
+      throw new Error(
+        'Download URLs are CloudFront signed URLs: deploy with -c cdnPublicKeyFile=<public key PEM file> (or -c cdnPublicKeyPem=...) ' +
+          'and -c cdnPrivateKeySecretArn=<ARN of the secret holding the private key>. See docs/deploying.md.',
+      );
+    }
+    this.keys = new Keys(this, 'Keys', {
+      cdnPublicKeyPem,
+      cdnPrivateKeySecretArn,
+      stripeSecretArn: props.stripeSecretArn ?? (this.node.tryGetContext('stripeSecretArn') || undefined),
     });
-    // `shared/config.ts` reads CURSOR_SECRET from the environment (the local runtime does the
-    // same). `unsafeUnwrap()` yields a CloudFormation dynamic reference
-    // ({{resolve:secretsmanager:...}}), so the value is in neither the template nor cdk.out; it is
-    // resolved at deploy time into the function configuration, readable only by principals with
-    // lambda:GetFunctionConfiguration on these functions. A rotation needs a redeploy.
-    // Key that encrypts webhook signing secrets at rest (they must be recoverable to sign, D37).
-    const webhookSecretKey = new secretsmanager.Secret(this, 'WebhookSecretKey', {
-      description: 'AES-256-GCM key for webhook endpoint signing secrets at rest (D36, D37)',
-      generateSecretString: { passwordLength: 64, excludePunctuation: true },
+    this.cdn = new Cdn(this, 'Cdn', {
+      bucket: this.data.bucket,
+      publicKeyPem: cdnPublicKeyPem,
+      overlapPublicKeyPem: cdnPublicKeyFromContext(this, 'cdnOverlapPublicKey'),
     });
+
     const common: Record<string, string> = {
-      CURSOR_SECRET: cursorSecret.secretValue.unsafeUnwrap(),
-      WEBHOOK_SECRET_KEY: webhookSecretKey.secretValue.unsafeUnwrap(),
       LOG_LEVEL: 'INFO',
       // D40: the simulated worker's delay is the sandbox queue's delivery delay.
       SANDBOX_DELAY_SECONDS: String(queueByName('sandbox').deliveryDelaySeconds ?? 15),
@@ -80,15 +95,19 @@ export class MarketplaceStack extends Stack {
       environment: common,
       longPollSeconds: props.longPollSeconds ?? 25,
       publicBaseUrl: props.publicBaseUrl,
+      keys: this.keys,
+      cdn: this.cdn,
     });
 
-    const alarmTopic = new sns.Topic(this, 'AlarmTopic', { displayName: 'Media marketplace alarms' });
+    const alarmTopic = createAlarmTopic(this, 'AlarmTopic', props.alarmEmail ?? (this.node.tryGetContext('alarmEmail') || undefined));
     this.pipeline = new Pipeline(this, 'Pipeline', {
       table: this.data.table,
       bucket: this.data.bucket,
       environment: { ...common, PUBLIC_BASE_URL: this.api.baseUrl },
       alarmTopic,
       ffmpegLayer: ffmpeg,
+      keys: this.keys,
+      cdn: this.cdn,
     });
 
     // Routes that enqueue work (e.g. webhook replay, D37) may send to their queues, nothing more.
@@ -104,7 +123,10 @@ export class MarketplaceStack extends Stack {
     new CfnOutput(this, 'TableName', { value: this.data.table.tableName });
     new CfnOutput(this, 'BucketName', { value: this.data.bucket.bucketName });
     new CfnOutput(this, 'AlarmTopicArn', { value: alarmTopic.topicArn, description: 'Subscribe to get alarms' });
-    new CfnOutput(this, 'CursorSecretArn', { value: cursorSecret.secretArn });
+    new CfnOutput(this, 'CursorSecretArn', { value: this.keys.cursorSecret.secretArn });
+    new CfnOutput(this, 'SealingKeyArn', { value: this.keys.sealingKey.keyArn });
+    new CfnOutput(this, 'CdnBaseUrl', { value: this.cdn.baseUrl });
+    new CfnOutput(this, 'CdnKeyPairId', { value: this.cdn.publicKey.publicKeyId });
     for (const q of QUEUES) {
       const name = routeLogicalName({ id: q.name });
       new CfnOutput(this, `${name}QueueUrl`, { value: this.pipeline.queue(q.name).queueUrl });

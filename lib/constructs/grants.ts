@@ -1,4 +1,15 @@
-import { Stack, aws_dynamodb as dynamodb, aws_iam as iam, aws_lambda as lambda, aws_s3 as s3, aws_sqs as sqs } from 'aws-cdk-lib';
+import {
+  Stack,
+  aws_cloudfront as cloudfront,
+  aws_dynamodb as dynamodb,
+  aws_iam as iam,
+  aws_kms as kms,
+  aws_lambda as lambda,
+  aws_s3 as s3,
+  aws_secretsmanager as secretsmanager,
+  aws_sqs as sqs,
+} from 'aws-cdk-lib';
+import { secretArnVariable, type KeyAccess, type SecretName } from '../../shared/manifest/access';
 
 /**
  * Grant helpers: each binds a resource to a function in one call, least privilege plus the
@@ -73,6 +84,69 @@ export function grantSms(fn: lambda.Function): void {
       sid: 'SendSmsDirectToPhone',
       actions: ['sns:Publish'],
       resources: ['*'],
+    }),
+  );
+}
+
+/** What `bindKeyAccess` needs from the stack: the secrets and the sealing key, and the CDN. */
+export interface KeyResources {
+  secret(name: SecretName): secretsmanager.ISecret | undefined;
+  readonly sealingKey: kms.IKey;
+  readonly paymentsProvider: 'stripe' | 'disabled';
+}
+export interface CdnResources {
+  readonly baseUrl: string;
+  readonly publicKey: cloudfront.IPublicKey;
+}
+
+/**
+ * D63: exactly what a manifest entry's `access` declares (shared/manifest/access.ts), with only
+ * identifiers in the environment:
+ * - `secrets`: GetSecretValue on each, its ARN in `SECRET_ARN_<NAME>`. `stripe` is skipped when
+ *   the deploy has no Stripe secret (PAYMENTS_PROVIDER=disabled says so).
+ * - `cdnSign`: the `cdn-signing-key` secret, `CDN_BASE_URL`, `CDN_KEY_PAIR_ID`.
+ * - `kms`: encrypt (Encrypt, GenerateDataKey*, ReEncrypt*), decrypt, or both on the sealing key; `KMS_KEY_ID`.
+ * - `transcribe`: Amazon Transcribe jobs (grantTranscribe).
+ * Every function gets `PAYMENTS_PROVIDER` (`stripe` | `disabled`), which is not a secret.
+ */
+export function bindKeyAccess(fn: lambda.Function, access: KeyAccess, keys: KeyResources, cdn: CdnResources): void {
+  const names = new Set<SecretName>(access.secrets ?? []);
+  if (access.cdnSign) names.add('cdn-signing-key');
+  for (const name of names) {
+    const secret = keys.secret(name);
+    if (!secret) continue;
+    fn.addToRolePolicy(
+      new iam.PolicyStatement({
+        actions: ['secretsmanager:GetSecretValue'],
+        // An imported partial ARN matches the six characters Secrets Manager appends.
+        resources: [secret.secretFullArn ?? `${secret.secretArn}-??????`],
+      }),
+    );
+    fn.addEnvironment(secretArnVariable(name), secret.secretArn);
+  }
+  if (access.cdnSign) {
+    fn.addEnvironment('CDN_BASE_URL', cdn.baseUrl);
+    fn.addEnvironment('CDN_KEY_PAIR_ID', cdn.publicKey.publicKeyId);
+  }
+  if (access.kms === 'encrypt') keys.sealingKey.grantEncrypt(fn);
+  if (access.kms === 'decrypt') keys.sealingKey.grantDecrypt(fn);
+  if (access.kms === 'encrypt-decrypt') keys.sealingKey.grantEncryptDecrypt(fn);
+  if (access.kms) fn.addEnvironment('KMS_KEY_ID', keys.sealingKey.keyArn);
+  if (access.transcribe) grantTranscribe(fn);
+  fn.addEnvironment('PAYMENTS_PROVIDER', keys.paymentsProvider);
+}
+
+/**
+ * Amazon Transcribe (D65): start, read and delete transcription jobs of this account and region.
+ * Transcribe reads the media with the caller's own S3 permissions (the bucket grant).
+ */
+export function grantTranscribe(fn: lambda.Function): void {
+  const stack = Stack.of(fn);
+  fn.addToRolePolicy(
+    new iam.PolicyStatement({
+      sid: 'TranscriptionJobs',
+      actions: ['transcribe:StartTranscriptionJob', 'transcribe:GetTranscriptionJob', 'transcribe:DeleteTranscriptionJob'],
+      resources: [stack.formatArn({ service: 'transcribe', resource: 'transcription-job', resourceName: '*' })],
     }),
   );
 }

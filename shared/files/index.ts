@@ -1,13 +1,13 @@
 /**
  * Files (spec "File", D29, D30, D54): one immutable item per approved uploaded file, created in the
  * approval transaction with its measured metadata and its annotations, never updated afterwards.
- * Download URLs are never stored: every listing signs fresh 7-day GETs for the file and its
- * keyframes; refresh_url signs the primary only (D30).
+ * Download URLs are never stored: every listing signs fresh 7-day CDN URLs for the file and its
+ * keyframes (D60, shared/cdn); refresh_url signs the primary only (D30).
  */
 import { keys, gsi, indexKeys } from '../db/keys';
 import { queryPage, listBody } from '../db/query';
 import { binding } from '../http/schemas';
-import { presignGet } from '../storage/s3';
+import { signDownloadUrl } from '../cdn';
 import type { FilePart, PlannedUpload, SubmissionItem } from '../work/model';
 
 type Item = Record<string, unknown>;
@@ -58,11 +58,11 @@ export function fileItem(sub: SubmissionItem, upload: PlannedUpload, part: FileP
 /** The File object with fresh 7-day URLs (D30). */
 export async function presentFile(f: Item) {
   const [main, keyframes] = await Promise.all([
-    presignGet(f.object_key as string, { filename: f.original_filename as string, contentType: f.content_type as string }),
+    signDownloadUrl(f.object_key as string, { filename: f.original_filename as string }),
     Array.isArray(f.keyframes)
       ? Promise.all(
           (f.keyframes as FileKeyframe[]).map(async (k) => {
-            const u = await presignGet(k.key, { contentType: 'image/png' });
+            const u = await signDownloadUrl(k.key, { filename: `${f.id as string}-keyframe-${k.index}.png` });
             return {
               index: k.index,
               timestamp_seconds: k.timestamp_seconds ?? null,
@@ -115,7 +115,7 @@ export async function listFilesForJob(jobId: string, q: { min_score: number; lim
 
 /** POST /v1/files/{id}/refresh_url (D30): the primary URL only. */
 export async function refreshFileUrl(f: Item) {
-  const u = await presignGet(f.object_key as string, { filename: f.original_filename as string, contentType: f.content_type as string });
+  const u = await signDownloadUrl(f.object_key as string, { filename: f.original_filename as string });
   return { object: 'file_url' as const, id: f.id as string, download_url: u.url, download_url_expires_at: u.expires_at };
 }
 
@@ -123,5 +123,5 @@ export async function refreshFileUrl(f: Item) {
 export async function approvedFileUrl(s: SubmissionItem): Promise<string | null> {
   if (s.status !== 'approved' || !s.uploads?.length) return null;
   const u = s.uploads[0]!;
-  return (await presignGet(u.key, { filename: u.filename, contentType: u.content_type })).url;
+  return (await signDownloadUrl(u.key, { filename: u.filename })).url;
 }

@@ -63,6 +63,12 @@ export interface QueueDef {
   /** Consumer Lambda timeout; must stay below the visibility timeout. */
   consumerTimeoutSeconds: number;
   consumerMemoryMb: number;
+  /**
+   * Most consumer invocations at once (the event source mapping's maximum concurrency). Absent:
+   * deployed, Lambda scales as it likes; locally, one per core (the consumer is CPU-bound). Set it
+   * for a consumer that mostly waits on the network, so that slow peers hold a slot each, not all.
+   */
+  maxConcurrency?: number;
   /** Dead-letter depth at or above which the alarm fires. */
   dlqAlarmThreshold: number;
   access: { table: 'read' | 'write'; bucket?: 'read' | 'read-write'; bedrock?: boolean; sendTo?: string[] } & KeyAccess;
@@ -160,6 +166,9 @@ export const QUEUES: readonly QueueDef[] = [
     batchSize: 10,
     consumerTimeoutSeconds: 30,
     consumerMemoryMb: 512,
+    // Waiting on receivers, not the CPU: a hanging receiver holds one invocation for up to 15 s,
+    // the others go on delivering (issue 11.6).
+    maxConcurrency: 20,
     dlqAlarmThreshold: 1,
     access: { table: 'write', sendTo: ['webhooks'], kms: 'decrypt' }, // opens endpoint secrets to sign (D37, D63)
   },

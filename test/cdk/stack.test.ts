@@ -12,6 +12,7 @@ import { MarketplaceStack, type MarketplaceStackProps } from '../../lib/stack';
 import { ROUTES, routeById, routeLogicalName, type RouteDef } from '../../shared/manifest/routes';
 import { PIPES, QUEUES, RULES, SCHEDULES, queueByName } from '../../shared/manifest/wiring';
 import { TABLE_DEF } from '../../shared/db/table';
+import { DEPLOY_CONTEXT } from './fixtures/context';
 
 type Resource = { Type: string; Properties: Record<string, any>; [k: string]: unknown };
 
@@ -23,7 +24,7 @@ const FFMPEG_LAYER_ARN = 'arn:aws:lambda:eu-west-1:123456789012:layer:ffmpeg-arm
 
 /** The stack as `cdk synth` builds it, with the ffmpeg layer unless the context says otherwise. */
 function synthStack(context: Record<string, unknown> = {}, props: MarketplaceStackProps = {}): MarketplaceStack {
-  const merged: Record<string, unknown> = { ...CDK_CONTEXT, ffmpegLayerArn: FFMPEG_LAYER_ARN, ...context, 'aws:cdk:bundling-stacks': [] };
+  const merged: Record<string, unknown> = { ...CDK_CONTEXT, ...DEPLOY_CONTEXT, ffmpegLayerArn: FFMPEG_LAYER_ARN, ...context, 'aws:cdk:bundling-stacks': [] };
   for (const k of Object.keys(merged)) if (merged[k] === undefined) delete merged[k];
   const app = new App({ context: merged });
   return new MarketplaceStack(app, 'TestStack', {
@@ -118,13 +119,14 @@ describe('functions', () => {
     template.allResourcesProperties('AWS::Logs::LogGroup', { RetentionInDays: 30 });
   });
 
-  test('the stack never sets RUNTIME; every function gets TABLE_NAME and CURSOR_SECRET as a dynamic reference', () => {
+  test('the stack never sets RUNTIME; every function gets TABLE_NAME and PUBLIC_BASE_URL, and no CURSOR_SECRET', () => {
     for (const [, fn] of ofType('AWS::Lambda::Function')) {
       const env = fn.Properties.Environment.Variables;
       expect(env.RUNTIME).toBeUndefined();
       expect(env.LOCAL_FIXED_OTP).toBeUndefined();
       expect(env.TABLE_NAME).toEqual({ Ref: expect.stringMatching(/^DataTable/) });
-      expect(JSON.stringify(env.CURSOR_SECRET)).toContain('{{resolve:secretsmanager:');
+      expect(env.CURSOR_SECRET).toBeUndefined();
+      expect(env.WEBHOOK_SECRET_KEY).toBeUndefined();
       expect(env.PUBLIC_BASE_URL).toBeDefined();
     }
   });

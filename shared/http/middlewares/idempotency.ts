@@ -83,8 +83,11 @@ export function idempotency(route: RouteDef): middy.MiddlewareObj<APIGatewayProx
       }
       if (!s.idem) return;
       const err = toApiError(request.error);
+      // A 409 that asks for a retry (Retry-After: contention, a stale snapshot) is not an outcome:
+      // storing it would replay "retry" to the retry forever, so the key is released like a 5xx.
+      const retryLater = err.status === 409 && err.headers?.['Retry-After'] !== undefined;
       try {
-        if (err.status >= 500) await s.idem.release();
+        if (err.status >= 500 || retryLater) await s.idem.release();
         else
           await s.idem.store({
             status: err.status,
