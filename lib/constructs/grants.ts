@@ -57,18 +57,30 @@ export function bindQueue(fn: lambda.Function, queueName: string, queue: sqs.IQu
 }
 
 /**
- * Model invocation on foundation models of the stack's region only (no provisioned throughput,
- * no agents, no model management). The Converse API is authorised by `bedrock:InvokeModel`
- * (ConverseStream by `bedrock:InvokeModelWithResponseStream`); there is no separate IAM action.
- * A cross-region inference profile would need its `inference-profile` ARN added here.
+ * Model invocation on the configured models only (context `bedrockModelId`, `annotationModelId`):
+ * no provisioned throughput, no agents, no model management. The Converse API is authorised by
+ * `bedrock:InvokeModel` (ConverseStream by `bedrock:InvokeModelWithResponseStream`). A model id
+ * with a geography prefix (`us.`, `eu.`, `apac.`, `global.`) is a cross-region inference profile:
+ * the profile of this account and region, and the foundation model in whichever region the
+ * profile routes to.
  */
-export function grantBedrockInvoke(fn: lambda.Function): void {
+export function grantBedrockInvoke(fn: lambda.Function, modelIds: readonly string[]): void {
   const stack = Stack.of(fn);
+  const resources = new Set<string>();
+  for (const id of modelIds) {
+    const profile = /^(us|eu|apac|global|us-gov)\.(.+)$/.exec(id);
+    if (profile) {
+      resources.add(stack.formatArn({ service: 'bedrock', resource: 'inference-profile', resourceName: id }));
+      resources.add(`arn:${stack.partition}:bedrock:*::foundation-model/${profile[2]}`);
+    } else {
+      resources.add(stack.formatArn({ service: 'bedrock', account: '', resource: 'foundation-model', resourceName: id }));
+    }
+  }
   fn.addToRolePolicy(
     new iam.PolicyStatement({
-      sid: 'InvokeFoundationModels',
+      sid: 'InvokeConfiguredModels',
       actions: ['bedrock:InvokeModel', 'bedrock:InvokeModelWithResponseStream'],
-      resources: [stack.formatArn({ service: 'bedrock', account: '', resource: 'foundation-model', resourceName: '*' })],
+      resources: [...resources],
     }),
   );
 }

@@ -18,6 +18,7 @@ export interface FileKeyframe {
   width: number | null;
   height: number | null;
   key: string;
+  perceptual_hash?: string | null;
 }
 
 /** The File item for one approved upload (written once, in the approval transaction). */
@@ -51,6 +52,8 @@ export function fileItem(sub: SubmissionItem, upload: PlannedUpload, part: FileP
     ai_star_rating: stars,
     annotations: part.annotations ?? null,
     keyframes: part.keyframes ?? null,
+    perceptual_hash: part.perceptual_hash ?? null,
+    location_verified: part.location_verified ?? null,
     created_at: createdAt,
   };
 }
@@ -68,6 +71,7 @@ export async function presentFile(f: Item) {
               timestamp_seconds: k.timestamp_seconds ?? null,
               width: k.width ?? null,
               height: k.height ?? null,
+              perceptual_hash: k.perceptual_hash ?? null,
               download_url: u.url,
               download_url_expires_at: u.expires_at,
             };
@@ -91,6 +95,8 @@ export async function presentFile(f: Item) {
     ai_star_rating: Number(f.ai_star_rating),
     device_info: f.device_info as object,
     worker_region: (f.worker_region as string | null) ?? null,
+    perceptual_hash: (f.perceptual_hash as string | null | undefined) ?? null,
+    location_verified: (f.location_verified as boolean | null | undefined) ?? null,
     download_url: main.url,
     download_url_expires_at: main.expires_at,
     annotations: (f.annotations as object | null) ?? null,

@@ -60,7 +60,7 @@ export interface QueueDef {
   batchSize: number;
   /** Queue-level delivery delay (seconds). */
   deliveryDelaySeconds?: number;
-  /** Consumer Lambda timeout; must stay below the visibility timeout. */
+  /** Consumer Lambda timeout; the visibility timeout is at least 6 × this (AWS guidance). */
   consumerTimeoutSeconds: number;
   consumerMemoryMb: number;
   /**
@@ -114,7 +114,8 @@ export const QUEUES: readonly QueueDef[] = [
   {
     name: 'scoring',
     consumer: 'functions/pipeline/score.ts',
-    visibilityTimeoutSeconds: 180,
+    // At least 6 × the consumer timeout (AWS guidance for Lambda event sources, checked by the stack).
+    visibilityTimeoutSeconds: 720,
     maxReceiveCount: 5,
     batchSize: 5,
     consumerTimeoutSeconds: 120,
@@ -134,7 +135,7 @@ export const QUEUES: readonly QueueDef[] = [
   {
     name: 'annotation',
     consumer: 'functions/pipeline/annotate.ts',
-    visibilityTimeoutSeconds: 300,
+    visibilityTimeoutSeconds: 1440,
     maxReceiveCount: 5,
     batchSize: 2,
     consumerTimeoutSeconds: 240,
@@ -161,7 +162,7 @@ export const QUEUES: readonly QueueDef[] = [
     name: 'webhooks',
     consumer: 'functions/webhooks/dispatch.ts',
     // D37: 15 s receiver timeout per attempt; a batch of 10 sends in parallel.
-    visibilityTimeoutSeconds: 60,
+    visibilityTimeoutSeconds: 180,
     maxReceiveCount: 10,
     batchSize: 10,
     consumerTimeoutSeconds: 30,
@@ -175,7 +176,7 @@ export const QUEUES: readonly QueueDef[] = [
   {
     name: 'sandbox',
     consumer: 'functions/sandbox/simulate.ts',
-    visibilityTimeoutSeconds: 120,
+    visibilityTimeoutSeconds: 360,
     maxReceiveCount: 5,
     batchSize: 1,
     // D40: the simulated worker arrives about SANDBOX_DELAY_SECONDS after creation.

@@ -15,6 +15,7 @@ import { now, addMs } from '../clock';
 import { logger } from '../logger';
 import { allEndpoints, signingSecrets, subscribes } from './endpoints';
 import { signedHeaders } from './signing';
+import { recordWebhookAttempt } from '../observability/metrics';
 import { postWebhook, type AttemptResult } from './sender';
 import { parseRetryAfter, retryDelayMs } from './schedule';
 import { DUE_MARGIN_MS, sendAttempt, type AttemptMessage } from './queue';
@@ -71,6 +72,7 @@ export async function attemptDelivery(ev: Item, endpointId: string, ep: Item | u
     const { current, previous } = await signingSecrets(ep, at);
     const headers = signedHeaders(eventId, body, current, previous, at);
     result = await post(ep.url as string, body, headers, { allowLoopback: webhookConfig().allowLoopback });
+    recordWebhookAttempt(result.ok);
     error = result.error;
     if (result.ok) status = 'delivered';
     else if (result.statusCode === 410) status = 'failed';

@@ -31,6 +31,8 @@ import { annotateAudio, annotateImage, annotateVideo, extractKeyframes } from '.
 import { analyzeImage } from '../media/image-quality';
 import { precheck, scorerFor, type ScoreResult, type Scorer, type ScoringJob } from '../scoring';
 import { deleteObjects, getObjectBytes, objectKeys, parseUploadKey, putObject } from '../storage/s3';
+import { trustChecks, trustRejection, type TrustAttrs } from '../trust';
+import { perceptualHash } from '../trust/phash';
 import { getSubmissionItem } from './reservations';
 import { completeIfAllLanded } from './uploads';
 import { tryVerdict } from './verdict';
@@ -175,6 +177,7 @@ export async function scoreObject(key: string): Promise<StageOutcome> {
   let score: ScoreResult;
   let metadata: (Record<string, unknown> & MediaMetadata) | null = null;
   let region: string | null = null;
+  let trustAttrs: Partial<TrustAttrs> = {};
   try {
     metadata = plain(await measure(bytes, upload.content_type, sub.device ?? {}));
   } catch (err) {
@@ -187,7 +190,10 @@ export async function scoreObject(key: string): Promise<StageOutcome> {
   } else {
     region = await workerRegion(metadata.latitude, metadata.longitude).catch(() => null);
     const dup = (await alreadyApproved(sub.job_id, metadata.content_hash)) ? [metadata.content_hash] : null;
-    const pre = precheck(scoringJob(job), metadata, dup);
+    // D69/D70: organization-wide duplicates, near-duplicates, capture point (shared/trust).
+    const trust = await trustChecks({ orgId: sub.org_id, env: sub.environment, jobLocation: job.location, contentType: upload.content_type, bytes, metadata });
+    trustAttrs = trust.attrs;
+    const pre = precheck(scoringJob(job), metadata, dup) ?? (trust.failures.length ? trustRejection(trust.failures) : null);
     if (pre) score = pre;
     else {
       const scorer = scorerOverride ? scorerOverride(sub.environment) : scorerFor(sub.environment, config().runtime);
@@ -208,7 +214,7 @@ export async function scoreObject(key: string): Promise<StageOutcome> {
     }
   }
   const fallbackMeta = { content_type: upload.content_type, size_bytes: bytes.length, content_hash: '' };
-  const stored = await writePart(sub, upload.file_id, { metadata: metadata ?? fallbackMeta, score: JSON.parse(JSON.stringify(score)), worker_region: region }, 'score');
+  const stored = await writePart(sub, upload.file_id, { metadata: metadata ?? fallbackMeta, score: JSON.parse(JSON.stringify(score)), worker_region: region, ...trustAttrs }, 'score');
   if (!stored) {
     await tryVerdict(sub.id);
     return 'skipped';
@@ -243,7 +249,8 @@ export async function annotateObject(key: string): Promise<StageOutcome> {
           frames.map(async (f) => {
             const k = objectKeys.keyframe(upload.file_id, f.index);
             await putObject(k, f.png, 'image/png');
-            return { index: f.index, timestamp_seconds: f.timestamp_seconds, width: f.width, height: f.height, key: k };
+            const ph = await perceptualHash(f.png).catch(() => null); // D69: every keyframe has one
+            return { index: f.index, timestamp_seconds: f.timestamp_seconds, width: f.width, height: f.height, key: k, perceptual_hash: ph };
           }),
         );
       }
