@@ -18,7 +18,8 @@ import { localCdnPage } from './cdn';
 import { localCheckoutPage } from '../shared/payments/local-checkout-page';
 import { handlerModuleExists, loadHandler, localRegion, LOCAL_ACCOUNT_ID } from './lambda';
 import { createLog, type LogLevel } from './log';
-import { runReconcilers } from './reconcilers';
+import { registerReconciler, runMarker, runReconcilers } from './reconcilers';
+import { UNFINISHED_WORK } from './reconcile-unfinished';
 import { ensureLocalSecrets } from './secrets';
 import { resetSecrets } from '../shared/secrets';
 import { resetSealer } from '../shared/secrets/sealer';
@@ -118,6 +119,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     stops.push(() => sqs.destroy());
     const sandboxDelay = opts.sandboxDelaySeconds ?? (process.env.SANDBOX_DELAY_SECONDS ? Number(process.env.SANDBOX_DELAY_SECONDS) : undefined);
     const queues = await createQueues(sqs, QUEUES, sandboxDelay !== undefined ? { sandbox: sandboxDelay } : {});
+    let uncleanBefore = false;
     if (dataDir) {
       // fauxqs keeps messages in memory: carry them across restarts (local/sqs-snapshot.ts).
       const snapshotFile = join(dataDir, 'sqs-snapshot.json');
@@ -133,6 +135,14 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
         removeSnapshot(snapshotFile);
         log.info(`sqs: restored ${n} queued messages saved at ${snapshot.takenAt}`);
       }
+      // Held while running; removed last in a clean stop, once the queues are saved. Found at
+      // start, it means the last run was killed: the reconcilers then re-enqueue unfinished work.
+      const marker = runMarker(join(dataDir, 'runtime.running'));
+      uncleanBefore = marker.uncleanBefore;
+      let snapshotSaved = false;
+      stops.push(() => {
+        if (snapshotSaved) marker.release();
+      });
       // Runs after the pollers, stream pipes and scheduler have stopped (stops run in reverse).
       stops.push(async () => {
         const saved = await takeSnapshot(sqsEmulator.endpoint, [...urls.keys()]);
@@ -141,6 +151,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
           writeSnapshot(snapshotFile, saved);
           log.info(`sqs: saved ${n} queued messages to ${snapshotFile}`);
         }
+        snapshotSaved = true;
       });
     }
     const send = queueSender(sqs, queues);
@@ -215,6 +226,13 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     stops.push(() => ddb.destroy());
     await ensureTable(ddb, tableName);
 
+    if (uncleanBefore) {
+      // Before the pollers and stream pipes start: what they would redo is claimed in the table.
+      log.warn('the last run did not stop cleanly (killed?): re-enqueueing unfinished work');
+      for (const r of UNFINISHED_WORK) registerReconciler(r);
+      await runReconcilers({ send, route: (event) => router.route(event), bucketName, account: LOCAL_ACCOUNT_ID, region, log });
+    }
+
     const polledQueues: string[] = [];
     const consumerConcurrency: Record<string, number> = {};
     if (opts.enablePollers ?? true) {
@@ -256,7 +274,6 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     }
 
     markReady();
-    await runReconcilers({ send, log });
 
     return {
       url,
