@@ -273,6 +273,13 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       stops.push(() => scheduler!.stop());
     }
 
+    // Stops run in reverse: first of all, the API takes no new requests (those running finish), so
+    // no new work reaches the queues while the pollers finish their batches and the queues are saved.
+    stops.push(() => {
+      server.close();
+      server.closeIdleConnections();
+    });
+
     markReady();
 
     return {
