@@ -183,12 +183,12 @@ export const ROUTES: readonly RouteDef[] = [
   }),
   buyer('jobs.exports.list', 'GET', '/v1/jobs/{job_id}/exports', 'functions/exports/list.ts', 'jobs:read', {
     resource: { param: 'job_id', kind: 'job' },
-    access: { table: 'read', bucket: 'read' }, // signs download_url
+    access: { ...LIST, cdnSign: true }, // signs download_url (a CDN URL: no bucket access)
   }),
   buyer('exports.get', 'GET', '/v1/exports/{export_id}', 'functions/exports/get.ts', 'jobs:read', {
     longPoll: true,
     resource: { param: 'export_id', kind: 'export' },
-    access: { table: 'read', bucket: 'read' }, // signs download_url
+    access: { table: 'read', cdnSign: true }, // signs download_url (a CDN URL: no bucket access)
   }),
   buyer('files.refresh_url', 'POST', '/v1/files/{file_id}/refresh_url', 'functions/files/refresh-url.ts', 'jobs:read', {
     idempotency: 'optional',

@@ -204,7 +204,8 @@ export const QUEUES: readonly QueueDef[] = [
     consumerTimeoutSeconds: 600,
     consumerMemoryMb: 1024,
     dlqAlarmThreshold: 1,
-    access: { table: 'write', bucket: 'read-write' },
+    // Writes the export to the bucket; JSONL and COCO carry each File's signed download URL.
+    access: { table: 'write', bucket: 'read-write', cdnSign: true },
   },
 ];
 
