@@ -62,7 +62,7 @@ export class InternalError extends MarketplaceError { override name = 'InternalE
 /** No HTTP answer: connection refused or reset, DNS failure, time-out. */
 export class ConnectionError extends MarketplaceError {
   override name = 'ConnectionError';
-  constructor(message: string, readonly cause?: unknown) {
+  constructor(message: string, override readonly cause?: unknown) {
     super(0, null, {}, message);
   }
 }
