@@ -160,6 +160,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     if (!dataDir) stops.push(() => rmSync(s3Dir, { recursive: true, force: true }));
     const s3 = await startS3Emulator({
       directory: s3Dir,
+      portFile: dataDir ? join(dataDir, 's3-port') : undefined, // pre-signed upload URLs outlive a restart
       bucket: bucketName,
       host,
       account: LOCAL_ACCOUNT_ID,
@@ -271,6 +272,13 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       scheduler = startScheduler({ log });
       stops.push(() => scheduler!.stop());
     }
+
+    // Stops run in reverse: first of all, the API takes no new requests (those running finish), so
+    // no new work reaches the queues while the pollers finish their batches and the queues are saved.
+    stops.push(() => {
+      server.close();
+      server.closeIdleConnections();
+    });
 
     markReady();
 
