@@ -454,6 +454,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/billing/stripe/webhook": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stripe's payment confirmations (called by Stripe, not by integrators)
+         * @description Receives `checkout.session.completed` from Stripe, verified with the `Stripe-Signature` header; applied once however often Stripe delivers it. Not enabled unless the deployment uses Stripe (404).
+         */
+        post: operations["billing.stripe_webhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/organization/settings": {
         parameters: {
             query?: never;
@@ -700,7 +720,7 @@ export interface components {
         Error: {
             error: {
                 /** @enum {string} */
-                type: "invalid_request" | "authentication_error" | "authorization_error" | "not_found" | "conflict" | "rate_limit_exceeded" | "validation_error" | "insufficient_credits" | "pricing_violation" | "free_tier_job_limit" | "idempotency_conflict" | "internal_error";
+                type: "invalid_request" | "authentication_error" | "authorization_error" | "not_found" | "conflict" | "rate_limit_exceeded" | "validation_error" | "insufficient_credits" | "pricing_violation" | "free_tier_job_limit" | "idempotency_conflict" | "service_unavailable" | "internal_error";
                 message: string;
                 /** @description Equals the X-Request-Id response header. */
                 request_id: string;
@@ -1026,9 +1046,10 @@ export interface components {
             object: "checkout_session";
             /** @description `cs_` followed by a 26-character ULID */
             id: string;
+            /** @description `open` until paid, then `paid`. A test key's purchase is `paid` at once (test mode: nothing is charged). */
             status: string;
-            /** @description The hosted payment page */
-            checkout_url: string;
+            /** @description The hosted payment page (Stripe's, deployed); null for a test key's purchase, which needs no payment */
+            checkout_url: string | null;
             amount_cents: number;
             bonus_cents: number;
             total_credits_cents: number;
@@ -3308,7 +3329,7 @@ export interface operations {
                 "application/json": {
                     url: string;
                     description?: string | null;
-                    events: ("submission.approved" | "submission.rejected" | "submission.scored" | "job.created" | "job.completed" | "job.cancelled" | "job.flagged" | "credits.purchased" | "credits.low_balance" | "credits.auto_topped_up" | "credits.expiring_soon" | "credits.expired" | "*")[];
+                    events: ("submission.approved" | "submission.rejected" | "submission.scored" | "job.created" | "job.completed" | "job.cancelled" | "job.flagged" | "credits.purchased" | "credits.low_balance" | "credits.auto_topped_up" | "credits.auto_top_up_failed" | "credits.expiring_soon" | "credits.expired" | "*")[];
                 };
             };
         };
@@ -3580,7 +3601,7 @@ export interface operations {
                 "application/json": {
                     url?: string;
                     description?: string | null;
-                    events?: ("submission.approved" | "submission.rejected" | "submission.scored" | "job.created" | "job.completed" | "job.cancelled" | "job.flagged" | "credits.purchased" | "credits.low_balance" | "credits.auto_topped_up" | "credits.expiring_soon" | "credits.expired" | "*")[];
+                    events?: ("submission.approved" | "submission.rejected" | "submission.scored" | "job.created" | "job.completed" | "job.cancelled" | "job.flagged" | "credits.purchased" | "credits.low_balance" | "credits.auto_topped_up" | "credits.auto_top_up_failed" | "credits.expiring_soon" | "credits.expired" | "*")[];
                     /** @enum {string} */
                     status?: "enabled" | "disabled";
                 };
@@ -3816,7 +3837,7 @@ export interface operations {
             query?: {
                 limit?: number;
                 cursor?: string;
-                type?: "submission.approved" | "submission.rejected" | "submission.scored" | "job.created" | "job.completed" | "job.cancelled" | "job.flagged" | "credits.purchased" | "credits.low_balance" | "credits.auto_topped_up" | "credits.expiring_soon" | "credits.expired";
+                type?: "submission.approved" | "submission.rejected" | "submission.scored" | "job.created" | "job.completed" | "job.cancelled" | "job.flagged" | "credits.purchased" | "credits.low_balance" | "credits.auto_topped_up" | "credits.auto_top_up_failed" | "credits.expiring_soon" | "credits.expired";
                 delivery_status?: "pending" | "delivered" | "failed";
                 created_after?: string;
             };
@@ -4269,7 +4290,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Purchases are not available in this deployment. Same Idempotency-Key with another body (`idempotency_conflict`), or while the first request runs (`details[0].code = idempotency_key_in_use`, with Retry-After). */
+            /** @description Same Idempotency-Key with another body (`idempotency_conflict`), or while the first request runs (`details[0].code = idempotency_key_in_use`, with Retry-After). */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4313,6 +4334,16 @@ export interface operations {
             };
             /** @description Unexpected failure; retrying is safe. */
             500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Buying credits is not available on this deployment (no payment processor configured; code payments_disabled). Test keys can still buy test credits. */
+            503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
@@ -4386,7 +4417,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Purchases are not available in this deployment. Same Idempotency-Key with another body (`idempotency_conflict`), or while the first request runs (`details[0].code = idempotency_key_in_use`, with Retry-After). */
+            /** @description Same Idempotency-Key with another body (`idempotency_conflict`), or while the first request runs (`details[0].code = idempotency_key_in_use`, with Retry-After). */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4422,6 +4453,83 @@ export interface operations {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected failure; retrying is safe. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Buying credits is not available on this deployment (no payment processor configured; code payments_disabled). Test keys can still buy test credits. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "billing.stripe_webhook": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Event accepted */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        received: true;
+                        outcome: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The Stripe-Signature header does not match the body. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Payments by Stripe are not enabled here. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request body is larger than the gateway accepts. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
