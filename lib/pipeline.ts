@@ -17,8 +17,10 @@ import {
 import { Construct } from 'constructs';
 import { routeLogicalName } from '../shared/manifest/routes';
 import {
+  BUCKET_PREFIXES,
   PIPES,
   QUEUES,
+  TRANSCRIBE_JOB_PREFIX,
   RULES,
   SCHEDULES,
   type EventPattern,
@@ -27,7 +29,7 @@ import {
   type RuleDef,
   type ScheduleDef,
 } from '../shared/manifest/wiring';
-import { bindBucket, bindQueue, bindTable, grantBedrockInvoke } from './constructs/grants';
+import { bindBucket, bindQueue, bindTable, grantBedrockInvoke, grantTranscribe } from './constructs/grants';
 import { HouseFunction } from './constructs/house-function';
 
 export interface PipelineProps {
@@ -125,6 +127,9 @@ export class Pipeline extends Construct {
     this.grantAccess(fn, def.access);
     if (def.access.bucket) bindBucket(fn, this.props.bucket, def.access.bucket);
     if (def.access.bedrock) grantBedrockInvoke(fn);
+    if (def.access.transcribe) {
+      grantTranscribe(fn, this.props.bucket, { media: BUCKET_PREFIXES.uploads, output: BUCKET_PREFIXES.transcripts, jobName: TRANSCRIBE_JOB_PREFIX });
+    }
     fn.addEventSource(
       new sources.SqsEventSource(this.queue(def.name), {
         batchSize: def.batchSize,
@@ -147,7 +152,7 @@ export class Pipeline extends Construct {
 
     new events.Rule(this, `${id}Rule`, {
       description: def.description,
-      eventPattern: this.bucketEventPattern(def.pattern),
+      eventPattern: def.source === 'bucket' ? this.bucketEventPattern(def.pattern) : this.servicePattern(def.pattern),
       targets: def.targets.map(
         (name) =>
           new targets.SqsQueue(this.queue(name), {
@@ -171,6 +176,13 @@ export class Pipeline extends Construct {
       detailType: detailType as string[] | undefined,
       detail: { ...detail, bucket: { name: [this.props.bucket.bucketName] } },
     };
+  }
+
+  /** A service's own events (e.g. Transcribe job state changes): the wiring's pattern as it is. */
+  private servicePattern(pattern: EventPattern): events.EventPattern {
+    const { source, 'detail-type': detailType, detail, ...rest } = pattern;
+    if (Object.keys(rest).length > 0) throw new Error(`unsupported top-level pattern fields: ${Object.keys(rest).join(', ')}`);
+    return { source: source as string[] | undefined, detailType: detailType as string[] | undefined, detail: detail as Record<string, unknown> | undefined };
   }
 
   private addPipe(def: PipeDef): void {

@@ -76,3 +76,34 @@ export function grantSms(fn: lambda.Function): void {
     }),
   );
 }
+
+/**
+ * Amazon Transcribe on the media bucket (D65), for functions whose manifest entry says
+ * `access.transcribe`: `transcribe:StartTranscriptionJob` on our job names only, and the S3 access
+ * the service uses on the caller's behalf (Transcribe reads the media and writes the output with
+ * the caller's permissions): read under `uploads/`, write under `transcripts/`.
+ */
+export function grantTranscribe(fn: lambda.Function, bucket: s3.IBucket, prefixes: { media: string; output: string; jobName: string }): void {
+  const stack = Stack.of(fn);
+  fn.addToRolePolicy(
+    new iam.PolicyStatement({
+      sid: 'StartTranscriptionJobs',
+      actions: ['transcribe:StartTranscriptionJob'],
+      resources: [stack.formatArn({ service: 'transcribe', resource: 'transcription-job', resourceName: `${prefixes.jobName}*` })],
+    }),
+  );
+  fn.addToRolePolicy(
+    new iam.PolicyStatement({
+      sid: 'TranscribeReadsMedia',
+      actions: ['s3:GetObject'],
+      resources: [bucket.arnForObjects(`${prefixes.media}*`)],
+    }),
+  );
+  fn.addToRolePolicy(
+    new iam.PolicyStatement({
+      sid: 'TranscribeWritesOutput',
+      actions: ['s3:PutObject'],
+      resources: [bucket.arnForObjects(`${prefixes.output}*`)],
+    }),
+  );
+}
