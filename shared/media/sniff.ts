@@ -239,7 +239,7 @@ export function checkUpload(input: UploadCheckInput): UploadCheckResult {
       errors.push({
         field: 'file',
         code: 'content_mismatch',
-        message: `File has ${extra} bytes of other data after the end of the ${declared} image; upload the image alone.`,
+        message: `File has ${extra} bytes of other data after the end of the image (${declared}); upload the image alone.`,
       });
     }
   }

@@ -17,7 +17,7 @@
  * Star rule: s = round(mean of the three), clamped 1..5, and capped at
  * min(relevance, instruction_compliance) + 1 — off-topic content or a broken strict requirement
  * cannot be approved on looks alone.
- * The client is injected (`{send}`), so tests replay recorded Converse outputs without network.
+ * The client is injected (`{send}`), so tests drive it with Converse replies written to the published format, without network.
  */
 import type { ContentBlock, ConverseCommand, ConverseCommandInput, ConverseCommandOutput } from '@aws-sdk/client-bedrock-runtime';
 import { readFile } from 'node:fs/promises';

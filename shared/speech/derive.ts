@@ -36,13 +36,19 @@ export function derivationRequest(modelId: string, speech: SpeechResult): Conver
 
 export const NO_SPEECH = 'no speech in the recording';
 
+let clientOverride: ConverseClient | null = null;
+/** Tests: the Converse client the derivation uses (a stub answering in the published format). */
+export function setSpeechModelClient(client: ConverseClient | null): void {
+  clientOverride = client;
+}
+
 export async function deriveFromTranscript(speech: SpeechResult, opts: { client?: ConverseClient; modelId?: string } = {}): Promise<SpeechDerived> {
   if (!speech.transcript.full_text.trim()) {
     return { topics: null, keywords: null, emotion_tone: null, model: null, unavailable: { topics: NO_SPEECH, keywords: NO_SPEECH, emotion_tone: NO_SPEECH } };
   }
   const modelId = opts.modelId ?? process.env.SPEECH_MODEL_ID ?? process.env.BEDROCK_MODEL_ID ?? DEFAULT_BEDROCK_MODEL_ID;
   const { BedrockRuntimeClient, ConverseCommand } = await import('@aws-sdk/client-bedrock-runtime');
-  const client = opts.client ?? (new BedrockRuntimeClient({}) as ConverseClient);
+  const client = opts.client ?? clientOverride ?? (new BedrockRuntimeClient({}) as ConverseClient);
   const out = await client.send(new ConverseCommand(derivationRequest(modelId, speech)), { abortSignal: AbortSignal.timeout(bedrockTimeoutMs()) });
   const v = parseModelReply(out, SpeechDerivedSchema);
   return { topics: v.topics, keywords: v.keywords, emotion_tone: v.emotion_tone, model: `bedrock:${modelId}`, unavailable: {} };

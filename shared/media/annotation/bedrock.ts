@@ -6,7 +6,7 @@
  *
  * Model: env ANNOTATION_MODEL_ID, else BEDROCK_MODEL_ID, default `amazon.nova-pro-v1:0` (takes
  * images). The client is injected (`{send}`, same as the scoring provider), so tests replay
- * recorded Converse outputs at the SDK client with no network.
+ * Converse replies written to the published format at the SDK client with no network.
  *
  * Output contract (AnnotationOutputSchema): numbers 0..1 (numeric strings accepted; anything else
  * out of range → BedrockOutputError); `position` one of the nine D55 values (spaces/underscores
