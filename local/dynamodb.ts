@@ -85,7 +85,9 @@ export async function startDynamoDbLocal(opts: DynamoDbLocalOptions = {}): Promi
   if (opts.dbPath) mkdirSync(opts.dbPath, { recursive: true });
   // -sharedDb: one database whatever the credentials and region of the caller.
   const args = [`-Djava.library.path=${join(dir, 'DynamoDBLocal_lib')}`, '-jar', join(dir, 'DynamoDBLocal.jar'), '-port', String(port), ...storage, '-sharedDb'];
-  const child = spawn(java, args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+  // SIGINT and SIGTERM ignored (set before exec, which the JVM honours): a Ctrl-C reaches the whole
+  // process group, and the runtime still needs the table while it stops. stop() sends SIGHUP.
+  const child = spawn('/bin/sh', ['-c', `trap '' INT TERM; exec "$0" "$@"`, java, ...args], { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-2000)));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
@@ -119,7 +121,7 @@ export async function startDynamoDbLocal(opts: DynamoDbLocalOptions = {}): Promi
     process: child,
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
+      child.kill('SIGHUP');
       const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
       await exited;
       clearTimeout(timer);

@@ -1,21 +1,44 @@
 /**
  * API Gateway (REST, Lambda proxy integration) locally: routes each request through the route
- * manifest to its handler module, with the same APIGatewayProxyEvent and result handling.
+ * manifest to its handler module, with the same APIGatewayProxyEvent and result handling, and the
+ * same limits (D61), so what would fail deployed fails here first:
+ * - request headers above 10 KiB: 431; a body above API Gateway's 10 MB: 413;
+ * - a multipart body above 4 MiB: 413 `use_presigned_upload` (checked by Content-Length when sent,
+ *   else while the body streams in), nothing reaches the handler;
+ * - the proxy event above Lambda's 6 MB synchronous payload (binary bodies count base64-encoded,
+ *   as API Gateway sends them): 413; a handler result above 6 MB: 502;
+ * - the integration time-out (29 s; long-poll routes get their longer budget): 504.
+ * Every answer of the adapter itself is the error envelope with an `X-Request-Id`; a refused body
+ * is read to its end first (up to a bound), so the client reads the 413 instead of a reset.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { matchRoute, routeLogicalName, type RouteDef } from '../shared/manifest/routes';
 import { newId } from '../shared/ids';
+import type { ErrorDetail } from '../shared/errors';
+import { isMultipart, MAX_MULTIPART_BODY_BYTES, multipartTooLarge } from '../shared/work/upload-limits';
 import { handlerModuleExists, lambdaContext, loadHandler, LOCAL_ACCOUNT_ID } from './lambda';
 import type { Log } from './log';
 
-/** API Gateway's payload limit. */
+/** API Gateway's payload limit (10 MB). */
 export const MAX_BODY_BYTES = 10 * 1024 * 1024;
+/** Lambda's synchronous invocation payload limit, request and response (6 MB). */
+export const LAMBDA_PAYLOAD_BYTES = 6 * 1024 * 1024;
+/** API Gateway's limit on the request line and headers (10 KiB); larger answers 431. */
+export const MAX_HEADER_BYTES = 10 * 1024;
+/** A refused body is drained up to this much so the client can read the answer; beyond, the connection closes. */
+const DRAIN_LIMIT_BYTES = 256 * 1024 * 1024;
 export const STAGE = 'local';
 const API_ID = 'local';
-/** D20: a long-poll holds up to 60 s, so those handlers get more time than API Gateway's 29 s. */
-const timeoutSeconds = (route: RouteDef) => (route.longPoll ? 65 : 29);
+
+export interface IntegrationTimeouts {
+  /** API Gateway's integration time-out (29 s). */
+  standardMs: number;
+  /** D20: a long-poll holds up to 60 s, so those routes get a longer budget. */
+  longPollMs: number;
+}
+export const DEFAULT_TIMEOUTS: IntegrationTimeouts = { standardMs: 29_000, longPollMs: 65_000 };
 
 const TEXT_TYPES = [/^text\//, /^application\/(.+\+)?json\b/, /^application\/(.+\+)?xml\b/, /^application\/x-www-form-urlencoded\b/, /^application\/javascript\b/];
 
@@ -155,32 +178,101 @@ export function writeProxyResult(res: ServerResponse, result: APIGatewayProxyRes
   res.end(body);
 }
 
-/** An error envelope (D4) answered by the adapter itself, with its own request id. */
-function writeEnvelope(res: ServerResponse, status: number, type: string, message: string): void {
+/** The D4 error envelope and its headers, with a fresh request id. */
+function envelope(type: string, message: string, details?: ErrorDetail[]): { body: string; requestId: string } {
   const requestId = newId('request');
-  const body = JSON.stringify({ error: { type, message, request_id: requestId } });
-  if (res.headersSent) return void res.end();
-  res.writeHead(status, { 'Content-Type': 'application/json', 'X-Request-Id': requestId, 'Content-Length': String(Buffer.byteLength(body)) });
-  res.end(body);
+  return { requestId, body: JSON.stringify({ error: { type, message, request_id: requestId, ...(details ? { details } : {}) } }) };
 }
 
-class BodyTooLarge extends Error {}
+/** An error envelope (D4) answered by the adapter itself (or a local page), with its own request id. */
+export function writeErrorEnvelope(
+  res: ServerResponse,
+  status: number,
+  type: string,
+  message: string,
+  headers: Record<string, string> = {},
+  details?: ErrorDetail[],
+): void {
+  if (res.headersSent) return void res.end();
+  const { body, requestId } = envelope(type, message, details);
+  res.writeHead(status, { ...headers, 'Content-Type': 'application/json', 'X-Request-Id': requestId, 'Content-Length': String(Buffer.byteLength(body)) });
+  res.end(body);
+}
+const writeEnvelope = writeErrorEnvelope;
 
-function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+/** A body refused for its size: which limit, and whether it was read to its end (drained). */
+class BodyTooLarge extends Error {
+  constructor(
+    readonly limit: BodyLimit,
+    readonly drained: boolean,
+  ) {
+    super('body too large');
+  }
+}
+
+interface BodyLimit {
+  bytes: number;
+  refuse(): { status: number; type: string; message: string; details?: ErrorDetail[] };
+}
+
+const GATEWAY_LIMIT: BodyLimit = {
+  bytes: MAX_BODY_BYTES,
+  refuse: () => ({
+    status: 413,
+    type: 'invalid_request',
+    message: `The request body exceeds ${MAX_BODY_BYTES} bytes, the API's limit.`,
+    details: [{ field: 'body', code: 'body_too_large', message: `at most ${MAX_BODY_BYTES} bytes` }],
+  }),
+};
+
+const MULTIPART_LIMIT: BodyLimit = {
+  bytes: MAX_MULTIPART_BODY_BYTES,
+  refuse: () => {
+    const e = multipartTooLarge();
+    return { status: e.status, type: e.type, message: e.message, details: e.details };
+  },
+};
+
+/** The limit of a request's body: 4 MiB for multipart uploads (D61), else API Gateway's 10 MB. */
+export function bodyLimitFor(contentType: string | undefined): BodyLimit {
+  return isMultipart(contentType) ? MULTIPART_LIMIT : GATEWAY_LIMIT;
+}
+
+/**
+ * Reads the body up to the limit. Above it (by Content-Length up front, else while streaming), the
+ * rest is read and dropped up to DRAIN_LIMIT_BYTES so the client gets to read the refusal.
+ */
+function readBody(req: IncomingMessage, limit: BodyLimit): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    if (Number(req.headers['content-length'] ?? 0) > limit) return reject(new BodyTooLarge());
+    const declared = Number(req.headers['content-length'] ?? 0);
     const chunks: Buffer[] = [];
     let size = 0;
-    let tooLarge = false;
+    let tooLarge = declared > limit.bytes;
     req.on('data', (chunk: Buffer) => {
       size += chunk.length;
-      if (size > limit) tooLarge = true; // keep draining so the client can read the 413
-      else chunks.push(chunk);
+      if (size > limit.bytes) tooLarge = true;
+      if (tooLarge) {
+        chunks.length = 0;
+        if (size > DRAIN_LIMIT_BYTES) {
+          req.pause();
+          reject(new BodyTooLarge(limit, false));
+        }
+      } else chunks.push(chunk);
     });
-    req.on('end', () => (tooLarge ? reject(new BodyTooLarge()) : resolve(Buffer.concat(chunks))));
+    req.on('end', () => (tooLarge ? reject(new BodyTooLarge(limit, true)) : resolve(Buffer.concat(chunks))));
     req.on('error', reject);
   });
 }
+
+function refuseBody(res: ServerResponse, err: BodyTooLarge): void {
+  const r = err.limit.refuse();
+  // Not drained (beyond DRAIN_LIMIT_BYTES): the connection cannot be reused.
+  writeEnvelope(res, r.status, r.type, r.message, err.drained ? {} : { Connection: 'close' }, r.details);
+  if (!err.drained) res.once('finish', () => res.socket?.destroy());
+}
+
+/** The bytes Lambda would receive for this event (its JSON). */
+export const eventPayloadBytes = (event: APIGatewayProxyEvent) => Buffer.byteLength(JSON.stringify(event));
 
 /** A local-only page (e.g. a payment provider's checkout); returns true when it answered. */
 export type LocalPage = (req: IncomingMessage, res: ServerResponse) => boolean | Promise<boolean>;
@@ -205,15 +297,59 @@ export interface HttpServerOptions {
   log: Log;
   /** Requests wait for this (the environment is set up after the port is bound). */
   ready?: Promise<void>;
+  /** Integration time-outs; tests pass short ones. */
+  timeouts?: Partial<IntegrationTimeouts>;
+  /** Resolves a route's handler module (default: the module named in the manifest). */
+  loadHandler?: typeof loadHandler;
 }
+
+/** A raw HTTP/1.1 answer in the envelope, for errors found before Node made a request of the bytes. */
+function rawEnvelopeResponse(status: number, reason: string, type: string, message: string): string {
+  const { body, requestId } = envelope(type, message);
+  return (
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nX-Request-Id: ${requestId}\r\n` +
+    `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
+  );
+}
+
+class IntegrationTimeout extends Error {}
 
 export function createHttpServer(opts: HttpServerOptions): Server {
   const { log } = opts;
-  const server = createServer((req, res) => {
+  const timeouts: IntegrationTimeouts = { ...DEFAULT_TIMEOUTS, ...opts.timeouts };
+  const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES }, (req, res) => {
     handle(req, res).catch((err: unknown) => {
       log.error(`http ${req.method} ${req.url}: adapter failure`, err);
       writeEnvelope(res, 500, 'internal_error', 'An unexpected error occurred. It has been logged; retrying is safe.');
     });
+  });
+
+  // Errors Node finds while parsing (headers too large, malformed request): answer in the
+  // envelope instead of Node's bare status line, then let the client finish sending.
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
+    const answer =
+      err.code === 'HPE_HEADER_OVERFLOW'
+        ? rawEnvelopeResponse(431, 'Request Header Fields Too Large', 'invalid_request', `The request line and headers exceed ${MAX_HEADER_BYTES} bytes, the API's limit.`)
+        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? rawEnvelopeResponse(408, 'Request Timeout', 'invalid_request', 'The request was not received in time.')
+          : rawEnvelopeResponse(400, 'Bad Request', 'invalid_request', 'The request is not valid HTTP/1.1.');
+    socket.on('error', () => undefined);
+    socket.resume(); // drain what the client still sends, so it reads the answer rather than a reset
+    socket.end(answer);
+    setTimeout(() => socket.destroy(), 5_000).unref();
+  });
+
+  // `Expect: 100-continue`: refuse an oversized body before the client sends it.
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    const limit = bodyLimitFor(req.headers['content-type']);
+    if (Number(req.headers['content-length'] ?? 0) > limit.bytes) {
+      const r = limit.refuse();
+      writeEnvelope(res, r.status, r.type, r.message, { Connection: 'close' }, r.details);
+      return;
+    }
+    res.writeContinue();
+    server.emit('request', req, res);
   });
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -230,11 +366,10 @@ export function createHttpServer(opts: HttpServerOptions): Server {
     const { route, params } = match;
     let body: Buffer;
     try {
-      body = await readBody(req, MAX_BODY_BYTES);
+      body = await readBody(req, bodyLimitFor(req.headers['content-type']));
     } catch (err) {
       if (!(err instanceof BodyTooLarge)) throw err;
-      res.setHeader('Connection', 'close');
-      return writeEnvelope(res, 413, 'invalid_request', `The request body exceeds ${MAX_BODY_BYTES} bytes.`);
+      return refuseBody(res, err);
     }
     if (!handlerModuleExists(route.handler)) {
       log.warn(`http ${method} ${route.path}: ${route.handler} does not exist yet`);
@@ -248,16 +383,46 @@ export function createHttpServer(opts: HttpServerOptions): Server {
       params,
       { requestId },
     );
+    // Lambda's 6 MB counts the event as sent: a binary body base64-encoded, plus headers.
+    if (eventPayloadBytes(event) > LAMBDA_PAYLOAD_BYTES) {
+      const tooBig = isMultipart(req.headers['content-type']) ? multipartTooLarge() : null;
+      return writeEnvelope(
+        res,
+        413,
+        'invalid_request',
+        tooBig?.message ?? `The request is too large for this route: its function receives at most ${LAMBDA_PAYLOAD_BYTES} bytes, and binary bodies count base64-encoded.`,
+        {},
+        tooBig?.details ?? [{ field: 'body', code: 'payload_too_large', message: `at most ${LAMBDA_PAYLOAD_BYTES} bytes as the function receives it` }],
+      );
+    }
     const started = Date.now();
+    const budgetMs = route.longPoll ? timeouts.longPollMs : timeouts.standardMs;
     let result: APIGatewayProxyResult;
+    let timer: NodeJS.Timeout | undefined;
     try {
-      const handler = await loadHandler(route.handler);
-      result = (await handler(event, lambdaContext(routeLogicalName(route), timeoutSeconds(route)))) as APIGatewayProxyResult;
+      const handler = await (opts.loadHandler ?? loadHandler)(route.handler);
+      const invocation = Promise.resolve(handler(event, lambdaContext(routeLogicalName(route), Math.ceil(budgetMs / 1000)))) as Promise<APIGatewayProxyResult>;
+      const timedOut = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new IntegrationTimeout()), budgetMs);
+      });
+      invocation.catch(() => undefined); // after a time-out the late outcome is dropped, as API Gateway drops it
+      result = await Promise.race([invocation, timedOut]);
       if (!result || typeof result.statusCode !== 'number') throw new Error('the handler returned no statusCode');
     } catch (err) {
+      if (err instanceof IntegrationTimeout) {
+        log.warn(`http ${method} ${pathname} → ${route.handler} timed out after ${budgetMs} ms`);
+        return writeEnvelope(res, 504, 'internal_error', `The request took longer than ${Math.round(budgetMs / 1000)} seconds and was abandoned; it may still complete. Retry with the same Idempotency-Key.`);
+      }
       // API Gateway answers 502 when the integration fails; the body keeps the D4 envelope.
       log.error(`http ${method} ${pathname} → ${route.handler} failed`, err);
       return writeEnvelope(res, 502, 'internal_error', 'An unexpected error occurred. It has been logged; retrying is safe.');
+    } finally {
+      clearTimeout(timer);
+    }
+    // Lambda refuses a response above 6 MB; API Gateway then answers 502.
+    if (Buffer.byteLength(JSON.stringify(result)) > LAMBDA_PAYLOAD_BYTES) {
+      log.error(`http ${method} ${pathname} → ${route.handler}: response above ${LAMBDA_PAYLOAD_BYTES} bytes`);
+      return writeEnvelope(res, 502, 'internal_error', 'The response was too large to deliver. Ask for a smaller page (a lower limit).');
     }
     writeProxyResult(res, result, requestId);
     log.info(`${method} ${req.url} → ${result.statusCode} (${Date.now() - started} ms)`);

@@ -13,17 +13,19 @@ import { resetConfig } from '../shared/config';
 import { PIPES, QUEUES, type PipeDef, type ScheduleDef } from '../shared/manifest/wiring';
 import { ensureTable, localDynamoClient, startDynamoDbLocal, type DynamoDbLocal } from './dynamodb';
 import { createEventRouter } from './eventbridge';
-import { createHttpServer, registerLocalPage } from './http';
+import { createHttpServer, registerLocalPage, type IntegrationTimeouts } from './http';
+import { localCdnPage } from './cdn';
 import { localCheckoutPage } from '../shared/payments/local-checkout-page';
 import { handlerModuleExists, loadHandler, localRegion, LOCAL_ACCOUNT_ID } from './lambda';
 import { createLog, type LogLevel } from './log';
 import { runReconcilers } from './reconcilers';
 import { ensureLocalSecrets } from './secrets';
 import { resetSecrets } from '../shared/secrets';
+import { resetS3 } from '../shared/storage/s3';
 import { S3_LOCAL_CREDENTIALS, startS3Emulator } from './s3';
 import { startScheduler, type Scheduler } from './scheduler';
 import { countMessages, readSnapshot, removeSnapshot, restoreSnapshot, takeSnapshot, writeSnapshot } from './sqs-snapshot';
-import { createQueues, localSqsClient, QueuePoller, queueSender, queueUrlEnvName, startSqsEmulator, type LocalQueue } from './sqs';
+import { createQueues, defaultConsumerConcurrency, localSqsClient, QueuePoller, queueSender, queueUrlEnvName, startSqsEmulator, type LocalQueue } from './sqs';
 import { fileCheckpoints, localStreamsClient, memoryCheckpoints, StreamPipes } from './streams';
 
 export interface RuntimeOptions {
@@ -50,6 +52,14 @@ export interface RuntimeOptions {
   /** Long-poll wait of the queue pollers; shorter makes stop() quicker. */
   pollWaitSeconds?: number;
   streamPollIntervalMs?: number;
+  /** Integration time-outs of the HTTP front (API Gateway's 29 s by default); tests pass short ones. */
+  integrationTimeouts?: Partial<IntegrationTimeouts>;
+  /**
+   * Concurrent consumer invocations per queue, as Lambda's event source mapping runs them: one
+   * number for every queue, or per queue name. Default: the queue's `maxConcurrency` in the wiring,
+   * else the machine's cores.
+   */
+  consumerConcurrency?: number | Record<string, number>;
 }
 
 export interface Runtime {
@@ -63,6 +73,8 @@ export interface Runtime {
   queues: Map<string, LocalQueue>;
   /** Queues whose consumer runs (module present and pollers enabled). */
   polledQueues: string[];
+  /** Concurrent consumer invocations of each polled queue. */
+  consumerConcurrency: Record<string, number>;
   pipes: readonly PipeDef[];
   schedules: ScheduleDef[];
   stop(): Promise<void>;
@@ -150,9 +162,11 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     // Bind the port first (PUBLIC_BASE_URL needs it); requests wait until the environment is set.
     let markReady!: () => void;
     const ready = new Promise<void>((r) => (markReady = r));
-    const server = createHttpServer({ log, ready });
+    const server = createHttpServer({ log, ready, timeouts: opts.integrationTimeouts });
     // The local payment provider's hosted checkout page (D32).
     stops.push(registerLocalPage(localCheckoutPage));
+    // D60: signed download URLs under <url>/cdn, checked as CloudFront checks them.
+    stops.push(registerLocalPage(localCdnPage));
     await new Promise<void>((ok, fail) => {
       server.once('error', fail);
       server.listen(opts.port ?? 3000, host, () => ok());
@@ -182,6 +196,9 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       CURSOR_SECRET: secrets.values.cursor!,
       LOCAL_SECRETS_FILE: secrets.file,
       PUBLIC_BASE_URL: opts.publicBaseUrl ?? url,
+      // D60: download URLs are signed for the local CDN (local/cdn.ts) with the persisted key.
+      CDN_BASE_URL: `${(opts.publicBaseUrl ?? url).replace(/\/+$/, '')}/cdn`,
+      CDN_KEY_PAIR_ID: secrets.values['cdn-key-pair-id']!,
     };
     for (const q of queues.values()) env[queueUrlEnvName(q.def.name)] = q.url;
     if (sandboxDelay !== undefined) env.SANDBOX_DELAY_SECONDS = String(sandboxDelay);
@@ -191,22 +208,27 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     resetConfig();
     resetSecrets();
     resetClients();
+    resetS3(); // a client of an earlier runtime in this process would talk to its (stopped) S3
 
     const ddb = localDynamoClient(dynamoEndpoint);
     stops.push(() => ddb.destroy());
     await ensureTable(ddb, tableName);
 
     const polledQueues: string[] = [];
+    const consumerConcurrency: Record<string, number> = {};
     if (opts.enablePollers ?? true) {
       for (const q of queues.values()) {
         if (!handlerModuleExists(q.def.consumer)) {
           log.warn(`sqs ${q.def.name}: consumer ${q.def.consumer} does not exist yet; queue not polled`);
           continue;
         }
-        const poller = new QueuePoller({ client: sqs, queue: q, handler: () => loadHandler(q.def.consumer), log, waitTimeSeconds: opts.pollWaitSeconds });
+        const cc = opts.consumerConcurrency;
+        const concurrency = (typeof cc === 'number' ? cc : cc?.[q.def.name]) ?? q.def.maxConcurrency ?? defaultConsumerConcurrency();
+        const poller = new QueuePoller({ client: sqs, queue: q, handler: () => loadHandler(q.def.consumer), log, waitTimeSeconds: opts.pollWaitSeconds, concurrency });
         poller.start();
         stops.push(() => poller.stop());
         polledQueues.push(q.def.name);
+        consumerConcurrency[q.def.name] = poller.concurrency;
       }
     }
 
@@ -219,6 +241,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
         send,
         log,
         checkpoints: dataDir ? fileCheckpoints(join(dataDir, 'stream-checkpoints.json')) : memoryCheckpoints(),
+        deadLetterFile: dataDir ? join(dataDir, 'stream-dead-letters.jsonl') : undefined,
         intervalMs: opts.streamPollIntervalMs,
       });
       await pipes.start();
@@ -244,6 +267,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       dataDir,
       queues,
       polledQueues,
+      consumerConcurrency,
       pipes: opts.enableStreams ?? true ? PIPES : [],
       schedules: scheduler?.active ?? [],
       stop: stopAll,

@@ -1,11 +1,14 @@
 /**
- * The S3 emulator (s3rver, files on disk) and the conversion of its object-created notifications
- * into the EventBridge "Object Created" events that S3 sends to the default bus.
+ * The S3 emulator (s3rver, files on disk) behind a front that checks Signature Version 4 as S3
+ * does (local/s3-sigv4.ts, D61), and the conversion of its object-created notifications into the
+ * EventBridge "Object Created" events that S3 sends to the default bus. The endpoint handed out
+ * (clients, pre-signed URLs) is the front's; s3rver itself listens on an internal port.
  */
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { S3ObjectCreatedNotificationEvent, S3ObjectCreatedNotificationEventDetail } from 'aws-lambda';
 import S3rver from 's3rver';
+import { startSigV4Front } from './s3-sigv4';
 
 // s3rver verifies SigV4 signatures against its own key registry; the runtime's clients (and the
 // pre-signed URLs they produce) sign with these local credentials, so register them once.
@@ -78,8 +81,11 @@ function normaliseIp(ip: string): string {
 }
 
 export interface S3Emulator {
+  /** The verifying front: what clients and pre-signed URLs use. */
   endpoint: string;
   port: number;
+  /** s3rver itself, unverified (tests that look behind the front). */
+  backendEndpoint: string;
   bucket: string;
   stop(): Promise<void>;
 }
@@ -88,6 +94,7 @@ export interface S3EmulatorOptions {
   directory: string;
   bucket: string;
   host?: string;
+  /** Port of the verifying front (0 or unset: a free one). */
   port?: number;
   account: string;
   region: string;
@@ -99,7 +106,7 @@ export async function startS3Emulator(opts: S3EmulatorOptions): Promise<S3Emulat
   const host = opts.host ?? '127.0.0.1';
   const server = new S3rver({
     address: host,
-    port: opts.port ?? 0,
+    port: 0,
     directory: opts.directory,
     silent: true,
     configureBuckets: [{ name: opts.bucket, configs: [] }],
@@ -111,11 +118,20 @@ export async function startS3Emulator(opts: S3EmulatorOptions): Promise<S3Emulat
     }
   });
   const address = (await server.run()) as AddressInfo;
+  let front;
+  try {
+    front = await startSigV4Front({ target: { host, port: address.port }, host, port: opts.port ?? 0, credentials: S3_LOCAL_CREDENTIALS, region: opts.region });
+  } catch (err) {
+    await server.close();
+    throw err;
+  }
   return {
-    endpoint: `http://${host}:${address.port}`,
-    port: address.port,
+    endpoint: front.endpoint,
+    port: front.port,
+    backendEndpoint: `http://${host}:${address.port}`,
     bucket: opts.bucket,
     stop: async () => {
+      await front.stop();
       await server.close();
     },
   };

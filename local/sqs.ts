@@ -4,9 +4,12 @@
  * Lambda event source mapping with ReportBatchItemFailures does.
  */
 import { spawn } from 'node:child_process';
+import { setMaxListeners } from 'node:events';
+import { availableParallelism } from 'node:os';
 import { createInterface } from 'node:readline';
 import { resolve } from 'node:path';
 import {
+  ChangeMessageVisibilityBatchCommand,
   CreateQueueCommand,
   DeleteMessageBatchCommand,
   GetQueueAttributesCommand,
@@ -27,7 +30,11 @@ export interface SqsEmulator {
   stop(): Promise<void>;
 }
 
-/** Starts fauxqs in a child process on `host:port` (0 = any free port). */
+/**
+ * Starts fauxqs in a child process on `host:port` (0 = any free port). The child ignores SIGINT and
+ * SIGTERM (a Ctrl-C reaches the whole process group): it stops when stop() closes its stdin, or
+ * when this process dies and the pipe closes.
+ */
 export async function startSqsEmulator(opts: { host?: string; port?: number } = {}): Promise<SqsEmulator> {
   const host = opts.host ?? '127.0.0.1';
   const child = spawn(process.execPath, [resolve(__dirname, 'fauxqs-process.mjs')], {
@@ -49,8 +56,12 @@ export async function startSqsEmulator(opts: { host?: string; port?: number } = 
     port,
     pid: child.pid!,
     async stop() {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      await exited;
+      if (child.exitCode === null && child.signalCode === null) {
+        child.stdin!.end();
+        const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+        await exited;
+        clearTimeout(timer);
+      }
     },
   };
 }
@@ -171,26 +182,54 @@ export interface QueuePollerOptions {
   log: Log;
   /** Long-poll wait (seconds); small values make stop() quicker in tests. */
   waitTimeSeconds?: number;
+  /**
+   * Concurrent invocations of the consumer (each with its own batch), as Lambda's event source
+   * mapping runs several at once. Default: the machine's cores.
+   */
+  concurrency?: number;
 }
 
-/** Polls one queue and invokes its consumer per batch, until stopped. */
+/** The default number of concurrent consumer invocations per queue: the machine's cores. */
+export function defaultConsumerConcurrency(): number {
+  return Math.max(1, availableParallelism());
+}
+
+/**
+ * Polls one queue and invokes its consumer per batch, until stopped: up to `concurrency` batches
+ * in flight at once, each receive → invoke → delete on its own, as Lambda's SQS event source
+ * mapping does (so one slow batch holds one slot, not the queue).
+ */
 export class QueuePoller {
   private running = false;
   private readonly abort = new AbortController();
-  private loop: Promise<void> | null = null;
+  private loops: Promise<void>[] = [];
+  private inFlight = 0;
+  private peak = 0;
 
-  constructor(private readonly opts: QueuePollerOptions) {}
+  constructor(private readonly opts: QueuePollerOptions) {
+    // Every concurrent long poll listens on the one stop signal.
+    setMaxListeners(0, this.abort.signal);
+  }
+
+  get concurrency(): number {
+    return Math.max(1, Math.floor(this.opts.concurrency ?? defaultConsumerConcurrency()));
+  }
+
+  /** The most invocations that ran at the same time since start (for tests and benchmarks). */
+  get peakConcurrency(): number {
+    return this.peak;
+  }
 
   start(): void {
     if (this.running) return;
     this.running = true;
-    this.loop = this.run();
+    this.loops = Array.from({ length: this.concurrency }, () => this.run());
   }
 
   async stop(): Promise<void> {
     this.running = false;
     this.abort.abort();
-    await this.loop;
+    await Promise.all(this.loops);
   }
 
   private async run(): Promise<void> {
@@ -225,12 +264,15 @@ export class QueuePoller {
     const event: SQSEvent = { Records: records };
     const context = lambdaContext(`${queue.def.name}-consumer`, queue.def.consumerTimeoutSeconds, queue.def.consumerMemoryMb);
     let outcome: { error: unknown } | { result: unknown };
+    this.peak = Math.max(this.peak, ++this.inFlight);
     try {
       const handler = await this.opts.handler();
       outcome = { result: await handler(event, context) };
     } catch (error) {
       outcome = { error };
       log.error(`sqs ${queue.def.name}: consumer failed for a batch of ${records.length}`, error);
+    } finally {
+      this.inFlight--;
     }
     const done = successfulRecords(records, outcome);
     if (done.length) {
@@ -242,6 +284,19 @@ export class QueuePoller {
       );
     }
     const failed = records.length - done.length;
+    if (failed && !this.running) {
+      // Stopping (a signal may have cut the batch short, e.g. a killed ffmpeg): hand the rest back
+      // now, so the saved queue has them ready rather than hidden for a whole visibility timeout.
+      const left = records.filter((r) => !done.includes(r));
+      await client
+        .send(
+          new ChangeMessageVisibilityBatchCommand({
+            QueueUrl: queue.url,
+            Entries: left.map((r, i) => ({ Id: String(i), ReceiptHandle: r.receiptHandle, VisibilityTimeout: 0 })),
+          }),
+        )
+        .catch((err: Error) => log.warn(`sqs ${queue.def.name}: could not release ${left.length} messages on stop: ${err.message}`));
+    }
     log.debug(`sqs ${queue.def.name}: ${done.length} done, ${failed} left for redelivery`);
     return records.length;
   }

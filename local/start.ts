@@ -1,18 +1,29 @@
 /**
  * `npm start`: the whole service on this machine. PORT (3000), HOST (127.0.0.1), DATA_DIR (./data),
- * LOG_LEVEL (info). Data persists in DATA_DIR between restarts; queued messages do not (see
- * local/reconcilers.ts).
+ * LOG_LEVEL (info), LOCAL_CONSUMER_CONCURRENCY (queue consumer invocations at once; default the
+ * machine's cores, or the queue's own maximum). Data persists in DATA_DIR between restarts.
+ *
+ * Stopping loses nothing: Ctrl-C (SIGINT to the whole process group) and SIGTERM stop the pollers
+ * after their current batch and save the queued messages (the emulator children ignore those
+ * signals and are stopped by this process afterwards); after a SIGKILL, the start-up reconcilers
+ * re-enqueue what the table says is unfinished (local/reconcilers.ts).
  */
 import { join } from 'node:path';
 import { JavaMissingError } from './dynamodb';
 import type { LogLevel } from './log';
+import { checkPrerequisites, PrerequisitesMissingError } from './prerequisites';
 import { startRuntime, type Runtime } from './runtime';
+
+/** A mistake in the environment the user can fix; printed as its one line. */
+class UsageError extends Error {}
 
 function banner(rt: Runtime): string {
   const dataDir = rt.dataDir!;
   const queueLines = [...rt.queues.values()].map((q) => {
-    const consumer = rt.polledQueues.includes(q.def.name) ? q.def.consumer : `${q.def.consumer} (missing, not polled)`;
-    return `    ${q.def.name.padEnd(12)} → ${consumer}  [dlq ${q.def.name}-dlq after ${q.def.maxReceiveCount} receives]`;
+    const polled = rt.polledQueues.includes(q.def.name);
+    const consumer = polled ? q.def.consumer : `${q.def.consumer} (missing, not polled)`;
+    const atOnce = polled ? `${rt.consumerConcurrency[q.def.name]} at once, ` : '';
+    return `    ${q.def.name.padEnd(12)} → ${consumer}  [${atOnce}dlq ${q.def.name}-dlq after ${q.def.maxReceiveCount} receives]`;
   });
   const pipeLines = rt.pipes.map((p) => `    ${p.name.padEnd(20)} → ${p.target}`);
   const scheduleLines = rt.schedules.map((s) => `    ${s.name.padEnd(20)} every ${s.everyMinutes} min → ${s.handler}`);
@@ -28,26 +39,28 @@ function banner(rt: Runtime): string {
     `  Schedules:`,
     ...(scheduleLines.length ? scheduleLines : ['    (none with a handler yet)']),
     '',
-    '  Ctrl-C stops everything.',
+    '  Ctrl-C stops everything; queued work is saved and picked up on the next start.',
     '',
   ].join('\n');
 }
 
 async function main(): Promise<void> {
-  const runtime = await startRuntime({
-    port: Number(process.env.PORT ?? 3000),
-    host: process.env.HOST ?? '127.0.0.1',
-    dataDir: process.env.DATA_DIR ?? 'data',
-    publicBaseUrl: process.env.PUBLIC_BASE_URL || undefined,
-    logLevel: (process.env.LOG_LEVEL as LogLevel | undefined) ?? 'info',
-  });
-  console.info(banner(runtime));
-
-  let stopping = false;
+  checkPrerequisites();
+  const concurrency = process.env.LOCAL_CONSUMER_CONCURRENCY ? Number(process.env.LOCAL_CONSUMER_CONCURRENCY) : undefined;
+  if (concurrency !== undefined && !(Number.isInteger(concurrency) && concurrency >= 1)) {
+    throw new UsageError(`LOCAL_CONSUMER_CONCURRENCY must be a whole number ≥ 1 (got "${process.env.LOCAL_CONSUMER_CONCURRENCY}")`);
+  }
+  // Installed before the runtime starts, so that a signal during start-up is not lost either.
+  let runtime: Runtime | null = null;
+  const state: { stopping: string | null } = { stopping: null };
   const shutdown = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    console.info(`\n${signal}: stopping...`);
+    if (state.stopping) {
+      if (runtime) console.info(`${signal}: still saving the queues, please wait...`);
+      return;
+    }
+    state.stopping = signal;
+    if (!runtime) return; // still starting: stop right after
+    console.info(`\n${signal}: stopping (finishing the running batches, saving the queues)...`);
     runtime.stop().then(
       () => process.exit(0),
       (err: unknown) => {
@@ -58,10 +71,25 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));
+
+  runtime = await startRuntime({
+    port: Number(process.env.PORT ?? 3000),
+    host: process.env.HOST ?? '127.0.0.1',
+    dataDir: process.env.DATA_DIR ?? 'data',
+    publicBaseUrl: process.env.PUBLIC_BASE_URL || undefined,
+    logLevel: (process.env.LOG_LEVEL as LogLevel | undefined) ?? 'info',
+    consumerConcurrency: concurrency,
+  });
+  console.info(banner(runtime));
+  if (state.stopping) {
+    const signal = state.stopping;
+    state.stopping = null;
+    shutdown(signal);
+  }
 }
 
 main().catch((err: unknown) => {
-  if (err instanceof JavaMissingError) {
+  if (err instanceof JavaMissingError || err instanceof PrerequisitesMissingError || err instanceof UsageError) {
     console.error(err.message);
   } else if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
     console.error(`Port ${process.env.PORT ?? 3000} is in use: stop the other process or set PORT.`);

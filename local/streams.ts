@@ -1,9 +1,11 @@
 /**
  * EventBridge Pipes locally: polls the table's DynamoDB stream (DynamoDB Local implements the
  * Streams API) and sends each record matching a pipe's filter to the pipe's target queue, with the
- * stream record JSON as the message body, as a pipe with an SQS target does.
+ * stream record JSON as the message body, as a pipe with an SQS target does. A record whose send
+ * keeps failing is retried a bounded number of times, then dead-lettered (a log line and
+ * `<data dir>/stream-dead-letters.jsonl`), and the stream goes on with the next record.
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import {
   DescribeStreamCommand,
   DynamoDBStreamsClient,
@@ -94,6 +96,22 @@ export interface StreamPipesOptions {
   checkpoints: CheckpointStore;
   pipes?: readonly PipeDef[];
   intervalMs?: number;
+  /** Sends per record and pipe before it is dead-lettered. Default STREAM_MAX_ATTEMPTS. */
+  maxAttempts?: number;
+  /** Where dead-lettered records are appended (one JSON line each); kept in memory only when absent. */
+  deadLetterFile?: string;
+}
+
+/** Sends of one record to one pipe's queue before it is dead-lettered (about 3 s of retries). */
+export const STREAM_MAX_ATTEMPTS = 5;
+
+export interface StreamDeadLetter {
+  pipe: string;
+  target: string;
+  failed_at: string;
+  attempts: number;
+  error: string | null;
+  record: DynamoDBRecord;
 }
 
 interface ShardCursor {
@@ -114,6 +132,8 @@ export class StreamPipes {
   private timer: NodeJS.Timeout | null = null;
   private tick: Promise<void> | null = null;
   private stopped = false;
+  /** Records given up on since start (also appended to `deadLetterFile`). */
+  readonly deadLetters: StreamDeadLetter[] = [];
 
   constructor(private readonly opts: StreamPipesOptions) {}
 
@@ -211,11 +231,40 @@ export class StreamPipes {
     return forwarded;
   }
 
+  /**
+   * Sends the record to each matching pipe's queue. A send that keeps failing is retried a bounded
+   * number of times (with backoff), then the record is dead-lettered for that pipe with a log line,
+   * and the stream moves on: one poison record never stops the others (as a pipe's
+   * MaximumRetryAttempts and dead-letter queue do).
+   */
   private async forward(record: DynamoDBRecord): Promise<number> {
     const matching = (this.opts.pipes ?? PIPES).filter((p) => matchesPattern(p.filter, record));
     const body = JSON.stringify(record);
-    await Promise.all(matching.map((p) => this.opts.send(p.target, body)));
-    for (const p of matching) this.opts.log.debug(`streams: ${record.eventName} → pipe ${p.name} → ${p.target}`);
-    return matching.length;
+    const sent = await Promise.all(matching.map((p) => this.sendWithRetries(p, record, body)));
+    return sent.filter(Boolean).length;
+  }
+
+  private async sendWithRetries(pipe: PipeDef, record: DynamoDBRecord, body: string): Promise<boolean> {
+    const attempts = this.opts.maxAttempts ?? STREAM_MAX_ATTEMPTS;
+    let lastError: Error | null = null;
+    for (let attempt = 1; attempt <= attempts; attempt++) {
+      try {
+        await this.opts.send(pipe.target, body);
+        this.opts.log.debug(`streams: ${record.eventName} → pipe ${pipe.name} → ${pipe.target}`);
+        return true;
+      } catch (err) {
+        lastError = err as Error;
+        if (attempt < attempts) await new Promise((r) => setTimeout(r, Math.min(2_000, 100 * 2 ** (attempt - 1))));
+      }
+    }
+    const seq = record.dynamodb?.SequenceNumber ?? '?';
+    this.opts.log.error(
+      `streams: pipe ${pipe.name} gave up on record ${seq} after ${attempts} attempts (${lastError?.message ?? 'unknown error'}); ` +
+        `dead-lettered${this.opts.deadLetterFile ? ` to ${this.opts.deadLetterFile}` : ''}, moving on`,
+    );
+    const entry = { pipe: pipe.name, target: pipe.target, failed_at: new Date().toISOString(), attempts, error: lastError?.message ?? null, record };
+    if (this.opts.deadLetterFile) appendFileSync(this.opts.deadLetterFile, `${JSON.stringify(entry)}\n`);
+    this.deadLetters.push(entry);
+    return false;
   }
 }

@@ -64,6 +64,18 @@ export const errors = {
   internal: () => new ApiError(500, 'internal_error', 'An unexpected error occurred. It has been logged; retrying is safe.'),
 };
 
+/**
+ * Other writers kept winning: a transaction still met `TransactionConflict` (or an idempotent
+ * transaction still in progress) after its bounded, jittered retries. Nothing was written; the
+ * caller may retry (mapped to 409 `conflict` with Retry-After, never a 500).
+ */
+export class Contention extends Error {
+  constructor(readonly attempts: number) {
+    super(`transaction contention after ${attempts} attempts`);
+    this.name = 'Contention';
+  }
+}
+
 /** A failed DynamoDB condition that is a business outcome, not a fault (logged at info). */
 export class ConditionFailed extends Error {
   constructor(readonly reasons: (string | undefined)[]) {

@@ -4,6 +4,7 @@ import { queryPage, listBody } from '../db/query';
 import { binding } from '../http/schemas';
 import { readBalanceItem } from '../ledger/balance';
 import type { TransactionType } from '../ledger/lots';
+import { organizationCreatedAt } from '../orgs';
 import type { BuyerPrincipal } from '../types';
 
 export { createCheckoutSession, confirmCheckout, runAutoTopUp, presentSession } from './checkout';
@@ -20,7 +21,8 @@ export async function getCredits(p: BuyerPrincipal) {
     // Spec variant name of the available balance.
     balance_cents: available,
     currency: 'usd' as const,
-    updated_at: (b?.updated_at as string | undefined) ?? null,
+    // D59: never null; a balance that never moved was last updated when the organization was created.
+    updated_at: (b?.updated_at as string | undefined) ?? (await organizationCreatedAt(p.orgId)),
   };
 }
 

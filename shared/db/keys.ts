@@ -57,6 +57,23 @@ export const keys = {
   retryWindow: (subId: string): Key => ({ PK: `SUB#${subId}`, SK: 'RETRY' }),
   file: (fileId: string): Key => ({ PK: `FILE#${fileId}`, SK: 'FILE' }),
 
+  // ---------------------------------------------------------------- trust (D26, D69)
+  /**
+   * Duplicate-bytes guard per tenant (D26, D69: identical bytes count organization-wide, any job):
+   * created in the approval transaction, removed when an override withdraws the file.
+   */
+  tenantContentHash: (org: string, env: Env, sha256hex: string): Key => ({ PK: `CHASH#${tenant(org, env)}#${sha256hex}`, SK: 'CHASH' }),
+  /**
+   * One near-duplicate index bucket (D69): the approved images of a tenant whose perceptual hash
+   * has the value `bandValueHex` in band `band` (shared/trust/neardup.ts splits the 64 bits into
+   * bands). Each image is an attribute of the bucket (`h#<file_id>` = its 16-hex hash), so a check
+   * reads a fixed set of buckets with one BatchGetItem, never a scan.
+   */
+  perceptualHashBucket: (org: string, env: Env, band: number, bandValueHex: string): Key => ({
+    PK: `PHASH#${tenant(org, env)}#${band}#${bandValueHex}`,
+    SK: 'PHASH',
+  }),
+
   // ---------------------------------------------------------------- money (D31-D34)
   balance: (org: string, env: Env): Key => ({ PK: tenant(org, env), SK: 'BALANCE' }),
   /** Lots sort by expiry so "the lot that expires first" is the first item (D33); never = 9999. */

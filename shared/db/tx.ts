@@ -6,8 +6,9 @@
 import { TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { db, tableName } from './client';
-import { ConditionFailed } from '../errors';
+import { ConditionFailed, Contention } from '../errors';
 import type { Key } from './keys';
+import { recordCommitted } from '../observability/metrics';
 
 export type TxItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 type Values = Record<string, unknown>;
@@ -70,8 +71,10 @@ export class Tx {
 
   /**
    * Commit atomically. A failed condition throws `ConditionFailed` with the labels of the items
-   * whose condition failed. Transaction conflicts (another transaction on the same items) are
-   * retried with jittered backoff; the writes are all-or-nothing, so a retry is safe.
+   * whose condition failed. Transaction conflicts (another transaction on the same items, or the
+   * same idempotent transaction still in progress) are retried with full-jitter exponential
+   * backoff, bounded; when they outlast the retries, `Contention` (409 for a request, never 500).
+   * The writes are all-or-nothing, so a retry is safe.
    */
   async commit(): Promise<void> {
     if (this.items.length === 0) return;
@@ -79,29 +82,34 @@ export class Tx {
     for (let attempt = 0; ; attempt++) {
       try {
         await db().send(new TransactWriteCommand({ TransactItems: this.items }));
+        recordCommitted(this.items);
         return;
       } catch (err) {
-        if (err instanceof TransactionCanceledException || (err as Error).name === 'TransactionCanceledException') {
+        const name = (err as Error).name;
+        let contended = name === 'TransactionInProgressException' || name === 'TransactionConflictException';
+        if (err instanceof TransactionCanceledException || name === 'TransactionCanceledException') {
           const reasons = (err as TransactionCanceledException).CancellationReasons ?? [];
           const failed = reasons
             .map((r, i) => (r.Code === 'ConditionalCheckFailed' ? this.labels[i] : undefined))
             .filter((x): x is string => !!x);
           if (failed.length > 0) throw new ConditionFailed(failed);
-          const conflict = reasons.some((r) => r.Code === 'TransactionConflict');
-          if (conflict && attempt < 8) {
-            await sleep(Math.random() * 20 * 2 ** attempt);
-            continue;
-          }
+          contended = reasons.some((r) => r.Code === 'TransactionConflict');
         }
-        if ((err as Error).name === 'TransactionInProgressException' && attempt < 8) {
-          await sleep(Math.random() * 20 * 2 ** attempt);
-          continue;
-        }
-        throw err;
+        if (!contended) throw err;
+        if (attempt + 1 >= COMMIT_ATTEMPTS) throw new Contention(attempt + 1);
+        await sleep(Math.random() * Math.min(MAX_BACKOFF_MS, BASE_BACKOFF_MS * 2 ** attempt));
       }
     }
   }
 }
+
+/** Bounded retries of a contended commit: full jitter, 20 ms doubling, capped at 500 ms (~2 s worst case). */
+export const COMMIT_ATTEMPTS = 9;
+const BASE_BACKOFF_MS = 20;
+const MAX_BACKOFF_MS = 500;
+
+/** True for an error that means "contention, retry later" (Tx gave up), as opposed to a fault. */
+export const isContention = (e: unknown): e is Contention => e instanceof Contention;
 
 function cond(opts: CondOpts) {
   return {

@@ -1,13 +1,13 @@
 /**
  * Files (spec "File", D29, D30, D54): one immutable item per approved uploaded file, created in the
  * approval transaction with its measured metadata and its annotations, never updated afterwards.
- * Download URLs are never stored: every listing signs fresh 7-day GETs for the file and its
- * keyframes; refresh_url signs the primary only (D30).
+ * Download URLs are never stored: every listing signs fresh 7-day CDN URLs for the file and its
+ * keyframes (D60, shared/cdn); refresh_url signs the primary only (D30).
  */
 import { keys, gsi, indexKeys } from '../db/keys';
 import { queryPage, listBody } from '../db/query';
 import { binding } from '../http/schemas';
-import { presignGet } from '../storage/s3';
+import { signDownloadUrl } from '../cdn';
 import type { FilePart, PlannedUpload, SubmissionItem } from '../work/model';
 
 type Item = Record<string, unknown>;
@@ -18,6 +18,7 @@ export interface FileKeyframe {
   width: number | null;
   height: number | null;
   key: string;
+  perceptual_hash?: string | null;
 }
 
 /** The File item for one approved upload (written once, in the approval transaction). */
@@ -51,6 +52,8 @@ export function fileItem(sub: SubmissionItem, upload: PlannedUpload, part: FileP
     ai_star_rating: stars,
     annotations: part.annotations ?? null,
     keyframes: part.keyframes ?? null,
+    perceptual_hash: part.perceptual_hash ?? null,
+    location_verified: part.location_verified ?? null,
     created_at: createdAt,
   };
 }
@@ -58,16 +61,17 @@ export function fileItem(sub: SubmissionItem, upload: PlannedUpload, part: FileP
 /** The File object with fresh 7-day URLs (D30). */
 export async function presentFile(f: Item) {
   const [main, keyframes] = await Promise.all([
-    presignGet(f.object_key as string, { filename: f.original_filename as string, contentType: f.content_type as string }),
+    signDownloadUrl(f.object_key as string, { filename: f.original_filename as string }),
     Array.isArray(f.keyframes)
       ? Promise.all(
           (f.keyframes as FileKeyframe[]).map(async (k) => {
-            const u = await presignGet(k.key, { contentType: 'image/png' });
+            const u = await signDownloadUrl(k.key, { filename: `${f.id as string}-keyframe-${k.index}.png` });
             return {
               index: k.index,
               timestamp_seconds: k.timestamp_seconds ?? null,
               width: k.width ?? null,
               height: k.height ?? null,
+              perceptual_hash: k.perceptual_hash ?? null,
               download_url: u.url,
               download_url_expires_at: u.expires_at,
             };
@@ -91,6 +95,8 @@ export async function presentFile(f: Item) {
     ai_star_rating: Number(f.ai_star_rating),
     device_info: f.device_info as object,
     worker_region: (f.worker_region as string | null) ?? null,
+    perceptual_hash: (f.perceptual_hash as string | null | undefined) ?? null,
+    location_verified: (f.location_verified as boolean | null | undefined) ?? null,
     download_url: main.url,
     download_url_expires_at: main.expires_at,
     annotations: (f.annotations as object | null) ?? null,
@@ -115,7 +121,7 @@ export async function listFilesForJob(jobId: string, q: { min_score: number; lim
 
 /** POST /v1/files/{id}/refresh_url (D30): the primary URL only. */
 export async function refreshFileUrl(f: Item) {
-  const u = await presignGet(f.object_key as string, { filename: f.original_filename as string, contentType: f.content_type as string });
+  const u = await signDownloadUrl(f.object_key as string, { filename: f.original_filename as string });
   return { object: 'file_url' as const, id: f.id as string, download_url: u.url, download_url_expires_at: u.expires_at };
 }
 
@@ -123,5 +129,5 @@ export async function refreshFileUrl(f: Item) {
 export async function approvedFileUrl(s: SubmissionItem): Promise<string | null> {
   if (s.status !== 'approved' || !s.uploads?.length) return null;
   const u = s.uploads[0]!;
-  return (await presignGet(u.key, { filename: u.filename, contentType: u.content_type })).url;
+  return (await signDownloadUrl(u.key, { filename: u.filename })).url;
 }

@@ -13,6 +13,7 @@ import { resource } from './middlewares/resource';
 import { validation, type Schemas } from './middlewares/validate';
 import { idempotency } from './middlewares/idempotency';
 import { state, type ApiResult, type ApiState } from './state';
+import { decodePathParams } from './params';
 import type { MutationContext } from '../context';
 import type { Actor, BuyerPrincipal, WorkerPrincipal } from '../types';
 import type { ZodType, infer as Infer } from 'zod';
@@ -62,7 +63,7 @@ export function route<S extends Schemas>(
       requestId: s.requestId,
       body: s.body as Out<S['body']>,
       query: s.query as Out<S['query']>,
-      params: s.params,
+      params: decodePathParams(s.params),
       headers: s.headers,
       sourceIp: s.sourceIp,
       buyer: s.principal as BuyerPrincipal,

@@ -30,7 +30,17 @@ const location = z.strictObject({
   description: optional(z.string().max(500)),
 });
 
-const metadataValue = z.union([z.string().max(500), z.number(), z.boolean(), z.null()]);
+/**
+ * Metadata numbers are stored as DynamoDB numbers and echoed as JSON: only values every JSON
+ * reader takes exactly (|n| ≤ 2^53 − 1) and the table can store (non-zero |n| ≥ 1e-130) are
+ * accepted; others are a validation error on the field (issue 11.4), never a failed write.
+ */
+const metadataNumber = z
+  .number()
+  .min(-Number.MAX_SAFE_INTEGER, { message: `Metadata numbers must be between -${Number.MAX_SAFE_INTEGER} and ${Number.MAX_SAFE_INTEGER}; send larger values as strings.` })
+  .max(Number.MAX_SAFE_INTEGER, { message: `Metadata numbers must be between -${Number.MAX_SAFE_INTEGER} and ${Number.MAX_SAFE_INTEGER}; send larger values as strings.` })
+  .refine((n) => n === 0 || Math.abs(n) >= 1e-130, { message: 'This number is too close to zero to store; send it as a string.' });
+const metadataValue = z.union([z.string().max(500), metadataNumber, z.boolean(), z.null()]);
 
 export const createJobBody = z.strictObject({
   type: z.enum(['data_collection', 'feedback']),

@@ -14,7 +14,7 @@ import { keys } from '../db/keys';
 import { nowIso } from '../clock';
 import { emit } from '../outbox';
 import { audit } from '../audit';
-import { ApiError, errors } from '../errors';
+import { ApiError, ConditionFailed, errors } from '../errors';
 import { writeLedgerRow, lotKey, creditLot, type Lot } from './lots';
 import type { BalanceSnapshot } from './balance';
 import { ACTIVE_STATUSES, availability, freeSlots, jobIndex, type EscrowSource, type JobItem, type JobStatus } from '../jobs/model';
@@ -72,7 +72,11 @@ export function addEscrow(
 ): EscrowSource[] {
   const { orgId, env, jobId, amount, snapshot } = input;
   const plan = planDraw(snapshot.lots, amount);
-  if (!plan) throw new Error('addEscrow: the lots do not hold the amount; check the balance first');
+  // The balance and its lots are read side by side, not atomically: a creation that committed
+  // between the two reads leaves a balance that covers the amount over lots that no longer do.
+  // That is a stale snapshot (re-read and run again, or 402 once the balance really is short),
+  // never a fault (issue 11.4).
+  if (!plan) throw new ConditionFailed(['balance']);
   if (plan.length > MAX_LOTS_PER_ESCROW) {
     throw errors.conflict(`Escrowing this job would draw from more than ${MAX_LOTS_PER_ESCROW} credit lots; create a smaller job.`);
   }

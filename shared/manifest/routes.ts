@@ -155,26 +155,26 @@ export const ROUTES: readonly RouteDef[] = [
   }),
   buyer('jobs.files.list', 'GET', '/v1/jobs/{job_id}/files', 'functions/files/list-for-job.ts', 'jobs:read', {
     resource: { param: 'job_id', kind: 'job' },
-    access: { table: 'read', bucket: 'read' },
+    access: { table: 'read', cdnSign: true },
   }),
   buyer('jobs.submissions.list', 'GET', '/v1/jobs/{job_id}/submissions', 'functions/submissions/list-for-job.ts', 'jobs:read', {
     resource: { param: 'job_id', kind: 'job' },
-    access: { table: 'read', bucket: 'read' }, // signs file_url
+    access: { table: 'read', cdnSign: true }, // signs file_url (a CDN URL: no bucket access)
   }),
   buyer('files.refresh_url', 'POST', '/v1/files/{file_id}/refresh_url', 'functions/files/refresh-url.ts', 'jobs:read', {
     idempotency: 'optional',
     resource: { param: 'file_id', kind: 'file' },
-    access: { table: 'write', bucket: 'read' },
+    access: { table: 'write', cdnSign: true },
   }),
 
   // --- Submissions (D8: scope jobs:read) ---
   buyer('submissions.list', 'GET', '/v1/submissions', 'functions/submissions/list.ts', 'jobs:read', {
-    access: { table: 'read', bucket: 'read' }, // signs file_url
+    access: { table: 'read', cdnSign: true }, // signs file_url (a CDN URL: no bucket access)
   }),
   buyer('submissions.summary', 'GET', '/v1/submissions/summary', 'functions/submissions/summary.ts', 'jobs:read'),
   buyer('submissions.get', 'GET', '/v1/submissions/{submission_id}', 'functions/submissions/get.ts', 'jobs:read', {
     resource: { param: 'submission_id', kind: 'submission' },
-    access: { table: 'read', bucket: 'read' }, // signs file_url
+    access: { table: 'read', cdnSign: true }, // signs file_url (a CDN URL: no bucket access)
   }),
 
   // --- API keys (D5, D6) ---
@@ -284,7 +284,9 @@ export function routeLogicalName(r: Pick<RouteDef, 'id'>): string {
 
 /**
  * Match a concrete path against a manifest path template. Literal segments win over parameters,
- * so `/v1/submissions/summary` is not taken for `/v1/submissions/{submission_id}`.
+ * so `/v1/submissions/summary` is not taken for `/v1/submissions/{submission_id}`. Parameters are
+ * the raw segments, still percent-encoded, as API Gateway hands them over: the handler side
+ * decodes them once, defensively (shared/http/params.ts), so a malformed escape is a 404 there.
  */
 export function matchRoute(
   method: string,
@@ -303,7 +305,7 @@ export function matchRoute(
       const t = tsegs[i]!;
       const s = segs[i]!;
       if (t.startsWith('{') && t.endsWith('}')) {
-        params[t.slice(1, -1)] = decodeURIComponent(s);
+        params[t.slice(1, -1)] = s;
       } else if (t === s) {
         literals++;
       } else {

@@ -60,9 +60,15 @@ export interface QueueDef {
   batchSize: number;
   /** Queue-level delivery delay (seconds). */
   deliveryDelaySeconds?: number;
-  /** Consumer Lambda timeout; must stay below the visibility timeout. */
+  /** Consumer Lambda timeout; the visibility timeout is at least 6 × this (AWS guidance). */
   consumerTimeoutSeconds: number;
   consumerMemoryMb: number;
+  /**
+   * Most consumer invocations at once (the event source mapping's maximum concurrency). Absent:
+   * deployed, Lambda scales as it likes; locally, one per core (the consumer is CPU-bound). Set it
+   * for a consumer that mostly waits on the network, so that slow peers hold a slot each, not all.
+   */
+  maxConcurrency?: number;
   /** Dead-letter depth at or above which the alarm fires. */
   dlqAlarmThreshold: number;
   access: { table: 'read' | 'write'; bucket?: 'read' | 'read-write'; bedrock?: boolean; sendTo?: string[] } & KeyAccess;
@@ -118,9 +124,11 @@ export const QUEUES: readonly QueueDef[] = [
   {
     name: 'scoring',
     consumer: 'functions/pipeline/score.ts',
-    visibilityTimeoutSeconds: 180,
-    // D66: with the consumer's backoff (30 s doubling, 15 min cap) 8 receives ride out ~45 minutes
-    // of provider outage before the message waits in the DLQ for a redrive.
+    // At least 6 × the consumer timeout (AWS guidance for Lambda event sources, checked by the stack).
+    visibilityTimeoutSeconds: 720,
+    // D66: failed messages come back with the consumer's backoff (30 s doubling, 15 min cap,
+    // shared/work/consumer.ts), so 8 receives ride out ~45 minutes of provider outage before the
+    // message waits in the DLQ for a redrive (docs/scoring.md).
     maxReceiveCount: 8,
     batchSize: 5,
     consumerTimeoutSeconds: 120,
@@ -141,7 +149,7 @@ export const QUEUES: readonly QueueDef[] = [
   {
     name: 'annotation',
     consumer: 'functions/pipeline/annotate.ts',
-    visibilityTimeoutSeconds: 300,
+    visibilityTimeoutSeconds: 1440,
     maxReceiveCount: 5,
     batchSize: 2,
     consumerTimeoutSeconds: 240,
@@ -169,10 +177,11 @@ export const QUEUES: readonly QueueDef[] = [
     // scoring resumes (sendTo scoring). Bedrock derives topics, keywords and emotion tone.
     name: 'transcription',
     consumer: 'functions/pipeline/transcribed.ts',
-    visibilityTimeoutSeconds: 120,
+    // At least 6 × the consumer timeout (checked by the stack).
+    visibilityTimeoutSeconds: 360,
     maxReceiveCount: 8,
     batchSize: 5,
-    consumerTimeoutSeconds: 90,
+    consumerTimeoutSeconds: 60,
     consumerMemoryMb: 512,
     dlqAlarmThreshold: 1,
     access: { table: 'write', bucket: 'read', bedrock: true, sendTo: ['scoring'] },
@@ -181,18 +190,21 @@ export const QUEUES: readonly QueueDef[] = [
     name: 'webhooks',
     consumer: 'functions/webhooks/dispatch.ts',
     // D37: 15 s receiver timeout per attempt; a batch of 10 sends in parallel.
-    visibilityTimeoutSeconds: 60,
+    visibilityTimeoutSeconds: 180,
     maxReceiveCount: 10,
     batchSize: 10,
     consumerTimeoutSeconds: 30,
     consumerMemoryMb: 512,
+    // Waiting on receivers, not the CPU: a hanging receiver holds one invocation for up to 15 s,
+    // the others go on delivering (issue 11.6).
+    maxConcurrency: 20,
     dlqAlarmThreshold: 1,
     access: { table: 'write', sendTo: ['webhooks'] },
   },
   {
     name: 'sandbox',
     consumer: 'functions/sandbox/simulate.ts',
-    visibilityTimeoutSeconds: 120,
+    visibilityTimeoutSeconds: 360,
     maxReceiveCount: 5,
     batchSize: 1,
     // D40: the simulated worker arrives about SANDBOX_DELAY_SECONDS after creation.

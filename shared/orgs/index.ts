@@ -80,7 +80,18 @@ type Settings = {
   auto_top_up_amount_cents: number;
 };
 
-function presentSettings(orgId: string, item: Record<string, unknown> | undefined) {
+/**
+ * D59: `updated_at` is never null. An object that was never changed (a brand-new organization's
+ * settings or balance) was last updated when the organization was created.
+ */
+export async function organizationCreatedAt(orgId: string): Promise<string> {
+  const out = await db().send(new GetCommand({ TableName: tableName(), Key: keys.organization(orgId), ProjectionExpression: 'created_at' }));
+  const at = out.Item?.created_at as string | undefined;
+  if (!at) throw new Error(`organization ${orgId} has no created_at`);
+  return at;
+}
+
+function presentSettings(orgId: string, item: Record<string, unknown> | undefined, createdAt: string) {
   return {
     object: 'organization_settings' as const,
     organization_id: orgId,
@@ -88,13 +99,14 @@ function presentSettings(orgId: string, item: Record<string, unknown> | undefine
     auto_top_up_threshold_cents:
       (item?.auto_top_up_threshold_cents as number | undefined) ?? SETTINGS_DEFAULTS.auto_top_up_threshold_cents,
     auto_top_up_amount_cents: (item?.auto_top_up_amount_cents as number | undefined) ?? SETTINGS_DEFAULTS.auto_top_up_amount_cents,
-    updated_at: (item?.updated_at as string | undefined) ?? null,
+    updated_at: (item?.updated_at as string | undefined) ?? createdAt,
   };
 }
 
 export async function getSettings(orgId: string) {
   const out = await db().send(new GetCommand({ TableName: tableName(), Key: keys.settings(orgId), ConsistentRead: true }));
-  return presentSettings(orgId, out.Item);
+  const updated = out.Item?.updated_at as string | undefined;
+  return presentSettings(orgId, out.Item, updated ?? (await organizationCreatedAt(orgId)));
 }
 
 export async function updateSettings(ctx: MutationContext, p: BuyerPrincipal, patch: Partial<Settings>) {
@@ -120,5 +132,5 @@ export async function updateSettings(ctx: MutationContext, p: BuyerPrincipal, pa
     data: { changes: patch },
   });
   await tx.commit();
-  return presentSettings(p.orgId, next);
+  return presentSettings(p.orgId, next, next.updated_at);
 }

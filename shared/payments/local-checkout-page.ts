@@ -11,6 +11,7 @@ import { confirmCheckout, getSession } from '../billing/checkout';
 import { paymentProvider } from '../billing/provider';
 import { logger } from '../logger';
 import { now } from '../clock';
+import { decodePathParam } from '../http/params';
 
 const PATH = /^\/checkout\/([^/]+)(\/pay)?\/?$/;
 
@@ -72,7 +73,7 @@ async function pay(req: IncomingMessage, res: ServerResponse, id: string): Promi
 export async function localCheckoutPage(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
   const m = PATH.exec(new URL(req.url ?? '/', 'http://local').pathname);
   if (!m) return false;
-  const id = decodeURIComponent(m[1]!);
+  const id = decodePathParam(m[1]!) ?? ''; // a malformed escape names no session: 404, not a crash
   try {
     if (!isId('checkoutSession', id)) page(res, 404, 'Checkout not found', '<p>No such checkout session.</p>');
     else if (!m[2] && req.method === 'GET') await show(res, id);

@@ -5,11 +5,19 @@
  * - PNG: a tEXt chunk before IEND (with its CRC).
  * - GIF: a Comment Extension before the trailer.
  * - WebP: a trailing unknown RIFF chunk is not allowed in simple WebP, so the nonce goes into EXIF
- *   by re-encoding losslessly-enough with sharp (quality kept high).
+ *   while the image is re-encoded (quality kept high) by `perceptuallyDistinct`.
  * - MP3: an ID3v2.3 tag with a TXXX frame in front.
  * - WAV: a LIST/INFO chunk appended, RIFF size updated.
  * - MP4 / MOV / M4A: a top-level `free` box appended.
+ *
+ * D69: images must also be perceptually distinct, or the near-duplicate check would reject every
+ * simulated image after the first one approved in the organization. So an image is first
+ * re-rendered with a nonce-derived 8×8 grid of light and dark cells blended over the sample
+ * (`perceptuallyDistinct`): its 64-bit perceptual hash is then dominated by the grid, and two
+ * simulated images differ in about half of the bits (test/pipeline/near-duplicate.test.ts checks
+ * a few hundred pairwise). The nonce is still written into the container as above.
  */
+import { createHash } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 
 function u32be(n: number): Buffer {
@@ -44,11 +52,6 @@ function gif(bytes: Buffer, nonce: Buffer): Buffer {
   return Buffer.concat([bytes.subarray(0, bytes.length - 1), Buffer.from([0x21, 0xfe]), ...blocks, Buffer.from([0x00, 0x3b])]);
 }
 
-async function webp(bytes: Buffer, nonce: Buffer): Promise<Buffer> {
-  const { default: sharp } = await import('sharp');
-  return sharp(bytes).webp({ quality: 90 }).withExif({ IFD0: { ImageDescription: nonce.toString('latin1') } }).toBuffer();
-}
-
 function mp3(bytes: Buffer, nonce: Buffer): Buffer {
   // ID3v2.3 TXXX frame: encoding 0 (ISO-8859-1), empty description, value.
   const value = Buffer.concat([Buffer.from([0]), Buffer.from('\0', 'latin1'), nonce]);
@@ -80,9 +83,46 @@ function isoBmff(bytes: Buffer, nonce: Buffer): Buffer {
   return Buffer.concat([bytes, u32be(8 + nonce.length), Buffer.from('free', 'latin1'), nonce]);
 }
 
+/** Grid cells: 8 × 8, one bit of the nonce's SHA-256 each. */
+const GRID = 8;
+
+/** The image re-rendered with a nonce-derived grid blended over it, in its own format. */
+export async function perceptuallyDistinct(contentType: string, bytes: Buffer, nonce: string, webpExif?: Buffer): Promise<Buffer> {
+  const { default: sharp } = await import('sharp');
+  const img = sharp(bytes, { failOn: 'none' });
+  const meta = await img.metadata();
+  const width = meta.width ?? 64;
+  const height = meta.height ?? 64;
+  const bits = createHash('sha256').update(`sandbox-grid:${nonce}`).digest();
+  const cells = Buffer.alloc(GRID * GRID * 4);
+  for (let i = 0; i < GRID * GRID; i++) {
+    const on = (bits[i >> 3]! >> (i & 7)) & 1;
+    cells.fill(on ? 255 : 0, i * 4, i * 4 + 3);
+    cells[i * 4 + 3] = 150; // about 60 % opaque: the grid dominates the coarse structure
+  }
+  const overlay = await sharp(cells, { raw: { width: GRID, height: GRID, channels: 4 } })
+    .resize(width, height, { kernel: 'nearest', fit: 'fill' })
+    .png()
+    .toBuffer();
+  const out = img.composite([{ input: overlay }]);
+  switch (contentType) {
+    case 'image/jpeg':
+      return out.jpeg({ quality: 90 }).toBuffer();
+    case 'image/png':
+      return out.png().toBuffer();
+    case 'image/gif':
+      return out.gif().toBuffer();
+    default:
+      // WebP: one encode, with the nonce in EXIF (see `webp` below).
+      return out.webp({ quality: 90 }).withExif({ IFD0: { ImageDescription: (webpExif ?? Buffer.from(nonce)).toString('latin1') } }).toBuffer();
+  }
+}
+
 /** The sample's bytes with `nonce` embedded; still a valid file of the same content type. */
 export async function uniqueBytes(contentType: string, bytes: Buffer, nonce: string): Promise<Buffer> {
   const n = Buffer.from(`sandbox:${nonce}`, 'latin1');
+  if (contentType === 'image/webp') return perceptuallyDistinct(contentType, bytes, nonce, n);
+  if (contentType.startsWith('image/')) bytes = await perceptuallyDistinct(contentType, bytes, nonce);
   switch (contentType) {
     case 'image/jpeg':
       return jpeg(bytes, n);
@@ -90,8 +130,6 @@ export async function uniqueBytes(contentType: string, bytes: Buffer, nonce: str
       return png(bytes, n);
     case 'image/gif':
       return gif(bytes, n);
-    case 'image/webp':
-      return webp(bytes, n);
     case 'audio/mpeg':
       return mp3(bytes, n);
     case 'audio/wav':

@@ -1,6 +1,6 @@
 /**
- * The media bucket: one S3 client per process (lazy), object keys of the pipeline, and pre-signed
- * URLs. Path-style addressing and the local credentials when `S3_ENDPOINT` is set (the s3rver
+ * The media bucket: one S3 client per process (lazy), object keys of the pipeline, pre-signed
+ * upload URLs and (through shared/cdn) the download URLs. Path-style addressing and the local credentials when `S3_ENDPOINT` is set (the s3rver
  * emulator of the local runtime); the Lambda role's credentials otherwise.
  *
  * Object layout (BUCKET_PREFIXES in the wiring; only `uploads/` starts the pipeline, D54):
@@ -18,9 +18,11 @@ import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { config } from '../config';
 import { addMs, now } from '../clock';
 import { BUCKET_PREFIXES } from '../manifest/wiring';
+import { DOWNLOAD_URL_TTL_SECONDS, signDownloadUrl, type DownloadUrlOptions as CdnUrlOptions, type SignedUrl } from '../cdn';
 
-/** D30: download URLs are valid 7 days (also SigV4's maximum). */
-export const DOWNLOAD_URL_TTL_SECONDS = 7 * 24 * 3600;
+export { DOWNLOAD_URL_TTL_SECONDS, signDownloadUrl, type SignedUrl };
+/** Options of a download URL; `contentType` is accepted for older callers, the stored type is served. */
+export type DownloadUrlOptions = CdnUrlOptions & { contentType?: string | null };
 /** D24: pre-signed upload URLs (large files) are valid 1 hour. */
 export const UPLOAD_URL_TTL_SECONDS = 3600;
 
@@ -31,6 +33,11 @@ export function s3(): S3Client {
     const c = config();
     client = new S3Client({
       region: c.region,
+      // D61: no flexible checksums unless an operation requires one (DeleteObjects). Otherwise the
+      // SDK puts the CRC32 of an EMPTY body into every pre-signed PUT URL, which S3 then refuses
+      // for any real body; and no response validation of checksums S3 did not compute.
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
       ...(c.s3Endpoint
         ? { endpoint: c.s3Endpoint, forcePathStyle: true, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }
         : {}),
@@ -71,8 +78,11 @@ export function parseUploadKey(key: string): { subId: string; round: string; fil
   return m ? { subId: m[1]!, round: m[2]!, fileId: m[3]! } : null;
 }
 
+/** Stored objects default to `Content-Disposition: attachment` (download URLs add the file name). */
 export async function putObject(key: string, body: Buffer, contentType: string): Promise<void> {
-  await s3().send(new PutObjectCommand({ Bucket: bucket(), Key: key, Body: body, ContentType: contentType, ContentLength: body.length }));
+  await s3().send(
+    new PutObjectCommand({ Bucket: bucket(), Key: key, Body: body, ContentType: contentType, ContentLength: body.length, ContentDisposition: 'attachment' }),
+  );
 }
 
 export async function getObjectBytes(key: string): Promise<Buffer> {
@@ -97,43 +107,29 @@ export async function deleteObjects(keys: string[]): Promise<void> {
   await s3().send(new DeleteObjectsCommand({ Bucket: bucket(), Delete: { Objects: keys.map((Key) => ({ Key })), Quiet: true } }));
 }
 
-export interface SignedUrl {
-  url: string;
-  expires_at: string;
-}
-
 /**
- * D30: a pre-signed GET valid 7 days, served with the worker's file name.
- * Deployed, the URL lives only as long as the credentials that signed it: sign with a dedicated
- * long-lived signing identity (see the pipeline notes), not the Lambda role's session.
+ * D60: the one function that hands out download URLs (files, keyframes, exports): a CDN signed
+ * URL valid 7 days, served with `Content-Disposition: attachment` (and the file name when given)
+ * and the type the object was stored with. Kept under this name for the callers of the first round.
  */
-export async function presignGet(key: string, opts: { filename?: string | null; contentType?: string | null } = {}): Promise<SignedUrl> {
-  const expires = addMs(now(), DOWNLOAD_URL_TTL_SECONDS * 1000);
-  const filename = opts.filename?.replace(/["\\\r\n]/g, '_');
-  const url = await getSignedUrl(
-    s3(),
-    new GetObjectCommand({
-      Bucket: bucket(),
-      Key: key,
-      ...(filename ? { ResponseContentDisposition: `attachment; filename="${filename}"` } : {}),
-      ...(opts.contentType ? { ResponseContentType: opts.contentType } : {}),
-    }),
-    { expiresIn: DOWNLOAD_URL_TTL_SECONDS, signingDate: now() },
-  );
-  return { url, expires_at: expires.toISOString() };
+export async function presignGet(key: string, opts: DownloadUrlOptions = {}): Promise<SignedUrl> {
+  return signDownloadUrl(key, { filename: opts.filename });
 }
 
 /**
- * D24/D25: a pre-signed PUT for one large file. Content-Length and Content-Type are signed, so S3
- * refuses a body of another size or type (the size condition); the magic bytes are checked by the
- * pipeline when the object lands.
+ * D24/D25/D61: a pre-signed PUT for one large file. Content-Length and Content-Type are signed, so
+ * S3 refuses a body of another size or type; no checksum parameter is in the URL (the client
+ * config above), so any client that sends exactly these two headers and the bytes succeeds. The
+ * magic bytes are checked by the pipeline when the object lands.
  */
 export async function presignPut(key: string, contentType: string, sizeBytes: number): Promise<SignedUrl & { method: 'PUT'; headers: Record<string, string> }> {
-  const expires = addMs(now(), UPLOAD_URL_TTL_SECONDS * 1000);
+  // SigV4 dates have whole seconds: sign at one, so `expires_at` is exactly when S3 stops accepting.
+  const signedAt = new Date(Math.floor(now().getTime() / 1000) * 1000);
+  const expires = addMs(signedAt, UPLOAD_URL_TTL_SECONDS * 1000);
   const url = await getSignedUrl(
     s3(),
     new PutObjectCommand({ Bucket: bucket(), Key: key, ContentType: contentType, ContentLength: sizeBytes }),
-    { expiresIn: UPLOAD_URL_TTL_SECONDS, signingDate: now(), signableHeaders: new Set(['content-type', 'content-length']) },
+    { expiresIn: UPLOAD_URL_TTL_SECONDS, signingDate: signedAt, signableHeaders: new Set(['content-type', 'content-length']) },
   );
   return {
     url,

@@ -15,7 +15,7 @@ import { audit } from '../audit';
 import { errors } from '../errors';
 import { recordResponse, type MutationContext } from '../context';
 import { allEndpoints, subscribes } from './endpoints';
-import { getEvent, newEntry, type DeliveryEntry } from './dispatcher';
+import { getEvent, newEntry, type DeliveryEntry } from './delivery-store';
 import { presentEvent } from './events';
 import { sendAttempt } from './queue';
 import type { BuyerPrincipal } from '../types';

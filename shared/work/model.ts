@@ -50,7 +50,11 @@ export interface FilePart {
   worker_region?: string | null;
   score?: ScoreResult;
   annotations?: Record<string, unknown> | null;
-  keyframes?: { index: number; timestamp_seconds: number; width: number; height: number; key: string }[] | null;
+  keyframes?: { index: number; timestamp_seconds: number; width: number; height: number; key: string; perceptual_hash?: string | null }[] | null;
+  /** D69: the image's 64-bit perceptual hash (16 hex), null for other media or undecodable bytes */
+  perceptual_hash?: string | null;
+  /** D70: GPS inside the job's radius (true), no GPS (false), the job has no point (null) */
+  location_verified?: boolean | null;
   /** the bytes failed the D25 checks when they landed (pre-signed uploads) */
   upload_error?: { code: string; message: string } | null;
   /** D65: the speech of an audio file or video sound track (the score waits while pending) */

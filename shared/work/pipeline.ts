@@ -33,6 +33,8 @@ import { precheck, precheckRejection, scorerFor, type ScoreResult, type Scorer, 
 import { injectScoringFault } from '../scoring/faults';
 import { jobNameFor, transcriberFor, transcriptKeyFor, type TranscriptionState } from '../speech';
 import { deleteObjects, getObjectBytes, objectKeys, parseUploadKey, putObject } from '../storage/s3';
+import { trustChecks, trustRejection, type TrustAttrs } from '../trust';
+import { perceptualHash } from '../trust/phash';
 import { getSubmissionItem } from './reservations';
 import { completeIfAllLanded } from './uploads';
 import { tryVerdict } from './verdict';
@@ -160,10 +162,13 @@ export interface PrecheckContext {
  * first rejection wins (1 star, its reason codes, no charge). Add further checks here, each in
  * its own module returning a `precheckRejection(...)` or null.
  */
-export async function prechecks(ctx: PrecheckContext): Promise<ScoreResult | null> {
-  const { sub, job, metadata } = ctx;
+export async function prechecks(ctx: PrecheckContext): Promise<{ rejection: ScoreResult | null; attrs: Partial<TrustAttrs> }> {
+  const { sub, upload, job, metadata, bytes } = ctx;
   const dup = (await alreadyApproved(sub.job_id, metadata.content_hash)) ? [metadata.content_hash] : null;
-  return precheck(scoringJob(job), metadata, dup);
+  // D69/D70: organization-wide duplicates, near-duplicates, capture point (shared/trust).
+  const trust = await trustChecks({ orgId: sub.org_id, env: sub.environment, jobLocation: job.location, contentType: upload.content_type, bytes, metadata });
+  const rejection = precheck(scoringJob(job), metadata, dup) ?? (trust.failures.length ? trustRejection(trust.failures) : null);
+  return { rejection, attrs: trust.attrs };
 }
 
 /** Where the file's speech stands: already known, or started now (D65). */
@@ -211,6 +216,7 @@ export async function scoreObject(key: string): Promise<StageOutcome> {
   let metadata: (Record<string, unknown> & MediaMetadata) | null = null;
   let region: string | null = null;
   let transcription: TranscriptionState | undefined;
+  let trustAttrs: Partial<TrustAttrs> = {};
   try {
     metadata = plain(await measure(bytes, upload.content_type, sub.device ?? {}));
   } catch (err) {
@@ -222,7 +228,9 @@ export async function scoreObject(key: string): Promise<StageOutcome> {
     score = precheckRejection([{ code: 'unreadable_media', reason: `the file content is ${metadata.detected_content_type}, not the declared ${metadata.content_type}` }]);
   } else {
     region = await workerRegion(metadata.latitude, metadata.longitude).catch(() => null);
-    const pre = await prechecks({ sub, upload, job, metadata, bytes, region });
+    const checked = await prechecks({ sub, upload, job, metadata, bytes, region });
+    trustAttrs = checked.attrs;
+    const pre = checked.rejection;
     if (pre) score = pre;
     else {
       // D65: audio and video sound tracks are scored with their transcript; the provider waits for it.
@@ -258,7 +266,13 @@ export async function scoreObject(key: string): Promise<StageOutcome> {
   const stored = await writePart(
     sub,
     upload.file_id,
-    { metadata: metadata ?? fallbackMeta, score: JSON.parse(JSON.stringify(score)), worker_region: region, ...(transcription && !part.transcription ? { transcription: JSON.parse(JSON.stringify(transcription)) } : {}) },
+    {
+      metadata: metadata ?? fallbackMeta,
+      score: JSON.parse(JSON.stringify(score)),
+      worker_region: region,
+      ...trustAttrs,
+      ...(transcription && !part.transcription ? { transcription: JSON.parse(JSON.stringify(transcription)) } : {}),
+    },
     'score',
   );
   if (!stored) {
@@ -295,7 +309,8 @@ export async function annotateObject(key: string): Promise<StageOutcome> {
           frames.map(async (f) => {
             const k = objectKeys.keyframe(upload.file_id, f.index);
             await putObject(k, f.png, 'image/png');
-            return { index: f.index, timestamp_seconds: f.timestamp_seconds, width: f.width, height: f.height, key: k };
+            const ph = await perceptualHash(f.png).catch(() => null); // D69: every keyframe has one
+            return { index: f.index, timestamp_seconds: f.timestamp_seconds, width: f.width, height: f.height, key: k, perceptual_hash: ph };
           }),
         );
       }

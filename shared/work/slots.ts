@@ -15,7 +15,7 @@ import { nowIso } from '../clock';
 import { ConditionFailed } from '../errors';
 import { availability, freeSlots, jobIndex, type JobItem, type JobStatus } from '../jobs/model';
 import { getJobItem } from '../jobs';
-import { Tx } from '../db/tx';
+import { Tx, isContention } from '../db/tx';
 
 export interface SlotChange {
   /** Δ slots_reserved */
@@ -85,7 +85,7 @@ export async function withJobRetry<T>(jobId: string, build: (job: JobItem, attem
       // A failed condition on the job (our snapshot is stale) or a transaction conflict that
       // outlasted Tx.commit's own retries: re-read and rebuild.
       const stale = e instanceof ConditionFailed && e.reasons.includes('job');
-      const conflict = (e as Error)?.name === 'TransactionCanceledException';
+      const conflict = isContention(e);
       if ((stale || conflict) && attempt < maxAttempts) {
         await backoff(attempt);
         continue;

@@ -2,7 +2,9 @@
  * Uploads (D24, D25). Two ways in, one way on: the bytes land in S3 under `uploads/` and the S3
  * ObjectCreated event starts the pipeline (D54).
  *
- * - Direct: `multipart/form-data` through the API (small files: API Gateway takes 10 MB). Every
+ * - Direct: `multipart/form-data` through the API, at most 4 MiB in all (D61, ./upload-limits.ts:
+ *   a deployed Lambda takes 6 MB and the body arrives base64-encoded); larger bodies answer 413
+ *   `use_presigned_upload` before anything is read or written. Every
  *   D25 check (type by magic bytes against the declared type and the job's formats, size by
  *   category, file count) runs on the bytes BEFORE anything is written, so a refused upload is a
  *   400 `validation_error` that leaves nothing behind. Then: plan (new round + file ids on the
@@ -36,6 +38,7 @@ import { addSlotChange, withJobRetry } from './slots';
 import { getReservation, getRetryWindow, getSubmissionItem, reservationKey, type ReservationItem } from './reservations';
 import { presentWorkerSubmission, submissionIndexes, type DeviceFields, type PlannedUpload, type SubmissionItem } from './model';
 import { issuesToDetails } from '../http/middlewares/validate';
+import { isMultipart, MAX_MULTIPART_BODY_BYTES, multipartTooLarge } from './upload-limits';
 
 export type UploadMode = 'upload' | 'retry';
 
@@ -348,7 +351,9 @@ export async function handleUploadRequest(
   req: { headers: Record<string, string>; rawBody: Buffer | null; body: z.infer<typeof uploadBodySchema> },
 ): Promise<{ status: number; body: unknown }> {
   const ct = req.headers['content-type'] ?? '';
-  if (ct.toLowerCase().startsWith('multipart/form-data')) {
+  if (isMultipart(ct)) {
+    // D61: above 4 MiB a deployed function would not even receive the body; nothing is stored.
+    if ((req.rawBody?.length ?? 0) > MAX_MULTIPART_BODY_BYTES) throw multipartTooLarge();
     const parsed = await parseMultipartBody(req.rawBody ?? Buffer.alloc(0), ct);
     const unknown = parsed.files.find((f) => f.field !== 'file');
     if (unknown) throw errors.validation(`Unknown file field "${unknown.field}"; send files in the \`file\` field.`, [{ field: unknown.field, message: 'unknown field', code: 'unknown_field' }]);

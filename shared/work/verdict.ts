@@ -37,6 +37,7 @@ import { reasonCodesFromDimensions, sortReasonCodes, type Dimensions, type Reaso
 import { policyFinding, policyRejection } from '../scoring/policy';
 import { withSpeech } from '../speech/annotate';
 import { fileItem } from '../files';
+import { addApprovalIndexes } from '../trust';
 import { addSlotChange, reconcileAvailability, withJobRetry } from './slots';
 import { getSubmissionItem, reservationItem } from './reservations';
 import { RESERVATION_MS, type FilePart, type SubmissionItem } from './model';
@@ -209,9 +210,10 @@ async function approve(sub: SubmissionItem, job: JobItem, c: Combined): Promise<
   const n = sub.uploads.length;
   const cat = sub.category ?? categoryOf(sub.uploads[0]!.content_type);
   const payout = Number(job.worker_payout_per_file_cents) * n;
+  const payId = newId('payout');
   const at = submissionUpdate(tx, sub, 'approved', c, {
-    set: ['file_ids = :fids', 'payout_cents = :pay'],
-    values: { ':fids': sub.uploads.map((u) => u.file_id), ':pay': payout },
+    set: ['file_ids = :fids', 'payout_cents = :pay', 'payout_id = :pid'],
+    values: { ':fids': sub.uploads.map((u) => u.file_id), ':pay': payout, ':pid': payId },
   });
   for (const u of sub.uploads) {
     const part = sub.parts[u.file_id]!;
@@ -225,6 +227,8 @@ async function approve(sub: SubmissionItem, job: JobItem, c: Combined): Promise<
       created_at: at,
     });
   }
+  // D26/D69: identical bytes and near-copies are refused organization-wide from now on.
+  addApprovalIndexes(tx, sub.org_id, sub.environment, sub.uploads.map((u) => approvedRef(sub, u.file_id)), at);
   addApprovalCharges(tx, {
     job,
     submissionId: sub.id,
@@ -232,7 +236,6 @@ async function approve(sub: SubmissionItem, job: JobItem, c: Combined): Promise<
     pendingReleased: Number(sub.slots_held ?? n),
     jobUpdate: summaryClauses(cat, 'approved', c.stars),
   });
-  const payId = newId('payout');
   tx.create('payout', {
     ...keys.workerPayout(sub.worker_id, payId),
     entity: 'worker_payout',
@@ -258,6 +261,13 @@ async function approve(sub: SubmissionItem, job: JobItem, c: Combined): Promise<
   await tx.commit();
   await reconcileAvailability(job.id).catch((err: Error) => logger.error('reconcile availability failed', { error: err, job_id: job.id }));
   return 'approved';
+}
+
+/** What the trust indexes need of an approved file (shared/trust). */
+export function approvedRef(sub: SubmissionItem, fileId: string) {
+  const u = sub.uploads.find((x) => x.file_id === fileId)!;
+  const part = sub.parts[fileId]!;
+  return { fileId, submissionId: sub.id, jobId: sub.job_id, contentHash: part.metadata?.content_hash ?? '', perceptualHash: part.perceptual_hash ?? null, contentType: u.content_type };
 }
 
 async function reject(sub: SubmissionItem, job: JobItem, c: Combined): Promise<Verdict> {

@@ -22,6 +22,13 @@ test('GET /v1/billing/credits: available, held, total, currency and updated_at (
   expect(r.headers['x-service-credits-remaining']).toBe('250');
 });
 
+test('D59: a brand-new balance shows updated_at = the creation time, never null (test environment, never moved)', async () => {
+  const b = await newBuyer(rt, { verified: false });
+  const r = await rt.request('GET', '/v1/billing/credits', { key: b.test });
+  expect(r.json).toMatchObject({ available_cents: 0, held_cents: 0 });
+  expect(r.json.updated_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+});
+
 test('D32: purchase returns a checkout session with the bonus of the highest pack at or below the amount', async () => {
   const b = await newBuyer(rt, { verified: false });
   const r = await post(rt, b.live, '/v1/billing/credits/purchase', { amount_cents: 7_499 });

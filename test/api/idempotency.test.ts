@@ -119,3 +119,35 @@ test('signup honours an Idempotency-Key when sent (D10)', async () => {
   expect(again.json.organization.id).toBe(first.json.organization.id);
   expect(again.headers['idempotent-replayed']).toBe('true');
 });
+
+describe('a body refused by validation is an outcome like any other 4xx (D11)', () => {
+  test('the second identical POST /v1/jobs with a too-short description replays the stored 400', async () => {
+    const k = idemKey();
+    const body = { type: 'data_collection', description: 'x', files_needed: 10, accepted_formats: ['image/jpeg'], price_per_file_cents: 20 };
+    const first = await rt.request('POST', '/v1/jobs', { key: a.live, body, headers: { 'Idempotency-Key': k } });
+    const again = await rt.request('POST', '/v1/jobs', { key: a.live, body, headers: { 'Idempotency-Key': k } });
+    expect(first.status).toBe(400);
+    expect(first.json.error.type).toBe('validation_error');
+    expect(again.status).toBe(400);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.json).toEqual(first.json);
+    expect(again.headers['x-request-id']).toBe(first.headers['x-request-id']);
+  });
+
+  test('malformed JSON under a key is stored too, and the key then refuses another body', async () => {
+    const k = idemKey();
+    const first = await rt.request('POST', '/v1/api_keys', { key: a.live, body: '{"name":', headers: { 'Idempotency-Key': k, 'Content-Type': 'application/json' } });
+    const again = await rt.request('POST', '/v1/api_keys', { key: a.live, body: '{"name":', headers: { 'Idempotency-Key': k, 'Content-Type': 'application/json' } });
+    const other = await rt.request('POST', '/v1/api_keys', { key: a.live, body: { name: 'fine' }, headers: { 'Idempotency-Key': k } });
+    expect([first.status, first.json.error.type]).toEqual([400, 'invalid_request']);
+    expect([again.status, again.headers['idempotent-replayed']]).toEqual([400, 'true']);
+    expect(other.status).toBe(409);
+    expect(other.json.error.type).toBe('idempotency_conflict');
+  });
+
+  test('without a key the refused body is still a plain 400 naming the field', async () => {
+    const r = await rt.request('POST', '/v1/auth/signup', { body: { name: 'No email' } });
+    expect(r.status).toBe(400);
+    expect(r.json.error.details.map((d: { field: string }) => d.field)).toContain('email');
+  });
+});

@@ -18,7 +18,7 @@ afterEach(() => clock.reset());
 const post = (path: string, key: string, body?: unknown) => rt.request('POST', path, { key, body, headers: { 'Idempotency-Key': idemKey() } });
 
 describe('organization settings (D34, D52)', () => {
-  test('GET answers the defaults of D52', async () => {
+  test('GET answers the defaults of D52; updated_at is the creation time until the first change (D59)', async () => {
     const org = await signupBuyer(rt);
     const r = await rt.request('GET', '/v1/organization/settings', { key: org.live });
     expect(r.status).toBe(200);
@@ -28,7 +28,7 @@ describe('organization settings (D34, D52)', () => {
       auto_top_up_enabled: false,
       auto_top_up_threshold_cents: 1000,
       auto_top_up_amount_cents: 5000,
-      updated_at: null,
+      updated_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
     });
   });
 

@@ -4,22 +4,10 @@
  * Resources are collected from every stack of the tree (nested stacks included), so the checks
  * hold however lib/ splits the app.
  */
-import * as fs from 'node:fs';
-import * as path from 'node:path';
-import { App, Stack } from 'aws-cdk-lib';
-import { Template } from 'aws-cdk-lib/assertions';
-import { MarketplaceStack } from '../../lib/stack';
 import { QUEUES, RULES, queueByName } from '../../shared/manifest/wiring';
+import { flatten, synthesize, type Resource } from './support';
 
-type Resource = { Type: string; Properties: Record<string, any> };
-
-const ROOT = path.resolve(__dirname, '..', '..');
-const CDK_CONTEXT = JSON.parse(fs.readFileSync(path.join(ROOT, 'cdk.json'), 'utf8')).context as Record<string, unknown>;
-
-const app = new App({ context: { ...CDK_CONTEXT, ffmpegLayerArn: 'arn:aws:lambda:eu-west-1:123456789012:layer:ffmpeg-arm64:3', 'aws:cdk:bundling-stacks': [] } });
-const stack = new MarketplaceStack(app, 'TranscribeTestStack', {});
-const stacks = stack.node.findAll().filter((c): c is Stack => Stack.isStack(c));
-const resources: Record<string, Resource> = Object.assign({}, ...stacks.map((s) => Template.fromStack(s).toJSON().Resources ?? {}));
+const resources: Record<string, Resource> = flatten(synthesize());
 const ofType = (type: string) => Object.entries(resources).filter(([, r]) => r.Type === type);
 const json = (v: unknown) => JSON.stringify(v);
 

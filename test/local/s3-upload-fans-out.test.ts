@@ -13,7 +13,8 @@ describe('an S3 upload fans out to the scoring and annotation queues as an Event
   beforeAll(async () => {
     rt = await startTestRuntime({ enablePollers: false, enableStreams: false });
     const credentials = { accessKeyId: 'local', secretAccessKey: 'local' };
-    s3 = new S3Client({ endpoint: rt.s3Endpoint, forcePathStyle: true, region: 'us-east-1', credentials });
+    // Pre-signed PUTs carry no checksum a client cannot satisfy (D61): the app's S3 client setting.
+    s3 = new S3Client({ endpoint: rt.s3Endpoint, forcePathStyle: true, region: 'us-east-1', credentials, requestChecksumCalculation: 'WHEN_REQUIRED' });
     sqs = new SQSClient({ endpoint: rt.sqsEndpoint, region: 'us-east-1', credentials });
   });
 

@@ -1,5 +1,5 @@
 /** Builders for the worker / pipeline tests: workers, live jobs, media bytes, multipart bodies. */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import sharp, { type Sharp } from 'sharp';
 import { idemKey, signupBuyer, verifyPhone, uniqueEmail } from '../support/buyers';
 import type { TestRuntime } from '../support/harness';
@@ -36,20 +36,25 @@ export async function createJob(rt: TestRuntime, key: string, over: Record<strin
 
 /**
  * A detailed, well-exposed picture (gradients + a checker texture + discs), unique per `seed`,
- * which the local scorer rates ≥ 3 (D28). 640×480 keeps the shorter side ≥ 480 px.
+ * which the local scorer rates ≥ 3 (D28). 640×480 keeps the shorter side ≥ 480 px. Pictures of
+ * different seeds are also perceptually distinct (D69: a seed-derived 8×8 grid of lighter and
+ * darker cells sets the coarse structure), so they are never near-duplicates of each other.
  */
 export async function detailedJpeg(seed = randomBytes(4).readUInt32BE(0), w = 640, h = 480, exif?: Parameters<Sharp['withExif']>[0]): Promise<Buffer> {
   const px = Buffer.alloc(w * h * 3);
   const phase = (seed % 997) / 997;
+  const cells = createHash('sha256').update(`detailed:${seed}`).digest();
   for (let y = 0; y < h; y++) {
     for (let x = 0; x < w; x++) {
       const checker = ((x >> 4) + (y >> 4)) % 2 === 0 ? 40 : -40;
       const d = Math.hypot(x - w * (0.3 + 0.4 * phase), y - h / 2);
       const ring = Math.sin(d / 6) * 30;
+      const c = Math.floor((y * 8) / h) * 8 + Math.floor((x * 8) / w);
+      const cell = (cells[c >> 3]! >> (c & 7)) & 1 ? 30 : -30;
       const i = (y * w + x) * 3;
-      px[i] = clamp(90 + (x * 80) / w + checker + ring);
-      px[i + 1] = clamp(80 + (y * 90) / h + checker - ring);
-      px[i + 2] = clamp(140 - (x * 60) / w + ring);
+      px[i] = clamp(90 + (x * 80) / w + checker + ring + cell);
+      px[i + 1] = clamp(80 + (y * 90) / h + checker - ring + cell);
+      px[i + 2] = clamp(140 - (x * 60) / w + ring + cell);
     }
   }
   let img = sharp(px, { raw: { width: w, height: h, channels: 3 } }).jpeg({ quality: 90 });

@@ -13,7 +13,13 @@ import { parseConverseOutput } from '../../shared/scoring';
 import { detailedJpeg, hasFfmpeg, videoFixtures } from '../fixtures/media';
 import { annotationReplies } from '../fixtures/bedrock-annotation.published-format';
 
-const reply = (text: string): ConverseCommandOutput => ({ $metadata: {}, output: { message: { role: 'assistant', content: [{ text }] } }, stopReason: 'end_turn' });
+const reply = (text: string): ConverseCommandOutput => ({
+  $metadata: {},
+  output: { message: { role: 'assistant', content: [{ text }] } },
+  stopReason: 'end_turn',
+  usage: { inputTokens: 10, outputTokens: 10, totalTokens: 20 },
+  metrics: { latencyMs: 100 },
+});
 
 describe('honest annotation fields (D58)', () => {
   it('annotation_model names only the local detectors that ran on the file', async () => {

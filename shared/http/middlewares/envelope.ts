@@ -5,7 +5,7 @@
 import type middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { ZodError } from 'zod';
-import { ApiError, errors, ConditionFailed } from '../../errors';
+import { ApiError, errors, ConditionFailed, Contention } from '../../errors';
 import { newId } from '../../ids';
 import { logger } from '../../logger';
 import { setState, state, type ApiResult } from '../state';
@@ -17,6 +17,12 @@ export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
   if (err instanceof ZodError) {
     return errors.validation('The request is invalid.', err.issues.map((i) => ({ field: i.path.join('.'), message: i.message, code: i.code })));
+  }
+  if (err instanceof Contention) {
+    logger.warn('transaction contention outlasted the retries', { attempts: err.attempts });
+    return errors.conflict('Other requests are changing the same records right now; nothing was written. Retry the request.', [
+      { message: 'transaction conflict', code: 'transaction_conflict' },
+    ], { 'Retry-After': '1' });
   }
   if (err instanceof ConditionFailed) {
     logger.info('unmapped condition failure', { reasons: err.reasons });

@@ -11,6 +11,7 @@ import { state, type ApiResult } from '../state';
 import { errorBody, toApiError } from './envelope';
 import type { RouteDef } from '../../manifest/routes';
 import { logger } from '../../logger';
+import { takeParkedValidationError } from './validate';
 
 function scopeOf(s: ReturnType<typeof state>): string {
   const p = s.principal;
@@ -24,8 +25,11 @@ export function idempotency(route: RouteDef): middy.MiddlewareObj<APIGatewayProx
     before: async (request) => {
       if (route.idempotency === 'none') return;
       const s = state(request.event);
+      // D11: a body refused by validation is stored under the key like any other 4xx.
+      const refused = takeParkedValidationError(request.event);
       const key = s.headers['idempotency-key'];
       if (key === undefined || key === '') {
+        if (refused) throw refused;
         if (route.idempotency === 'required') {
           throw errors.validation('The Idempotency-Key header is required on this request.', [
             { field: 'Idempotency-Key', message: 'header is required', code: 'required' },
@@ -46,7 +50,10 @@ export function idempotency(route: RouteDef): middy.MiddlewareObj<APIGatewayProx
         successStatus: route.successStatus ?? 200,
       });
       if (r.kind === 'replay') s.replay = r.stored;
-      else s.idem = r.handle;
+      else {
+        s.idem = r.handle;
+        if (refused) throw refused;
+      }
     },
     after: async (request) => {
       const s = state(request.event);
@@ -65,8 +72,11 @@ export function idempotency(route: RouteDef): middy.MiddlewareObj<APIGatewayProx
       }
       if (!s.idem) return;
       const err = toApiError(request.error);
+      // A 409 that asks for a retry (Retry-After: contention, a stale snapshot) is not an outcome:
+      // storing it would replay "retry" to the retry forever, so the key is released like a 5xx.
+      const retryLater = err.status === 409 && err.headers?.['Retry-After'] !== undefined;
       try {
-        if (err.status >= 500) await s.idem.release();
+        if (err.status >= 500 || retryLater) await s.idem.release();
         else
           await s.idem.store({
             status: err.status,

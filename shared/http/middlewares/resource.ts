@@ -11,6 +11,7 @@ import { keys, type Key } from '../../db/keys';
 import { errors } from '../../errors';
 import { isId, type IdKind } from '../../ids';
 import { state } from '../state';
+import { decodePathParam } from '../params';
 import type { ResourceKind, RouteDef } from '../../manifest/routes';
 import type { BuyerPrincipal, Principal, WorkerPrincipal } from '../../types';
 
@@ -81,7 +82,10 @@ export function resource(route: RouteDef): middy.MiddlewareObj<APIGatewayProxyEv
     before: async (request) => {
       if (!route.resource) return;
       const s = state(request.event);
-      const id = s.params[route.resource.param] ?? '';
+      // The raw segment, decoded once; a malformed escape names nothing: 404 (D43), never a 500.
+      const raw = s.params[route.resource.param] ?? '';
+      const id = decodePathParam(raw);
+      if (id === null) throw errors.notFound(LOADERS[route.resource.kind].noun, raw.slice(0, 100));
       s.resource = await loadResource(route.resource.kind, id, s.principal!);
     },
   };

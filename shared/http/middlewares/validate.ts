@@ -7,6 +7,21 @@ import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import type { ZodType, core } from 'zod';
 import { errors, type ErrorDetail } from '../../errors';
 import { state } from '../state';
+import { ApiError } from '../../errors';
+
+/**
+ * D11: a refused body on a route that takes an Idempotency-Key is an outcome like any other 4xx,
+ * stored under the key and replayed. Validation therefore does not throw on such routes; it parks
+ * the error here and the idempotency middleware (which runs next) takes the key, then raises it.
+ */
+const parked = new WeakMap<object, ApiError>();
+
+/** The validation error parked for this request, if any (taken once). */
+export function takeParkedValidationError(event: object): ApiError | undefined {
+  const e = parked.get(event);
+  parked.delete(event);
+  return e;
+}
 
 export function issuesToDetails(issues: readonly core.$ZodIssue[], prefix = ''): ErrorDetail[] {
   const out: ErrorDetail[] = [];
@@ -47,22 +62,31 @@ export function validation(schemas: Schemas): middy.MiddlewareObj<APIGatewayProx
   return {
     before: async (request) => {
       const s = state(request.event);
-      // D42: the body is looked at only after authentication, scope and the resource.
-      s.json = parseJson(s.rawBodyText, s.headers['content-type']);
-      if (schemas.query) {
-        const r = schemas.query.safeParse(s.rawQuery);
-        if (!r.success) throw errors.validation('Invalid query parameters.', issuesToDetails(r.error.issues));
-        s.query = r.data;
-      } else {
-        s.query = {};
-      }
-      if (schemas.body) {
-        const r = schemas.body.safeParse(s.json === undefined ? {} : s.json);
-        if (!r.success) throw errors.validation('The request body is invalid.', issuesToDetails(r.error.issues));
-        s.body = r.data;
-      } else if (s.json !== undefined && s.json !== null && !(typeof s.json === 'object' && Object.keys(s.json as object).length === 0)) {
-        throw errors.validation('This endpoint takes no request body.', [{ message: 'unexpected body', code: 'unexpected_body' }]);
+      try {
+        check(s);
+      } catch (err) {
+        if (!(err instanceof ApiError) || s.route.idempotency === 'none') throw err;
+        parked.set(request.event, err);
       }
     },
   };
+
+  function check(s: ReturnType<typeof state>): void {
+    // D42: the body is looked at only after authentication, scope and the resource.
+    s.json = parseJson(s.rawBodyText, s.headers['content-type']);
+    if (schemas.query) {
+      const r = schemas.query.safeParse(s.rawQuery);
+      if (!r.success) throw errors.validation('Invalid query parameters.', issuesToDetails(r.error.issues));
+      s.query = r.data;
+    } else {
+      s.query = {};
+    }
+    if (schemas.body) {
+      const r = schemas.body.safeParse(s.json === undefined ? {} : s.json);
+      if (!r.success) throw errors.validation('The request body is invalid.', issuesToDetails(r.error.issues));
+      s.body = r.data;
+    } else if (s.json !== undefined && s.json !== null && !(typeof s.json === 'object' && Object.keys(s.json as object).length === 0)) {
+      throw errors.validation('This endpoint takes no request body.', [{ message: 'unexpected body', code: 'unexpected_body' }]);
+    }
+  }
 }

@@ -1,0 +1,138 @@
+/**
+ * Issue 11.3: any text a user may send flows through every local part, as through real SQS (which
+ * accepts characters outside the Basic Multilingual Plane), and one poison record never stops the
+ * others: the stream pipes retry a failing record a bounded number of times, dead-letter it with a
+ * log line, and go on.
+ */
+import { PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { ReceiveMessageCommand, SendMessageBatchCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { createHash } from 'node:crypto';
+import { localDynamoClient } from '../../local/dynamodb';
+import { silentLog } from '../../local/log';
+import { localSqsClient, startSqsEmulator, createQueues, type SqsEmulator } from '../../local/sqs';
+import { localStreamsClient, memoryCheckpoints, StreamPipes } from '../../local/streams';
+import { startDevReceiver, type DevReceiver } from '../../shared/webhooks/dev-receiver';
+import { signupBuyer, idemKey } from '../support/buyers';
+import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
+
+const ASTRAL = 'Boom \u{1F4A5} 𝕏 🀄 𐍈 \u{10FFFD}';
+
+describe('the local SQS takes every character real SQS takes', () => {
+  let emulator: SqsEmulator;
+  let sqs: SQSClient;
+  beforeAll(async () => {
+    emulator = await startSqsEmulator();
+    sqs = localSqsClient(emulator.endpoint);
+  });
+  afterAll(async () => {
+    sqs?.destroy();
+    await emulator?.stop();
+  });
+
+  it('a body with characters outside the Basic Multilingual Plane arrives unchanged, with the MD5 of its UTF-8 bytes', async () => {
+    const { url } = (await createQueues(sqs, [{ name: 'astral', consumer: 'x.ts', visibilityTimeoutSeconds: 30, maxReceiveCount: 3, batchSize: 10, consumerTimeoutSeconds: 10, consumerMemoryMb: 128, dlqAlarmThreshold: 1, access: { table: 'read' } }])).get('astral')!;
+    const body = JSON.stringify({ title: ASTRAL });
+    await sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: body }));
+    const batch = await sqs.send(new SendMessageBatchCommand({ QueueUrl: url, Entries: [{ Id: '1', MessageBody: `${ASTRAL} (batch)` }] }));
+    expect(batch.Failed ?? []).toEqual([]);
+    const { Messages } = await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10 }));
+    expect(Messages?.map((m) => m.Body).sort()).toEqual([`${ASTRAL} (batch)`, body].sort());
+    const m = Messages!.find((x) => x.Body === body)!;
+    expect(m.MD5OfBody).toBe(createHash('md5').update(body, 'utf8').digest('hex'));
+  });
+
+  it('characters real SQS refuses are still refused (a control character)', async () => {
+    const { url } = (await createQueues(sqs, [{ name: 'astral-strict', consumer: 'x.ts', visibilityTimeoutSeconds: 30, maxReceiveCount: 3, batchSize: 10, consumerTimeoutSeconds: 10, consumerMemoryMb: 128, dlqAlarmThreshold: 1, access: { table: 'read' } }])).get('astral-strict')!;
+    await expect(sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'bell \u0007' }))).rejects.toThrow(/Invalid characters/);
+  });
+});
+
+describe('a job titled with astral characters stalls nothing', () => {
+  let rt: TestRuntime;
+  let rx: DevReceiver;
+  beforeAll(async () => {
+    rt = await startTestRuntime();
+    rx = await startDevReceiver();
+  });
+  afterAll(async () => {
+    await rx?.close();
+    await rt?.stop();
+  });
+
+  const post = (path: string, key: string, body: unknown) => rt.request('POST', path, { key, body, headers: { 'Idempotency-Key': idemKey() } });
+  const job = (title: string, files = 1) => ({
+    type: 'data_collection',
+    title,
+    description: 'Photos of colourful shapes for an integration test',
+    files_needed: files,
+    accepted_formats: ['image/jpeg'],
+    price_per_file_cents: 25,
+  });
+
+  it('its webhooks arrive with the title intact, and another organization then gets its webhooks and its sandbox run', async () => {
+    const a = await signupBuyer(rt, 'Emoji Co');
+    expect((await post('/v1/webhook_endpoints', a.test, { url: `${rx.url}/a`, events: ['job.created'] })).status).toBe(201);
+    const aJob = await post('/v1/jobs', a.test, job(`${ASTRAL} job`, 1));
+    expect(aJob.status).toBe(201);
+    expect(aJob.json.title).toBe(`${ASTRAL} job`);
+
+    const b = await signupBuyer(rt, 'Plain Co');
+    expect((await post('/v1/webhook_endpoints', b.test, { url: `${rx.url}/b`, events: ['job.created', 'job.completed'] })).status).toBe(201);
+    const bJob = await post('/v1/jobs', b.test, job('Plain shapes', 1));
+    expect(bJob.status).toBe(201);
+
+    const aCreated = await waitFor(() => rx.at('/a').find((r) => r.event.type === 'job.created'), { timeoutMs: 20_000 });
+    expect((aCreated.event.data as { title: string }).title).toBe(`${ASTRAL} job`);
+    await waitFor(() => rx.at('/b').find((r) => r.event.type === 'job.created'), { timeoutMs: 20_000 });
+    // The sandbox runs for the other organization (and for the astral job too).
+    await waitFor(() => rx.at('/b').find((r) => r.event.type === 'job.completed'), { timeoutMs: 60_000, intervalMs: 200 });
+    const aDone = await rt.request('GET', `/v1/jobs/${aJob.json.id}`, { key: a.test, headers: { Prefer: 'wait=30' } });
+    expect(aDone.json.status).toBe('completed');
+  }, 120_000);
+});
+
+describe('one poison stream record never stops the others', () => {
+  let rt: TestRuntime;
+  beforeAll(async () => {
+    rt = await startTestRuntime({ enablePollers: false, enableStreams: false });
+  });
+  afterAll(async () => {
+    await rt?.stop();
+  });
+
+  it('a record whose send keeps failing is retried a bounded number of times, dead-lettered with a log line, and the next record goes through', async () => {
+    const ddb = localDynamoClient(rt.dynamoEndpoint);
+    const sent: string[] = [];
+    const errors: string[] = [];
+    let poisonAttempts = 0;
+    const pipes = new StreamPipes({
+      client: localStreamsClient(rt.dynamoEndpoint),
+      tableName: rt.tableName,
+      log: { ...silentLog, error: (msg: string) => errors.push(msg) },
+      checkpoints: memoryCheckpoints(),
+      intervalMs: 50,
+      maxAttempts: 3,
+      send: async (_queue, body) => {
+        if (body.includes('evt_poison')) {
+          poisonAttempts++;
+          throw new Error('InvalidMessageContents');
+        }
+        sent.push(JSON.parse(body).dynamodb.Keys.PK.S);
+      },
+    });
+    await pipes.start();
+    try {
+      const put = (pk: string) =>
+        ddb.send(new PutItemCommand({ TableName: rt.tableName, Item: { PK: { S: pk }, SK: { S: 'EVT' }, entity: { S: 'event' }, type: { S: 'job.completed' }, environment: { S: 'live' } } }));
+      await put('EVT#evt_poison');
+      await put('EVT#evt_after');
+      await waitFor(() => sent.includes('EVT#evt_after'));
+      expect(poisonAttempts).toBe(3);
+      expect(pipes.deadLetters.map((d) => d.record.dynamodb?.Keys?.PK?.S)).toEqual(['EVT#evt_poison']);
+      expect(errors).toEqual([expect.stringMatching(/pipe outbox-to-webhooks gave up on record .* after 3 attempts \(InvalidMessageContents\); dead-lettered, moving on/)]);
+    } finally {
+      await pipes.stop();
+      ddb.destroy();
+    }
+  });
+});

@@ -1,0 +1,229 @@
+import { connect } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { buildProxyEvent, createHttpServer, LAMBDA_PAYLOAD_BYTES, MAX_BODY_BYTES } from '../../local/http';
+import { lambdaContext, loadHandler } from '../../local/lambda';
+import { silentLog } from '../../local/log';
+import { MAX_MULTIPART_BODY_BYTES } from '../../shared/work/upload-limits';
+import { startTestRuntime, type TestRuntime } from '../support/harness';
+import { accept, createJob, liveBuyer, multipart, signupWorker } from '../pipeline/support';
+
+/** Sends raw bytes and returns everything the server answers until it closes. */
+function rawExchange(port: number, request: string | Buffer, opts: { endAfterWrite?: boolean } = {}): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    const chunks: Buffer[] = [];
+    socket.on('data', (c) => chunks.push(c));
+    socket.on('end', () => resolve(Buffer.concat(chunks).toString('latin1')));
+    socket.on('error', reject);
+    socket.write(request, () => opts.endAfterWrite && socket.end());
+  });
+}
+
+/** Status, headers (lower case) and JSON body of a raw HTTP/1.1 answer. */
+function parseRaw(raw: string) {
+  const [head, ...rest] = raw.split('\r\n\r\n');
+  const [statusLine, ...lines] = head!.split('\r\n');
+  const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+  return { status: Number(statusLine!.split(' ')[1]), headers, json: JSON.parse(rest.join('\r\n')) };
+}
+
+function expectEnvelope(r: { status: number; headers: Record<string, string>; json: any }, status: number, type = 'invalid_request') {
+  expect(r.status).toBe(status);
+  expect(r.headers['content-type']).toMatch(/^application\/json/);
+  expect(r.headers['x-request-id']).toMatch(/^req_[0-9A-HJKMNP-TV-Z]{26}$/);
+  expect(r.json.error).toMatchObject({ type, message: expect.any(String), request_id: r.headers['x-request-id'] });
+}
+
+// The local HTTP front answers as API Gateway + Lambda would deployed (D61), each answer readable
+// and in the error envelope with X-Request-Id (issue 11.5). A fake handler stands in where the
+// limit is about the function's behaviour (slow, oversized response).
+describe('local HTTP front: the integration limits of API Gateway and Lambda', () => {
+  let server: Server;
+  let port: number;
+  let behaviour: 'slow' | 'huge' | 'ok' = 'ok';
+
+  beforeAll(async () => {
+    server = createHttpServer({
+      log: silentLog,
+      timeouts: { standardMs: 300, longPollMs: 600 },
+      loadHandler: async () => async () => {
+        if (behaviour === 'slow') await new Promise((r) => setTimeout(r, 2_000));
+        const body = behaviour === 'huge' ? JSON.stringify({ data: 'x'.repeat(LAMBDA_PAYLOAD_BYTES) }) : '{"ok":true}';
+        return { statusCode: 200, headers: { 'Content-Type': 'application/json', 'X-Request-Id': 'req_fake' }, body };
+      },
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    port = (server.address() as AddressInfo).port;
+  });
+  afterAll(async () => {
+    await new Promise<void>((r) => {
+      server.close(() => r());
+      server.closeAllConnections();
+    });
+  });
+
+  const get = async (path = '/v1/me') => {
+    const res = await fetch(`http://127.0.0.1:${port}${path}`);
+    return { status: res.status, headers: Object.fromEntries(res.headers), json: (await res.json()) as any };
+  };
+
+  it('a handler that answers in time is passed through', async () => {
+    behaviour = 'ok';
+    expect((await get()).json).toEqual({ ok: true });
+  });
+
+  it('a handler slower than the integration time-out is a 504 envelope', async () => {
+    behaviour = 'slow';
+    const started = Date.now();
+    const r = await get();
+    expectEnvelope(r, 504, 'internal_error');
+    expect(Date.now() - started).toBeLessThan(1_900);
+  });
+
+  it('a response above Lambda’s 6 MB is a 502 envelope, as API Gateway answers', async () => {
+    behaviour = 'huge';
+    expectEnvelope(await get(), 502, 'internal_error');
+  });
+
+  it('request headers above 10 KiB are a 431 envelope, not a bare status line', async () => {
+    const raw = await rawExchange(port, `GET /v1/me HTTP/1.1\r\nHost: x\r\nX-Filler: ${'a'.repeat(12 * 1024)}\r\n\r\n`);
+    expectEnvelope(parseRaw(raw), 431);
+  });
+
+  it('a request that is not HTTP is a 400 envelope', async () => {
+    const raw = await rawExchange(port, 'NOT HTTP AT ALL\r\n\r\n');
+    expectEnvelope(parseRaw(raw), 400);
+  });
+
+  it('Expect: 100-continue with an oversized Content-Length is refused before the body is sent', async () => {
+    const raw = await rawExchange(
+      port,
+      `POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${MAX_BODY_BYTES + 1}\r\nExpect: 100-continue\r\n\r\n`,
+    );
+    const r = parseRaw(raw);
+    expectEnvelope(r, 413);
+    expect(r.json.error.details[0].code).toBe('body_too_large');
+  });
+});
+
+describe('local HTTP front: request size limits on the real routes', () => {
+  let rt: TestRuntime;
+  let s3: S3Client;
+
+  beforeAll(async () => {
+    process.env.LOCAL_FIXED_OTP = '123456';
+    rt = await startTestRuntime({ enablePollers: false, enableStreams: false });
+    s3 = new S3Client({ endpoint: rt.s3Endpoint, forcePathStyle: true, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+  });
+  afterAll(async () => {
+    s3?.destroy();
+    await rt?.stop();
+  });
+
+  /** A worker holding an accepted submission of a fresh job. */
+  async function acceptedSubmission() {
+    const buyer = await liveBuyer(rt);
+    const job = await createJob(rt, buyer.live, { files_needed: 1 });
+    const w = await signupWorker(rt);
+    const a = await accept(rt, w.token, job.id);
+    expect(a.status).toBe(201);
+    return { token: w.token, subId: a.json.id as string };
+  }
+
+  /** A multipart body of exactly `total` bytes (one file). */
+  function multipartOf(total: number) {
+    const probe = multipart([{ filename: 'big.jpg', contentType: 'image/jpeg', data: Buffer.alloc(0) }]);
+    const boundary = probe.contentType.split('boundary=')[1]!;
+    const head = `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.jpg"\r\nContent-Type: image/jpeg\r\n\r\n`;
+    const tail = `\r\n--${boundary}--\r\n`;
+    const data = Buffer.alloc(total - head.length - tail.length, 0xab);
+    data[0] = 0xff;
+    data[1] = 0xd8;
+    data[2] = 0xff;
+    return { body: Buffer.concat([Buffer.from(head), data, Buffer.from(tail)]), contentType: probe.contentType };
+  }
+
+  async function nothingStored(subId: string, token: string) {
+    const objects = await s3.send(new ListObjectsV2Command({ Bucket: rt.bucketName, Prefix: `uploads/${subId}/` }));
+    expect(objects.KeyCount ?? 0).toBe(0);
+    const sub = await rt.request('GET', `/internal/worker/submissions/${subId}`, { key: token });
+    expect(sub.json.status).toBe('awaiting_upload');
+  }
+
+  it('a multipart body above 4 MiB is a 413 use_presigned_upload, and nothing is stored', async () => {
+    const { token, subId } = await acceptedSubmission();
+    const m = multipartOf(MAX_MULTIPART_BODY_BYTES + 1);
+    const r = await rt.request('POST', `/internal/worker/submissions/${subId}/upload`, { key: token, body: m.body, headers: { 'Content-Type': m.contentType } });
+    expectEnvelope(r, 413);
+    expect(r.json.error.details[0].code).toBe('use_presigned_upload');
+    await nothingStored(subId, token);
+  });
+
+  it('a streamed multipart body (no Content-Length) above 4 MiB is refused the same way', async () => {
+    const { token, subId } = await acceptedSubmission();
+    const m = multipartOf(MAX_MULTIPART_BODY_BYTES + 100_000);
+    const stream = new ReadableStream({
+      start(controller) {
+        for (let i = 0; i < m.body.length; i += 256 * 1024) controller.enqueue(m.body.subarray(i, i + 256 * 1024));
+        controller.close();
+      },
+    });
+    const res = await fetch(`${rt.url}/internal/worker/submissions/${subId}/upload`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${token}`, 'Content-Type': m.contentType },
+      body: stream,
+      duplex: 'half',
+    } as RequestInit);
+    const r = { status: res.status, headers: Object.fromEntries(res.headers), json: (await res.json()) as any };
+    expectEnvelope(r, 413);
+    expect(r.json.error.details[0].code).toBe('use_presigned_upload');
+    await nothingStored(subId, token);
+  });
+
+  it('a multipart body of exactly 4 MiB reaches the handler (its checks answer, not the size limit)', async () => {
+    const { token, subId } = await acceptedSubmission();
+    const m = multipartOf(MAX_MULTIPART_BODY_BYTES);
+    const r = await rt.request('POST', `/internal/worker/submissions/${subId}/upload`, { key: token, body: m.body, headers: { 'Content-Type': m.contentType } });
+    expect(r.status).not.toBe(413);
+    expect(r.status).toBeLessThan(500);
+  });
+
+  it('deployed, the upload function itself refuses a multipart body above 4 MiB (413 use_presigned_upload)', async () => {
+    const { token, subId } = await acceptedSubmission();
+    const m = multipartOf(MAX_MULTIPART_BODY_BYTES + 1);
+    const path = `/internal/worker/submissions/${subId}/upload`;
+    const event = buildProxyEvent(
+      { method: 'POST', url: path, rawHeaders: ['Authorization', `Bearer ${token}`, 'Content-Type', m.contentType, 'Host', '127.0.0.1'], body: m.body, sourceIp: '127.0.0.1', port: 0 },
+      { path: '/internal/worker/submissions/{submission_id}/upload' },
+      { submission_id: subId },
+    );
+    const handler = await loadHandler('functions/worker/submission-upload.ts');
+    const result = (await handler(event, lambdaContext('WorkerSubmissionsUpload', 29))) as { statusCode: number; body: string };
+    expect(result.statusCode).toBe(413);
+    expect(JSON.parse(result.body).error).toMatchObject({ type: 'invalid_request', details: [expect.objectContaining({ code: 'use_presigned_upload' })] });
+    await nothingStored(subId, token);
+  });
+
+  it('a body above API Gateway’s 10 MB is a readable 413 envelope, not a connection reset', async () => {
+    const res = await fetch(`${rt.url}/v1/jobs`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: `{"x":"${'a'.repeat(MAX_BODY_BYTES)}"}` });
+    const r = { status: res.status, headers: Object.fromEntries(res.headers), json: (await res.json()) as any };
+    expectEnvelope(r, 413);
+    expect(r.json.error.details[0].code).toBe('body_too_large');
+  });
+
+  it('a binary body under 10 MB that exceeds 6 MB once base64-encoded is a 413 (Lambda’s payload limit)', async () => {
+    const body = Buffer.alloc(5 * 1024 * 1024, 1);
+    const res = await fetch(`${rt.url}/v1/jobs`, { method: 'POST', headers: { 'Content-Type': 'application/octet-stream' }, body });
+    const r = { status: res.status, headers: Object.fromEntries(res.headers), json: (await res.json()) as any };
+    expectEnvelope(r, 413);
+    expect(r.json.error.details[0].code).toBe('payload_too_large');
+  });
+
+  it('the same 5 MB as JSON text fits (text bodies are not encoded)', async () => {
+    const res = await fetch(`${rt.url}/v1/jobs`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: `{"x":"${'a'.repeat(5 * 1024 * 1024)}"}` });
+    expect(res.status).not.toBe(413);
+    expect(res.status).toBeLessThan(500);
+  });
+});
