@@ -23,6 +23,7 @@ import { readFile } from 'node:fs/promises';
 import * as z from 'zod';
 import { categoryOf, normalizeContentType } from '../media/sniff';
 import { clampStar, type Dimensions, type ScoreResult, type Scorer, type ScoringInput } from './types';
+import { traced } from '../observability/tracer';
 
 export const DEFAULT_BEDROCK_MODEL_ID = 'amazon.nova-pro-v1:0';
 
@@ -220,7 +221,7 @@ export class BedrockScorer implements Scorer {
 
   async score(input: ScoringInput): Promise<ScoreResult> {
     const { BedrockRuntimeClient, ConverseCommand } = await import('@aws-sdk/client-bedrock-runtime');
-    this.client ??= new BedrockRuntimeClient({});
+    this.client ??= traced(new BedrockRuntimeClient({}));
     const out = await this.client.send(new ConverseCommand(await this.buildRequest(input)));
     return parseConverseOutput(out, this.modelId);
   }

@@ -4,14 +4,14 @@
  * (after the visibility timeout) and, after maxReceiveCount receives, rests in the queue's DLQ.
  */
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { logger } from '../logger';
+import { logger, withChildLogScope, withInvocationScope } from '../logger';
 import { parseEvent, type StageOutcome } from './pipeline';
 
 export function stageConsumer(stage: string, run: (key: string) => Promise<StageOutcome>) {
-  return async (event: SQSEvent): Promise<SQSBatchResponse> => {
+  return withInvocationScope(async (event: SQSEvent): Promise<SQSBatchResponse> => {
     const failures: SQSBatchResponse['batchItemFailures'] = [];
     await Promise.all(
-      event.Records.map(async (record) => {
+      event.Records.map((record) => withChildLogScope({ stage, message_id: record.messageId }, async () => {
         try {
           const { key } = parseEvent(record.body);
           const outcome = await run(key);
@@ -20,8 +20,8 @@ export function stageConsumer(stage: string, run: (key: string) => Promise<Stage
           logger.error(`${stage}: message failed`, { error: err as Error, message_id: record.messageId, receive_count: record.attributes?.ApproximateReceiveCount });
           failures.push({ itemIdentifier: record.messageId });
         }
-      }),
+      })),
     );
     return { batchItemFailures: failures };
-  };
+  });
 }
