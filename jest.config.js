@@ -1,5 +1,5 @@
 /** Jest: swc transforms TypeScript and the ESM-only packages (middy) to CommonJS. */
-const esmPackages = ['@middy', 'ulid'].join('|');
+const esmPackages = ['@middy', 'ulid', '@seriousme'].join('|');
 const transform = { '^.+\\.(t|j|mj)s$': ['@swc/jest'] };
 const common = {
   testEnvironment: 'node',

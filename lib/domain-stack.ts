@@ -68,6 +68,7 @@ export class DomainStack extends NestedStack {
     const name = routeLogicalName(route);
     const fn = new HouseFunction(this, name, {
       entry: route.handler,
+      ...(route.native ? { native: route.native } : {}),
       description: `${route.method} ${route.path} (${route.id})`,
       // Below the 29 s integration timeout, so a stuck handler ends in its own log, not a 504.
       timeout: route.longPoll ? longPoll.lambda : Duration.seconds(28),

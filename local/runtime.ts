@@ -18,7 +18,8 @@ import { localCdnPage } from './cdn';
 import { localCheckoutPage } from '../shared/payments/local-checkout-page';
 import { handlerModuleExists, loadHandler, localRegion, LOCAL_ACCOUNT_ID } from './lambda';
 import { createLog, type LogLevel } from './log';
-import { runReconcilers } from './reconcilers';
+import { registerReconciler, runMarker, runReconcilers } from './reconcilers';
+import { UNFINISHED_WORK } from './reconcile-unfinished';
 import { ensureLocalSecrets } from './secrets';
 import { resetSecrets } from '../shared/secrets';
 import { resetS3 } from '../shared/storage/s3';
@@ -117,6 +118,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     stops.push(() => sqs.destroy());
     const sandboxDelay = opts.sandboxDelaySeconds ?? (process.env.SANDBOX_DELAY_SECONDS ? Number(process.env.SANDBOX_DELAY_SECONDS) : undefined);
     const queues = await createQueues(sqs, QUEUES, sandboxDelay !== undefined ? { sandbox: sandboxDelay } : {});
+    let uncleanBefore = false;
     if (dataDir) {
       // fauxqs keeps messages in memory: carry them across restarts (local/sqs-snapshot.ts).
       const snapshotFile = join(dataDir, 'sqs-snapshot.json');
@@ -132,6 +134,14 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
         removeSnapshot(snapshotFile);
         log.info(`sqs: restored ${n} queued messages saved at ${snapshot.takenAt}`);
       }
+      // Held while running; removed last in a clean stop, once the queues are saved. Found at
+      // start, it means the last run was killed: the reconcilers then re-enqueue unfinished work.
+      const marker = runMarker(join(dataDir, 'runtime.running'));
+      uncleanBefore = marker.uncleanBefore;
+      let snapshotSaved = false;
+      stops.push(() => {
+        if (snapshotSaved) marker.release();
+      });
       // Runs after the pollers, stream pipes and scheduler have stopped (stops run in reverse).
       stops.push(async () => {
         const saved = await takeSnapshot(sqsEmulator.endpoint, [...urls.keys()]);
@@ -140,6 +150,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
           writeSnapshot(snapshotFile, saved);
           log.info(`sqs: saved ${n} queued messages to ${snapshotFile}`);
         }
+        snapshotSaved = true;
       });
     }
     const send = queueSender(sqs, queues);
@@ -214,6 +225,13 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     stops.push(() => ddb.destroy());
     await ensureTable(ddb, tableName);
 
+    if (uncleanBefore) {
+      // Before the pollers and stream pipes start: what they would redo is claimed in the table.
+      log.warn('the last run did not stop cleanly (killed?): re-enqueueing unfinished work');
+      for (const r of UNFINISHED_WORK) registerReconciler(r);
+      await runReconcilers({ send, route: (event) => router.route(event), bucketName, account: LOCAL_ACCOUNT_ID, region, log });
+    }
+
     const polledQueues: string[] = [];
     const consumerConcurrency: Record<string, number> = {};
     if (opts.enablePollers ?? true) {
@@ -255,7 +273,6 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     }
 
     markReady();
-    await runReconcilers({ send, log });
 
     return {
       url,

@@ -8,6 +8,7 @@
  */
 
 import type { KeyAccess } from './access';
+import type { NativeDeps } from './wiring';
 
 export const SCOPES = [
   'jobs:write',
@@ -69,10 +70,12 @@ export interface RouteDef {
   /** Path parameter resolved by the resource middleware, by name of the parameter. */
   resource?: { param: string; kind: ResourceKind };
   /** Rate-limit bucket: per API key (D13) or per source IP for signups (D13, D44). */
-  rateLimit: 'key' | 'worker' | 'signup_buyer' | 'signup_worker';
+  rateLimit: 'key' | 'worker' | 'signup_buyer' | 'signup_worker' | 'none';
   access: RouteAccess;
   /** Success status when not 200 (D43). */
   successStatus?: 200 | 201 | 202 | 204;
+  /** Packages or files the handler reads from outside its bundle (lib/constructs/native.ts). */
+  native?: NativeDeps;
 }
 
 const R = (d: RouteDef): RouteDef => d;
@@ -263,6 +266,29 @@ export const ROUTES: readonly RouteDef[] = [
     resource: { param: 'submission_id', kind: 'worker_submission' },
   }),
   worker('worker.submissions.list', 'GET', '/internal/worker/submissions', 'functions/worker/submission-list.ts'),
+
+  // --- The API reference (D72): public, no key ---
+  ...(
+    [
+      ['docs.openapi', '/v1/openapi.json', 'functions/docs/openapi.ts'],
+      ['docs.page', '/docs', 'functions/docs/page.ts'],
+      ['docs.asset', '/docs/assets/{asset}', 'functions/docs/asset.ts'],
+    ] as const
+  ).map(([id, path, handler]) =>
+    R({
+      id,
+      method: 'GET',
+      path,
+      handler,
+      principal: 'none',
+      scope: null,
+      idempotency: 'none',
+      rateLimit: 'none',
+      access: { table: 'read' }, // the middlewares' configuration reads TABLE_NAME; nothing is read
+      // The page's script and style are read from the package at run time.
+      ...(id === 'docs.asset' ? { native: { packages: ['swagger-ui-dist'] } } : {}),
+    }),
+  ),
 ];
 
 const byId = new Map(ROUTES.map((r) => [r.id, r]));
