@@ -81,6 +81,6 @@ export function withChildLogScope<T>(extra: Attributes, fn: () => T): T {
 }
 
 /** A handler whose every invocation runs in its own log scope. */
-export function withInvocationScope<E, R>(handler: (event: E, context: Context) => Promise<R>): (event: E, context: Context) => Promise<R> {
-  return (event, context) => withLogScope(context, () => handler(event, context));
+export function withInvocationScope<E, R>(handler: (event: E, context: Context) => Promise<R>): (event: E, context?: Context) => Promise<R> {
+  return (event, context) => withLogScope(context, () => handler(event, context as Context));
 }
