@@ -14,8 +14,8 @@ module.exports = {
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   testTimeout: 60000,
   projects: [
-    { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
+    { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts', '<rootDir>/test/client/webhooks.test.ts', '<rootDir>/test/client/types.test.ts'] },
     { ...common, displayName: 'cdk', testMatch: ['<rootDir>/test/cdk/**/*.test.ts'] },
-    { ...common, displayName: 'api', testMatch: ['<rootDir>/test/api/**/*.test.ts', '<rootDir>/test/domain/**/*.test.ts', '<rootDir>/test/pipeline/**/*.test.ts', '<rootDir>/test/local/**/*.test.ts', '<rootDir>/test/sandbox/**/*.test.ts'] },
+    { ...common, displayName: 'api', testMatch: ['<rootDir>/test/api/**/*.test.ts', '<rootDir>/test/domain/**/*.test.ts', '<rootDir>/test/pipeline/**/*.test.ts', '<rootDir>/test/local/**/*.test.ts', '<rootDir>/test/sandbox/**/*.test.ts', '<rootDir>/test/client/client.test.ts', '<rootDir>/test/cli/**/*.test.ts', '<rootDir>/test/readme*.test.ts'] },
   ],
 };

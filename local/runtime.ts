@@ -22,6 +22,7 @@ import { registerReconciler, runMarker, runReconcilers } from './reconcilers';
 import { UNFINISHED_WORK } from './reconcile-unfinished';
 import { ensureLocalSecrets } from './secrets';
 import { resetSecrets } from '../shared/secrets';
+import { resetSealer } from '../shared/secrets/sealer';
 import { resetS3 } from '../shared/storage/s3';
 import { S3_LOCAL_CREDENTIALS, startS3Emulator } from './s3';
 import { startScheduler, type Scheduler } from './scheduler';
@@ -160,6 +161,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     if (!dataDir) stops.push(() => rmSync(s3Dir, { recursive: true, force: true }));
     const s3 = await startS3Emulator({
       directory: s3Dir,
+      portFile: dataDir ? join(dataDir, 's3-port') : undefined, // pre-signed upload URLs outlive a restart
       bucket: bucketName,
       host,
       account: LOCAL_ACCOUNT_ID,
@@ -204,7 +206,6 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       DYNAMODB_ENDPOINT: dynamoEndpoint,
       S3_ENDPOINT: s3.endpoint,
       SQS_ENDPOINT: sqsEmulator.endpoint,
-      CURSOR_SECRET: secrets.values.cursor!,
       LOCAL_SECRETS_FILE: secrets.file,
       PUBLIC_BASE_URL: opts.publicBaseUrl ?? url,
       // D60: download URLs are signed for the local CDN (local/cdn.ts) with the persisted key.
@@ -218,6 +219,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     Object.assign(process.env, env);
     resetConfig();
     resetSecrets();
+    resetSealer();
     resetClients();
     resetS3(); // a client of an earlier runtime in this process would talk to its (stopped) S3
 
@@ -271,6 +273,13 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       scheduler = startScheduler({ log });
       stops.push(() => scheduler!.stop());
     }
+
+    // Stops run in reverse: first of all, the API takes no new requests (those running finish), so
+    // no new work reaches the queues while the pollers finish their batches and the queues are saved.
+    stops.push(() => {
+      server.close();
+      server.closeIdleConnections();
+    });
 
     markReady();
 

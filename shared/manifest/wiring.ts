@@ -171,7 +171,7 @@ export const QUEUES: readonly QueueDef[] = [
     // the others go on delivering (issue 11.6).
     maxConcurrency: 20,
     dlqAlarmThreshold: 1,
-    access: { table: 'write', sendTo: ['webhooks'] },
+    access: { table: 'write', sendTo: ['webhooks'], kms: 'decrypt' }, // opens endpoint secrets to sign (D37, D63)
   },
   {
     name: 'sandbox',
@@ -244,7 +244,7 @@ export const SCHEDULES: readonly ScheduleDef[] = [
     everyMinutes: 60,
     handler: 'functions/scheduled/credit-expiry-sweep.ts',
     timeoutSeconds: 300,
-    access: { table: 'write' },
+    access: { table: 'write', secrets: ['stripe'] }, // an expiry that crosses the threshold runs the auto top-up (D34)
   },
 ];
 

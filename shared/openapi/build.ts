@@ -4,7 +4,7 @@
  * of ./operations.ts. zod 4 emits JSON Schema 2020-12, which is OpenAPI 3.1's schema dialect.
  *
  * `buildOpenApi()` needs the handler modules loaded (each registers its schemas when imported):
- * `loadAllHandlers()` does that; `npm run openapi` writes the result to shared/openapi/openapi.json,
+ * `loadAllHandlers()` does that; `npm run openapi` writes the result to shared/openapi/openapi.json (and regenerates the client types),
  * which the service serves and the client's types are generated from.
  */
 import * as z from 'zod';

@@ -167,13 +167,21 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     summary: 'Start a credit purchase: a checkout session',
     tag: 'Billing',
     success: ok(checkoutSession),
-    errors: { 409: 'Purchases are not available in this deployment.' },
+    errors: { 503: 'Buying credits is not available on this deployment (no payment processor configured; code payments_disabled). Test keys can still buy test credits.' },
   },
   'billing.purchase_alias': {
     summary: 'Start a credit purchase (alias path)',
     tag: 'Billing',
     success: ok(checkoutSession),
-    errors: { 409: 'Purchases are not available in this deployment.' },
+    errors: { 503: 'Buying credits is not available on this deployment (no payment processor configured; code payments_disabled). Test keys can still buy test credits.' },
+  },
+  'billing.stripe_webhook': {
+    summary: "Stripe's payment confirmations (called by Stripe, not by integrators)",
+    tag: 'Billing',
+    description:
+      'Receives `checkout.session.completed` from Stripe, verified with the `Stripe-Signature` header; applied once however often Stripe delivers it. Not enabled unless the deployment uses Stripe (404).',
+    success: ok(z.looseObject({ received: z.literal(true), outcome: z.string() }), 'Event accepted'),
+    errors: { 400: 'The Stripe-Signature header does not match the body.', 404: 'Payments by Stripe are not enabled here.' },
   },
 
   'organization.settings.get': { summary: 'Auto top-up settings', tag: 'Organization', success: ok(settings) },

@@ -69,7 +69,7 @@ export async function attemptDelivery(ev: Item, endpointId: string, ep: Item | u
     error = ep ? 'endpoint_disabled' : 'endpoint_deleted';
   } else {
     const body = JSON.stringify(ev.envelope);
-    const { current, previous } = signingSecrets(ep, at);
+    const { current, previous } = await signingSecrets(ep, at);
     const headers = signedHeaders(eventId, body, current, previous, at);
     result = await post(ep.url as string, body, headers, { allowLoopback: webhookConfig().allowLoopback });
     recordWebhookAttempt(result.ok);

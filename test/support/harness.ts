@@ -49,6 +49,10 @@ export async function startTestRuntime(overrides: Partial<RuntimeOptions> = {}):
     pollWaitSeconds: 1,
     streamPollIntervalMs: 100,
     sandboxDelaySeconds: 0,
+    // The suites run every handler, consumer and DynamoDB Local in one process tree on a shared
+    // machine, where 30 racing requests can queue far longer than one Lambda each would deployed.
+    // The 29 s integration time-out itself is tested with short budgets (test/local/http-limits).
+    integrationTimeouts: { standardMs: 120_000, longPollMs: 120_000 },
     ...overrides,
   });
 

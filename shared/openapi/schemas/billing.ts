@@ -33,8 +33,11 @@ export const checkoutSession = z
   .looseObject({
     object: z.literal('checkout_session'),
     id: id('cs'),
-    status: z.string(),
-    checkout_url: z.string().describe('The hosted payment page'),
+    status: z.string().describe("`open` until paid, then `paid`. A test key's purchase is `paid` at once (test mode: nothing is charged)."),
+    checkout_url: z
+      .string()
+      .nullable()
+      .describe("The hosted payment page (Stripe's, deployed); null for a test key's purchase, which needs no payment"),
     amount_cents: cents,
     bonus_cents: cents,
     total_credits_cents: cents,

@@ -38,6 +38,7 @@ export const ERROR_TYPES = [
   'pricing_violation',
   'free_tier_job_limit',
   'idempotency_conflict',
+  'service_unavailable',
   'internal_error',
 ] as const;
 
