@@ -147,7 +147,7 @@ export class DomainStack extends NestedStack {
     for (const q of def.access.sendTo ?? []) bindQueue(fn, q, shared.plumbing.queue(q));
     if (def.access.bucket) bindBucket(fn, shared.bucket, def.access.bucket);
     if (def.access.bedrock) grantBedrockInvoke(fn, [...new Set([shared.models.bedrockModelId, shared.models.annotationModelId])]);
-    bindKeyAccess(fn, def.access, shared.keys, shared.cdn);
+    bindKeyAccess(fn, def.access, shared.keys, shared.cdn, shared.bucket);
     functionAlarms(fn, shared.alarmAction, `The ${def.name} consumer`);
     const maxConcurrency = shared.limits.consumerMaxConcurrency(def);
     fn.addEventSource(

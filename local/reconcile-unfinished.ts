@@ -120,11 +120,14 @@ export const webhooksReconciler: Reconciler = {
     for await (const ev of scan('entity = :e AND delivery_status = :p', { ':e': 'event', ':p': 'pending' })) {
       const deliveries = ev.deliveries as Record<string, DeliveryEntry> | undefined;
       if (!deliveries) {
-        fanOuts += await replayInsert(ctx, ev, 'webhooks');
+        fanOuts += await replayInsert(ctx, ev, 'webhooks'); // never fanned out
         continue;
       }
+      // Written before fan-outs claimed their deliveries: a first attempt without a token.
+      const unclaimed = Object.values(deliveries).some((d) => d.status === 'pending' && d.attempts === 0 && !d.next_token);
+      if (unclaimed) fanOuts += await replayInsert(ctx, ev, 'webhooks');
       const pending = Object.entries(deliveries).filter(([, d]) => d.status === 'pending' && d.next_token);
-      if (!pending.length) {
+      if (!pending.length && !unclaimed) {
         await writeAggregate(ev); // every delivery finished; only the aggregate was left behind
         continue;
       }

@@ -13,6 +13,7 @@ import {
 } from 'aws-cdk-lib';
 import { secretArnVariable, type KeyAccess, type SecretName } from '../../shared/manifest/access';
 import { acknowledge } from './nag';
+import { BUCKET_PREFIXES, TRANSCRIBE_JOB_PREFIX } from '../../shared/manifest/wiring';
 
 /**
  * Grant helpers: each binds a resource to a function in one call, least privilege plus the
@@ -138,10 +139,10 @@ export interface CdnResources {
  *   the deploy has no Stripe secret (PAYMENTS_PROVIDER=disabled says so).
  * - `cdnSign`: the `cdn-signing-key` secret, `CDN_BASE_URL`, `CDN_KEY_PAIR_ID`.
  * - `kms`: encrypt (Encrypt, GenerateDataKey*, ReEncrypt*), decrypt, or both on the sealing key; `KMS_KEY_ID`.
- * - `transcribe`: Amazon Transcribe jobs (grantTranscribe).
+ * - `transcribe`: Amazon Transcribe jobs on the media bucket (grantTranscribe; pass `media`).
  * Every function gets `PAYMENTS_PROVIDER` (`stripe` | `disabled`), which is not a secret.
  */
-export function bindKeyAccess(fn: lambda.Function, access: KeyAccess, keys: KeyResources, cdn: CdnResources): void {
+export function bindKeyAccess(fn: lambda.Function, access: KeyAccess, keys: KeyResources, cdn: CdnResources, media?: s3.IBucket): void {
   const names = new Set<SecretName>(access.secrets ?? []);
   if (access.cdnSign) names.add('cdn-signing-key');
   for (const name of names) {
@@ -163,22 +164,48 @@ export function bindKeyAccess(fn: lambda.Function, access: KeyAccess, keys: KeyR
   if (access.kms === 'encrypt') keys.sealingKey.grantEncrypt(fn);
   if (access.kms === 'decrypt') keys.sealingKey.grantDecrypt(fn);
   if (access.kms === 'encrypt-decrypt') keys.sealingKey.grantEncryptDecrypt(fn);
-  if (access.kms) fn.addEnvironment('KMS_KEY_ID', keys.sealingKey.keyArn);
-  if (access.transcribe) grantTranscribe(fn);
+  if (access.kms) {
+    fn.addEnvironment('KMS_KEY_ID', keys.sealingKey.keyArn);
+    for (const action of ['kms:GenerateDataKey*', 'kms:ReEncrypt*']) {
+      acknowledge(fn, `AwsSolutions-IAM5[Action::${action}]`, 'CDK key grant on the one sealing key (envelope encryption).');
+    }
+  }
+  if (access.transcribe) grantTranscribe(fn, media);
   fn.addEnvironment('PAYMENTS_PROVIDER', keys.paymentsProvider);
 }
 
 /**
- * Amazon Transcribe (D65): start, read and delete transcription jobs of this account and region.
- * Transcribe reads the media with the caller's own S3 permissions (the bucket grant).
+ * Amazon Transcribe on the media bucket (D65), for functions whose manifest entry says
+ * `access.transcribe`: `transcribe:StartTranscriptionJob` on our job names only (the completion
+ * arrives as an EventBridge event, so nothing reads or deletes jobs), and the S3 access the
+ * service uses on the caller's behalf (Transcribe reads the media and writes its output with the
+ * caller's permissions): read under `uploads/`, write under `transcripts/` of the media bucket.
  */
-export function grantTranscribe(fn: lambda.Function): void {
+export function grantTranscribe(fn: lambda.Function, media?: s3.IBucket): void {
   const stack = Stack.of(fn);
+  acknowledge(fn, `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:transcribe:<AWS::Region>:<AWS::AccountId>:transcription-job/${TRANSCRIBE_JOB_PREFIX}*]`, 'Job names are per file; the prefix limits them to ours.');
   fn.addToRolePolicy(
     new iam.PolicyStatement({
-      sid: 'TranscriptionJobs',
-      actions: ['transcribe:StartTranscriptionJob', 'transcribe:GetTranscriptionJob', 'transcribe:DeleteTranscriptionJob'],
-      resources: [stack.formatArn({ service: 'transcribe', resource: 'transcription-job', resourceName: '*' })],
+      sid: 'StartTranscriptionJobs',
+      actions: ['transcribe:StartTranscriptionJob'],
+      resources: [stack.formatArn({ service: 'transcribe', resource: 'transcription-job', resourceName: `${TRANSCRIBE_JOB_PREFIX}*` })],
+    }),
+  );
+  if (!media) return;
+  acknowledge(fn, `AwsSolutions-IAM5[Resource::${nagReference(fn, media)}/${BUCKET_PREFIXES.uploads}*]`, 'Transcribe reads uploads of the media bucket with the caller\'s permissions.');
+  acknowledge(fn, `AwsSolutions-IAM5[Resource::${nagReference(fn, media)}/${BUCKET_PREFIXES.transcripts}*]`, 'Transcribe writes its output under transcripts/ with the caller\'s permissions.');
+  fn.addToRolePolicy(
+    new iam.PolicyStatement({
+      sid: 'TranscribeReadsMedia',
+      actions: ['s3:GetObject'],
+      resources: [media.arnForObjects(`${BUCKET_PREFIXES.uploads}*`)],
+    }),
+  );
+  fn.addToRolePolicy(
+    new iam.PolicyStatement({
+      sid: 'TranscribeWritesOutput',
+      actions: ['s3:PutObject'],
+      resources: [media.arnForObjects(`${BUCKET_PREFIXES.transcripts}*`)],
     }),
   );
 }

@@ -79,8 +79,13 @@ export interface QueueDef {
 export interface RuleDef {
   name: string;
   description: string;
-  /** Where events come from: the S3 bucket's EventBridge notifications (default bus). */
-  source: 'bucket';
+  /**
+   * Where events come from (default bus): `bucket`, the S3 bucket's EventBridge notifications
+   * (the stack restricts the pattern to the media bucket); `transcribe`, Amazon Transcribe's job
+   * state changes (D65; the pattern restricts job names to ours). The local runtime routes only
+   * `bucket` events: nothing runs Transcribe there.
+   */
+  source: 'bucket' | 'transcribe';
   pattern: EventPattern;
   targets: string[]; // queue names
 }
@@ -108,7 +113,12 @@ export interface ScheduleDef {
 export const BUCKET_PREFIXES = {
   uploads: 'uploads/',
   keyframes: 'keyframes/',
+  /** Amazon Transcribe output documents (D65), `transcripts/<job name>.json` */
+  transcripts: 'transcripts/',
 } as const;
+
+/** Transcription job names start with this (shared/speech/transcribe.ts `jobNameFor`). */
+export const TRANSCRIBE_JOB_PREFIX = 'media-';
 
 export const QUEUES: readonly QueueDef[] = [
   {
@@ -116,13 +126,17 @@ export const QUEUES: readonly QueueDef[] = [
     consumer: 'functions/pipeline/score.ts',
     // At least 6 × the consumer timeout (AWS guidance for Lambda event sources, checked by the stack).
     visibilityTimeoutSeconds: 720,
-    maxReceiveCount: 5,
+    // D66: failed messages come back with the consumer's backoff (30 s doubling, 15 min cap,
+    // shared/work/consumer.ts), so 8 receives ride out ~45 minutes of provider outage before the
+    // message waits in the DLQ for a redrive (docs/scoring.md).
+    maxReceiveCount: 8,
     batchSize: 5,
     consumerTimeoutSeconds: 120,
     consumerMemoryMb: 1024,
     dlqAlarmThreshold: 1,
     // read-write: a pre-signed upload refused on its landed bytes is deleted (D25).
-    access: { table: 'write', bucket: 'read-write', bedrock: true },
+    // transcribe: audio and video sound tracks are sent to Amazon Transcribe before scoring (D65).
+    access: { table: 'write', bucket: 'read-write', bedrock: true, transcribe: true },
     // measure(): sharp for images, ffprobe for video (without it every video reads as undecodable
     // and is refused); the local scorer's middle frame and loudness need ffmpeg.
     native: {
@@ -157,6 +171,20 @@ export const QUEUES: readonly QueueDef[] = [
       ],
       ffmpeg: true,
     },
+  },
+  {
+    // D65: Amazon Transcribe finished (or failed) a job; the transcript goes into the file and
+    // scoring resumes (sendTo scoring). Bedrock derives topics, keywords and emotion tone.
+    name: 'transcription',
+    consumer: 'functions/pipeline/transcribed.ts',
+    // At least 6 × the consumer timeout (checked by the stack).
+    visibilityTimeoutSeconds: 360,
+    maxReceiveCount: 8,
+    batchSize: 5,
+    consumerTimeoutSeconds: 60,
+    consumerMemoryMb: 512,
+    dlqAlarmThreshold: 1,
+    access: { table: 'write', bucket: 'read', bedrock: true, sendTo: ['scoring'] },
   },
   {
     name: 'webhooks',
@@ -202,6 +230,20 @@ export const RULES: readonly RuleDef[] = [
       detail: { object: { key: [{ prefix: BUCKET_PREFIXES.uploads }] } },
     },
     targets: ['scoring', 'annotation'],
+  },
+  {
+    name: 'transcription-done',
+    description: 'Amazon Transcribe job state changes (completed or failed) of our jobs resume scoring (D65)',
+    source: 'transcribe',
+    pattern: {
+      source: ['aws.transcribe'],
+      'detail-type': ['Transcribe Job State Change'],
+      detail: {
+        TranscriptionJobStatus: ['COMPLETED', 'FAILED'],
+        TranscriptionJobName: [{ prefix: TRANSCRIBE_JOB_PREFIX }],
+      },
+    },
+    targets: ['transcription'],
   },
 ];
 

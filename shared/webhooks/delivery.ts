@@ -160,8 +160,9 @@ export async function fanOut(image: Item, token: string, post: Post = postWebhoo
     targets.map(async (ep) => {
       const d = deliveries[ep.id as string];
       // Only never-attempted deliveries this fan-out claimed: a second fan-out starts no second chain.
-      if (!d || d.status !== 'pending' || d.attempts !== 0 || d.next_token !== token) return;
-      await attemptDelivery(ev, ep.id as string, ep, { expect: 0, token, retryIndex: 0, replay: false }, post);
+      // (An entry written before claims existed has no token: the fan-out that finds it attempts it.)
+      if (!d || d.status !== 'pending' || d.attempts !== 0 || (d.next_token !== token && d.next_token !== null)) return;
+      await attemptDelivery(ev, ep.id as string, ep, { expect: 0, token: d.next_token, retryIndex: 0, replay: false }, post);
     }),
   );
 }

@@ -1,6 +1,13 @@
 /** Responses of the file and submission routes (buyer side). */
 import * as z from 'zod';
 import { id, ts, tsOrNull } from './common';
+import { REASON_CODES } from '../../scoring/types';
+
+/** Why a verdict is what it is (docs/scoring.md); `[]` when approved, null before any verdict. */
+export const reasonCodes = z
+  .array(z.enum(REASON_CODES))
+  .nullable()
+  .describe('Why the verdict is what it is: [] when approved; what fell short otherwise; null while there is no verdict');
 
 export const keyframe = z.looseObject({
   index: z.number().int(),
@@ -48,6 +55,7 @@ export const submission = z
     ai_star_rating: z.number().int().nullable(),
     ai_reasoning: z.string().nullable(),
     dimensions: z.looseObject({}).nullable(),
+    reason_codes: reasonCodes.optional(),
     file_url: z.string().nullable(),
     file_ids: z.array(z.string()),
     content_type: z.string().nullable(),

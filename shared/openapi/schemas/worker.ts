@@ -2,7 +2,7 @@
 import * as z from 'zod';
 import { cents, id, ts, tsOrNull } from './common';
 import { location } from './jobs';
-import { SUBMISSION_STATUS } from './files';
+import { SUBMISSION_STATUS, reasonCodes } from './files';
 
 export const workerSignup = z.looseObject({
   worker: z.looseObject({ id: id('wkr'), name: z.string(), created_at: ts }),
@@ -41,6 +41,7 @@ export const workerSubmission = z
     reserved_until: tsOrNull,
     ai_star_rating: z.number().int().nullable().optional(),
     ai_reasoning: z.string().nullable().optional(),
+    reason_codes: reasonCodes.optional(),
     created_at: ts.optional(),
   })
   .meta({ id: 'WorkerSubmission' });
