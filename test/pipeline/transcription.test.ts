@@ -110,4 +110,34 @@ const reply = (text: string): ConverseCommandOutput => ({
     for (const k of ['transcript', 'language', 'speaker_count', 'topics', 'keywords', 'emotion_tone']) expect(f.annotations.unavailable?.[k]).toBeUndefined();
     expect(f.annotations.unavailable.speaker_demographics).toEqual(expect.any(String));
   });
+
+  it('a failed Transcribe job leaves the speech fields null with its reason; the file is still scored, the prompt says why', async () => {
+    const buyer = await liveBuyer(rt);
+    const job = await createJob(rt, buyer.live, { files_needed: 1, accepted_formats: ['audio/wav'], price_per_file_cents: 30 });
+    const w = await signupWorker(rt);
+    const a = await accept(rt, w.token, job.id);
+    const before = started.length;
+    expect((await uploadFile(rt, w.token, a.json.id, audioFixtures.wav(2), 'audio/wav', 'order.wav')).status).toBe(202);
+    await waitFor(() => started.length === before + 1, { timeoutMs: 60_000, intervalMs: 200 });
+    const jobName = started[before].TranscriptionJobName as string;
+    const event = {
+      'detail-type': 'Transcribe Job State Change',
+      source: 'aws.transcribe',
+      detail: { TranscriptionJobName: jobName, TranscriptionJobStatus: 'FAILED', FailureReason: 'The media format provided does not match the detected media format.' },
+    };
+    await sqs.send(new SendMessageCommand({ QueueUrl: rt.queues.get('transcription')!.url, MessageBody: JSON.stringify(event) }));
+    const done = await waitFor(
+      async () => {
+        const r = await rt.request('GET', `/internal/worker/submissions/${a.json.id}`, { key: w.token });
+        return r.json.status !== 'pending_score' ? r.json : null;
+      },
+      { timeoutMs: 60_000, intervalMs: 700 },
+    );
+    expect(done.status).toBe('approved');
+    expect(prompts[prompts.length - 1]).toMatch(/No transcript is available \(Amazon Transcribe could not transcribe the file: The media format provided/);
+    const f = (await rt.request('GET', `/v1/jobs/${job.id}/files`, { key: buyer.live })).json.data[0];
+    expect(f.annotations.transcript).toBeNull();
+    expect(f.annotations.unavailable.transcript).toMatch(/^Amazon Transcribe could not transcribe the file: The media format/);
+    expect(f.annotations.annotation_model).not.toMatch(/amazon-transcribe/);
+  });
 });
