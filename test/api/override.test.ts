@@ -7,6 +7,9 @@ import { clock, DAY_MS } from '../../shared/clock';
 import { idemKey } from '../support/buyers';
 import { accept, createJob, detailedJpeg, flatPng, liveBuyer, signupWorker, uploadFile } from '../pipeline/support';
 
+// End to end through the real pipeline (models load on first use) on a shared machine: generous time.
+jest.setTimeout(240_000);
+
 describe('D71: POST /v1/submissions/{id}/override', () => {
   let rt: TestRuntime;
   beforeAll(async () => {
