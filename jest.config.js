@@ -1,5 +1,5 @@
 /** Jest: swc transforms TypeScript and the ESM-only packages (middy) to CommonJS. */
-const esmPackages = ['@middy', 'ulid'].join('|');
+const esmPackages = ['@middy', 'ulid', '@seriousme'].join('|');
 const transform = { '^.+\\.(t|j|mj)s$': ['@swc/jest'] };
 const common = {
   testEnvironment: 'node',
@@ -14,8 +14,8 @@ module.exports = {
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   testTimeout: 60000,
   projects: [
-    { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
+    { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts', '<rootDir>/test/client/webhooks.test.ts', '<rootDir>/test/client/types.test.ts'] },
     { ...common, displayName: 'cdk', testMatch: ['<rootDir>/test/cdk/**/*.test.ts'] },
-    { ...common, displayName: 'api', testMatch: ['<rootDir>/test/api/**/*.test.ts', '<rootDir>/test/domain/**/*.test.ts', '<rootDir>/test/pipeline/**/*.test.ts', '<rootDir>/test/local/**/*.test.ts', '<rootDir>/test/sandbox/**/*.test.ts'] },
+    { ...common, displayName: 'api', testMatch: ['<rootDir>/test/api/**/*.test.ts', '<rootDir>/test/domain/**/*.test.ts', '<rootDir>/test/pipeline/**/*.test.ts', '<rootDir>/test/local/**/*.test.ts', '<rootDir>/test/sandbox/**/*.test.ts', '<rootDir>/test/client/client.test.ts', '<rootDir>/test/cli/**/*.test.ts', '<rootDir>/test/readme*.test.ts'] },
   ],
 };

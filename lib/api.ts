@@ -1,15 +1,8 @@
-import {
-  Duration,
-  Stack,
-  aws_apigateway as apigw,
-  aws_dynamodb as dynamodb,
-  aws_logs as logs,
-  aws_s3 as s3,
-} from 'aws-cdk-lib';
+import { Duration, Stack, aws_apigateway as apigw, aws_logs as logs } from 'aws-cdk-lib';
 import { Construct } from 'constructs';
-import { ROUTES, routeLogicalName, type RouteDef } from '../shared/manifest/routes';
-import { bindBucket, bindKeyAccess, bindTable, grantSms, type CdnResources, type KeyResources } from './constructs/grants';
-import { HouseFunction } from './constructs/house-function';
+import { ROUTES, type RouteDef } from '../shared/manifest/routes';
+import { apiWaf } from './edges/waf';
+import type { Limits } from './settings';
 
 /*
  * Why an API Gateway REST API (regional) and not an HTTP API
@@ -30,7 +23,8 @@ import { HouseFunction } from './constructs/house-function';
  *     timeout 61 s, LONG_POLL_MAX_SECONDS=60, and the Lambda timeout above both.
  * Every other route keeps the default 29 s integration timeout.
  *
- * Other REST API properties we rely on: per-stage access logging and throttling, `binaryMediaTypes`
+ * Other REST API properties we rely on: per-stage access logging, execution logging at ERROR, a
+ * WAF web ACL (lib/edges/waf.ts), throttling, `binaryMediaTypes`
  * for multipart uploads, gateway responses (so unknown routes answer the D4 error envelope), and
  * stage-level X-Ray tracing. Authentication is not done by API Gateway: every route, signups
  * included, has no authorizer; the handler middleware checks hashed API keys / worker tokens
@@ -40,29 +34,30 @@ import { HouseFunction } from './constructs/house-function';
  * Stage: the manifest paths already start with `/v1` (or `/internal`), so the stage is named
  * `api` rather than `v1`: `https://<id>.execute-api.<region>.amazonaws.com/api/v1/jobs`. A custom
  * domain with an empty base path mapping hides the stage name.
+ *
+ * Split across stacks: the REST API, its stage, its resource tree (one resource per path segment
+ * of the manifest) and its gateway responses live here, in the root stack; each route's Lambda and
+ * method live in the nested stack of its domain (lib/domain-stack.ts). The deployment depends on
+ * every method, wherever it is, so a deploy publishes them all.
  */
 
 export const STAGE_NAME = 'api';
 /**
  * Bodies API Gateway hands to Lambda base64-encoded (`isBase64Encoded: true`): worker uploads
- * (multipart) and raw media. JSON stays text. Mirrors `isTextContentType` in `local/http.ts`.
+ * (multipart) and raw media. JSON stays text, byte for byte, which is what a signature check over
+ * the raw body (the Stripe webhook) needs. Mirrors `isTextContentType` in `local/http.ts`.
  */
 export const BINARY_MEDIA_TYPES = ['multipart/form-data', 'image/*', 'video/*', 'audio/*', 'application/octet-stream'];
 
 /** API Gateway's default (and, without a quota increase, maximum) integration timeout. */
 export const DEFAULT_INTEGRATION_TIMEOUT_SECONDS = 29;
 
-export interface ApiProps {
-  table: dynamodb.ITable;
-  bucket: s3.IBucket;
-  /** Variables every route function gets (never a secret). PUBLIC_BASE_URL is added here. */
-  environment: Record<string, string>;
+export interface ApiGatewayProps {
   /** D20 budget of long-poll routes, 1..60 seconds (context `longPollSeconds`). */
   longPollSeconds: number;
   /** Public base URL (e.g. a custom domain); defaults to the stage's execute-api URL. */
   publicBaseUrl?: string;
-  keys: KeyResources;
-  cdn: CdnResources;
+  limits: Limits;
 }
 
 /** The long-poll budget turned into timeouts (see the comment at the top of this file). */
@@ -76,31 +71,39 @@ export function longPollTimeouts(longPollSeconds: number): { integration: Durati
   };
 }
 
-/** The REST API: one Lambda and one method per manifest route (`shared/manifest/routes.ts`). */
-export class Api extends Construct {
+/** The REST API (root stack): stage, logs, WAF, gateway responses and one resource per manifest path. */
+export class ApiGateway extends Construct {
   readonly restApi: apigw.RestApi;
+  readonly apiName: string;
   /** Base URL the handlers put into links; the manifest paths are appended to it. */
   readonly baseUrl: string;
-  /** Route functions by route id. */
-  readonly functions = new Map<string, HouseFunction>();
+  readonly longPollSeconds: number;
+  private readonly resources = new Map<string, apigw.Resource>();
 
-  constructor(scope: Construct, id: string, props: ApiProps) {
+  constructor(scope: Construct, id: string, props: ApiGatewayProps) {
     super(scope, id);
     const stack = Stack.of(this);
+    this.longPollSeconds = props.longPollSeconds;
+    longPollTimeouts(props.longPollSeconds);
 
     const accessLogs = new logs.LogGroup(this, 'AccessLogs', { retention: logs.RetentionDays.ONE_MONTH });
+    this.apiName = `${stack.stackName}-api`;
     this.restApi = new apigw.RestApi(this, 'RestApi', {
-      restApiName: `${stack.stackName}-api`,
+      restApiName: this.apiName,
       description: 'Media marketplace: buyer API (/v1) and worker API (/internal/worker)',
       endpointConfiguration: { types: [apigw.EndpointType.REGIONAL] },
       binaryMediaTypes: BINARY_MEDIA_TYPES,
-      // Access logs need the account-level API Gateway → CloudWatch Logs role.
+      // Access and execution logs need the account-level API Gateway → CloudWatch Logs role.
       cloudWatchRole: true,
       deployOptions: {
         stageName: STAGE_NAME,
         accessLogDestination: new apigw.LogGroupLogDestination(accessLogs),
         accessLogFormat: apigw.AccessLogFormat.jsonWithStandardFields(),
+        // Execution logs: errors only (integration failures, timeouts); never request bodies.
+        loggingLevel: apigw.MethodLoggingLevel.ERROR,
+        dataTraceEnabled: false,
         tracingEnabled: true,
+        // Per-method metrics: the p99 latency alarm of each route reads them.
         metricsEnabled: true,
         // A stage-wide ceiling against floods; the per-key limits of D13 are enforced in the handlers.
         throttlingRateLimit: 200,
@@ -108,47 +111,21 @@ export class Api extends Construct {
       },
     });
     this.addGatewayResponses();
+    apiWaf(this, 'Waf', { stage: this.restApi.deploymentStage, limits: props.limits });
 
     // Built from the id, not `restApi.url`, so functions do not depend on the deployment (which
     // depends on the methods, which depend on the functions).
     this.baseUrl =
-      props.publicBaseUrl ??
-      `https://${this.restApi.restApiId}.execute-api.${stack.region}.${stack.urlSuffix}/${STAGE_NAME}`;
+      props.publicBaseUrl ?? `https://${this.restApi.restApiId}.execute-api.${stack.region}.${stack.urlSuffix}/${STAGE_NAME}`;
 
-    const longPoll = longPollTimeouts(props.longPollSeconds);
-    for (const route of ROUTES) {
-      const fn = this.routeFunction(route, props, longPoll.lambda);
-      const resource = this.restApi.root.resourceForPath(route.path);
-      resource.addMethod(
-        route.method,
-        new apigw.LambdaIntegration(fn, {
-          proxy: true,
-          allowTestInvoke: false,
-          timeout: route.longPoll ? longPoll.integration : undefined,
-        }),
-        { operationName: route.id, authorizationType: apigw.AuthorizationType.NONE },
-      );
-    }
+    for (const route of ROUTES) this.resources.set(route.path, this.restApi.root.resourceForPath(route.path));
   }
 
-  private routeFunction(route: RouteDef, props: ApiProps, longPollLambdaTimeout: Duration): HouseFunction {
-    const fn = new HouseFunction(this, routeLogicalName(route), {
-      entry: route.handler,
-      description: `${route.method} ${route.path} (${route.id})`,
-      // Below the 29 s integration timeout, so a stuck handler ends in its own log, not a 504.
-      timeout: route.longPoll ? longPollLambdaTimeout : Duration.seconds(28),
-      environment: {
-        ...props.environment,
-        PUBLIC_BASE_URL: this.baseUrl,
-        ...(route.longPoll ? { LONG_POLL_MAX_SECONDS: String(props.longPollSeconds) } : {}),
-      },
-    });
-    bindTable(fn, props.table, route.access.table);
-    if (route.access.bucket) bindBucket(fn, props.bucket, route.access.bucket);
-    if (route.access.sms) grantSms(fn);
-    bindKeyAccess(fn, route.access, props.keys, props.cdn);
-    this.functions.set(route.id, fn);
-    return fn;
+  /** The resource of a manifest path (created here, so the domain stacks never create one twice). */
+  resource(path: string): apigw.Resource {
+    const r = this.resources.get(path);
+    if (!r) throw new Error(`no API resource for ${path}`);
+    return r;
   }
 
   /**
@@ -171,9 +148,18 @@ export class Api extends Construct {
 
     add('UnknownRoute', apigw.ResponseType.MISSING_AUTHENTICATION_TOKEN, 'not_found', { statusCode: '404', message: 'No such route.' });
     add('Throttled', apigw.ResponseType.THROTTLED, 'rate_limit_exceeded', { statusCode: '429', headers: { 'Retry-After': "'1'" } });
+    // WAF managed rules (rate-based rules answer their own 429, lib/edges/waf.ts).
+    add('WafBlocked', apigw.ResponseType.WAF_FILTERED, 'authorization_error', { statusCode: '403', message: 'The request was blocked by the firewall.' });
     add('IntegrationTimeout', apigw.ResponseType.INTEGRATION_TIMEOUT, 'internal_error', { message: 'The request timed out.' });
     // The defaults keep API Gateway's status code (413, 415, 502, ...) and only change the body.
     add('Default4xx', apigw.ResponseType.DEFAULT_4XX, 'invalid_request');
     add('Default5xx', apigw.ResponseType.DEFAULT_5XX, 'internal_error', { message: 'Internal error.' });
   }
+}
+
+/** The p99 latency above which a route alarms: the long-poll budget, uploads, everything else. */
+export function latencyThresholdMs(route: RouteDef, longPollSeconds: number): number {
+  if (route.longPoll) return (longPollSeconds + 2) * 1000;
+  if (route.access.bucket === 'write' || route.access.bucket === 'read-write') return 10_000;
+  return 3_000;
 }

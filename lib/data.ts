@@ -1,6 +1,19 @@
 import { Duration, RemovalPolicy, aws_dynamodb as dynamodb, aws_s3 as s3 } from 'aws-cdk-lib';
 import { Construct } from 'constructs';
 import { TABLE_DEF } from '../shared/db/table';
+import { BUCKET_PREFIXES } from '../shared/manifest/wiring';
+
+/**
+ * S3 lifecycle (days after the object was written):
+ * - rejected uploads: the pipeline tags their bytes `REJECTED_OBJECT_TAG`; deleted after 8 days,
+ *   so they outlive the buyer's 7-day override window, counted from the verdict minutes after upload;
+ * - exports (`exports/`): 7 days, the life of their download URL;
+ * - incomplete multipart uploads: aborted after 1 day;
+ * - approved files and keyframes: kept.
+ */
+export const REJECTED_OBJECT_TAG = { key: 'verdict', value: 'rejected' } as const;
+export const REJECTED_EXPIRY_DAYS = 8;
+export const EXPORTS_PREFIX: string = (BUCKET_PREFIXES as Record<string, string>).exports ?? 'exports/';
 
 /**
  * The stateful part: the single table (shape from `shared/db/table.ts`, the same definition the
@@ -10,6 +23,8 @@ import { TABLE_DEF } from '../shared/db/table';
 export class Data extends Construct {
   readonly table: dynamodb.Table;
   readonly bucket: s3.Bucket;
+  /** S3 server access logs of the media bucket (who read or wrote which object, from where). */
+  readonly accessLogBucket: s3.Bucket;
 
   constructor(scope: Construct, id: string) {
     super(scope, id);
@@ -36,14 +51,27 @@ export class Data extends Construct {
       });
     }
 
+    // S3 server access logs, not CloudTrail data events: every request, at no charge beyond the
+    // storage of the log objects (data events cost $0.10 per 100,000 events). Kept 90 days.
+    this.accessLogBucket = new s3.Bucket(this, 'AccessLogBucket', {
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      encryption: s3.BucketEncryption.S3_MANAGED,
+      enforceSSL: true,
+      lifecycleRules: [{ id: 'expire-logs', expiration: Duration.days(90) }],
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+
     this.bucket = new s3.Bucket(this, 'MediaBucket', {
+      serverAccessLogsBucket: this.accessLogBucket,
+      serverAccessLogsPrefix: 'media/',
       blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
       objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
       encryption: s3.BucketEncryption.S3_MANAGED,
       enforceSSL: true,
       versioned: false,
-      // Workers upload with pre-signed PUTs straight from apps and browsers; downloads are
-      // pre-signed GETs (D30), so GET/HEAD are allowed cross-origin as well.
+      // Workers upload with pre-signed PUTs straight from apps and browsers; GET/HEAD stay allowed
+      // cross-origin for the S3 pre-signed reads the pipeline hands to itself.
       cors: [
         {
           allowedMethods: [s3.HttpMethods.PUT, s3.HttpMethods.GET, s3.HttpMethods.HEAD],
@@ -53,7 +81,11 @@ export class Data extends Construct {
           maxAge: 3000,
         },
       ],
-      lifecycleRules: [{ id: 'abort-incomplete-multipart', abortIncompleteMultipartUploadAfter: Duration.days(1) }],
+      lifecycleRules: [
+        { id: 'abort-incomplete-multipart', abortIncompleteMultipartUploadAfter: Duration.days(1) },
+        { id: 'expire-rejected-uploads', tagFilters: { [REJECTED_OBJECT_TAG.key]: REJECTED_OBJECT_TAG.value }, expiration: Duration.days(REJECTED_EXPIRY_DAYS) },
+        { id: 'expire-exports', prefix: EXPORTS_PREFIX, expiration: Duration.days(7) },
+      ],
       removalPolicy: RemovalPolicy.RETAIN,
     });
 

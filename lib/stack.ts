@@ -1,17 +1,23 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
-import { alarmTopic as createAlarmTopic } from './monitoring/topic';
+import { CfnOutput, Stack, type StackProps, aws_cloudwatch_actions as cwActions } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
+import { TABLE_DEF } from '../shared/db/table';
 import { ROUTES, routeLogicalName } from '../shared/manifest/routes';
 import { QUEUES, SCHEDULES, queueByName } from '../shared/manifest/wiring';
-import { Api } from './api';
-import { bindQueue } from './constructs/grants';
+import { METRICS_NAMESPACE } from '../shared/observability/metrics';
+import { ApiGateway, STAGE_NAME } from './api';
 import { PROJECT_ROOT } from './constructs/house-function';
 import { booleanContext, ffmpegLayer } from './constructs/native';
 import { Data } from './data';
+import { DOMAINS, type Domain } from './domains';
+import { DomainStack } from './domain-stack';
 import { Cdn, Keys, cdnPublicKeyFromContext } from './keys';
-import { Pipeline } from './pipeline';
+import { api5xxAlarm, tableThrottleAlarm } from './monitoring/alarms';
+import { pipelineDashboard } from './monitoring/dashboard';
+import { alarmTopic as createAlarmTopic } from './monitoring/topic';
+import { Plumbing } from './plumbing';
+import { limitsFromContext, modelsFromContext } from './settings';
 
 export interface MarketplaceStackProps extends StackProps {
   /** D20 long-poll budget in seconds, 1..60 (context `longPollSeconds`, default 25). */
@@ -38,100 +44,118 @@ export interface MarketplaceStackProps extends StackProps {
 }
 
 /**
- * The whole service: Data (table, bucket), Api (one Lambda per route) and Pipeline (queues,
- * consumers, rules, pipes, schedules), all driven by the manifests in `shared/manifest`.
+ * The whole service. The root stack holds what is shared and stateful: the table and bucket, the
+ * keys, CloudFront, the REST API with its stage and WAF, the queues, rules and pipes, the alarm
+ * topic and the dashboard. The functions are in one nested stack per domain (lib/domains.ts), so no
+ * template comes near CloudFormation's 500 resources. Everything is driven by `shared/manifest`.
  * RUNTIME is never set here, so every function runs with the AWS configuration (D44).
  */
 export class MarketplaceStack extends Stack {
   readonly data: Data;
   readonly keys: Keys;
   readonly cdn: Cdn;
-  readonly api: Api;
-  readonly pipeline: Pipeline;
+  readonly api: ApiGateway;
+  readonly plumbing: Plumbing;
+  readonly domains = new Map<Domain, DomainStack>();
 
   constructor(scope: Construct, id: string, props: MarketplaceStackProps = {}) {
     super(scope, id, props);
     assertHandlerModulesExist();
+    const ctx = (key: string): string | undefined => (this.node.tryGetContext(key) as string | undefined) || undefined;
 
     // Before anything else: a stack that cannot probe videos must not half-synthesize.
     const ffmpeg = ffmpegLayer(this, 'FfmpegLayer', {
-      arn: props.ffmpegLayerArn ?? this.node.tryGetContext('ffmpegLayerArn'),
+      arn: props.ffmpegLayerArn ?? ctx('ffmpegLayerArn'),
       allowMissing: props.allowMissingFfmpeg ?? booleanContext(this, 'allowMissingFfmpeg'),
       neededBy: QUEUES.filter((q) => q.native?.ffmpeg).map((q) => `the ${q.name} consumer`),
     });
-
-    this.data = new Data(this, 'Data');
-
     // D63: secrets and keys; functions get grants and ARNs, never values.
     const cdnPublicKeyPem = props.cdnPublicKeyPem ?? cdnPublicKeyFromContext(this);
-    const cdnPrivateKeySecretArn = props.cdnPrivateKeySecretArn ?? this.node.tryGetContext('cdnPrivateKeySecretArn');
+    const cdnPrivateKeySecretArn = props.cdnPrivateKeySecretArn ?? ctx('cdnPrivateKeySecretArn');
     if (!cdnPublicKeyPem || !cdnPrivateKeySecretArn) {
       throw new Error(
         'Download URLs are CloudFront signed URLs: deploy with -c cdnPublicKeyFile=<public key PEM file> (or -c cdnPublicKeyPem=...) ' +
           'and -c cdnPrivateKeySecretArn=<ARN of the secret holding the private key>. See docs/deploying.md.',
       );
     }
+    const limits = limitsFromContext(this);
+    const longPollSeconds = props.longPollSeconds ?? Number(ctx('longPollSeconds') ?? 25);
+
+    this.data = new Data(this, 'Data');
     this.keys = new Keys(this, 'Keys', {
       cdnPublicKeyPem,
       cdnPrivateKeySecretArn,
-      stripeSecretArn: props.stripeSecretArn ?? (this.node.tryGetContext('stripeSecretArn') || undefined),
+      stripeSecretArn: props.stripeSecretArn ?? ctx('stripeSecretArn'),
     });
     this.cdn = new Cdn(this, 'Cdn', {
       bucket: this.data.bucket,
       publicKeyPem: cdnPublicKeyPem,
       overlapPublicKeyPem: cdnPublicKeyFromContext(this, 'cdnOverlapPublicKey'),
     });
+    const alarmTopic = createAlarmTopic(this, 'AlarmTopic', props.alarmEmail ?? ctx('alarmEmail'));
+    const alarmAction = new cwActions.SnsAction(alarmTopic);
 
-    const common: Record<string, string> = {
+    this.api = new ApiGateway(this, 'Api', { longPollSeconds, publicBaseUrl: props.publicBaseUrl, limits });
+    this.plumbing = new Plumbing(this, 'Pipeline', { table: this.data.table, bucket: this.data.bucket, alarmAction });
+
+    const environment: Record<string, string> = {
       LOG_LEVEL: 'INFO',
+      POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
       // D40: the simulated worker's delay is the sandbox queue's delivery delay.
       SANDBOX_DELAY_SECONDS: String(queueByName('sandbox').deliveryDelaySeconds ?? 15),
       WORKER_PRIORITY_WINDOW_SECONDS: String(props.workerPriorityWindowSeconds ?? 0),
     };
-
-    this.api = new Api(this, 'Api', {
-      table: this.data.table,
-      bucket: this.data.bucket,
-      environment: common,
-      longPollSeconds: props.longPollSeconds ?? 25,
-      publicBaseUrl: props.publicBaseUrl,
-      keys: this.keys,
-      cdn: this.cdn,
-    });
-
-    const alarmTopic = createAlarmTopic(this, 'AlarmTopic', props.alarmEmail ?? (this.node.tryGetContext('alarmEmail') || undefined));
-    this.pipeline = new Pipeline(this, 'Pipeline', {
-      table: this.data.table,
-      bucket: this.data.bucket,
-      environment: { ...common, PUBLIC_BASE_URL: this.api.baseUrl },
-      alarmTopic,
-      ffmpegLayer: ffmpeg,
-      keys: this.keys,
-      cdn: this.cdn,
-    });
-
-    // Routes that enqueue work (e.g. webhook replay, D37) may send to their queues, nothing more.
-    for (const route of ROUTES) {
-      for (const queueName of route.access.sendTo ?? []) {
-        bindQueue(this.api.functions.get(route.id)!, queueName, this.pipeline.queue(queueName));
-      }
+    for (const domain of DOMAINS) {
+      const nested = new DomainStack(this, `${routeLogicalName({ id: domain })}Functions`, {
+        domain,
+        shared: {
+          table: this.data.table,
+          bucket: this.data.bucket,
+          keys: this.keys,
+          cdn: this.cdn,
+          api: this.api,
+          plumbing: this.plumbing,
+          alarmAction,
+          environment,
+          limits,
+          models: modelsFromContext(this),
+          ffmpegLayer: ffmpeg,
+        },
+      });
+      this.domains.set(domain, nested);
+      // A deployment must publish every method, wherever it is defined.
+      this.api.restApi.latestDeployment?.node.addDependency(nested);
     }
+
+    // Alarms of what the root owns (queue alarms are in Plumbing, function alarms in the domains).
+    api5xxAlarm(this, 'Api5xxAlarm', alarmAction, { apiName: this.api.apiName, stage: STAGE_NAME, threshold: 10 });
+    tableThrottleAlarm(this, 'TableThrottleAlarm', alarmAction, this.data.table, TABLE_DEF.gsis.map((g) => g.name));
+    pipelineDashboard(this, 'Dashboard', { plumbing: this.plumbing, apiName: this.api.apiName, stage: STAGE_NAME });
 
     // Everything operators and the deployed-stack tests need, by a stable name.
     new CfnOutput(this, 'ApiUrl', { value: this.api.restApi.url, description: 'Base URL; append /v1/...' });
     new CfnOutput(this, 'PublicBaseUrl', { value: this.api.baseUrl });
     new CfnOutput(this, 'TableName', { value: this.data.table.tableName });
     new CfnOutput(this, 'BucketName', { value: this.data.bucket.bucketName });
-    new CfnOutput(this, 'AlarmTopicArn', { value: alarmTopic.topicArn, description: 'Subscribe to get alarms' });
+    new CfnOutput(this, 'AlarmTopicArn', { value: alarmTopic.topicArn, description: 'Alarms are published here' });
     new CfnOutput(this, 'CursorSecretArn', { value: this.keys.cursorSecret.secretArn });
     new CfnOutput(this, 'SealingKeyArn', { value: this.keys.sealingKey.keyArn });
     new CfnOutput(this, 'CdnBaseUrl', { value: this.cdn.baseUrl });
     new CfnOutput(this, 'CdnKeyPairId', { value: this.cdn.publicKey.publicKeyId });
     for (const q of QUEUES) {
       const name = routeLogicalName({ id: q.name });
-      new CfnOutput(this, `${name}QueueUrl`, { value: this.pipeline.queue(q.name).queueUrl });
-      new CfnOutput(this, `${name}DlqUrl`, { value: this.pipeline.deadLetterQueues.get(q.name)!.queueUrl });
+      new CfnOutput(this, `${name}QueueUrl`, { value: this.plumbing.queue(q.name).queueUrl });
+      new CfnOutput(this, `${name}DlqUrl`, { value: this.plumbing.deadLetterQueues.get(q.name)!.queueUrl });
     }
+  }
+
+  /** The function of a route id, queue name or schedule name, in whichever domain stack holds it. */
+  functionOf(name: string) {
+    for (const d of this.domains.values()) {
+      const fn = d.functions.get(name);
+      if (fn) return fn;
+    }
+    throw new Error(`no function for ${name}`);
   }
 }
 

@@ -1,17 +1,24 @@
 /**
  * Start-up reconcilers. The SQS emulator keeps messages in memory only; a clean stop saves them and
  * the next start restores them (local/sqs-snapshot.ts), but a killed process writes no snapshot and
- * loses whatever was queued while DynamoDB Local and the S3 directory keep their data. Domain code
- * registers a reconciler here to re-enqueue work whose state in the table says it is unfinished
- * (e.g. a submission still `pending_score` with no scoring message in flight). Reconcilers run once
- * per start, after the queues exist and the pollers run; they must be idempotent, as consumers are.
+ * loses whatever was queued while DynamoDB Local and the S3 directory keep their data. A reconciler
+ * re-enqueues work whose state in the table says it is unfinished (local/reconcile-unfinished.ts:
+ * unscored uploads, undelivered events, sandbox simulations). They run once per start, only when
+ * the previous run did not stop cleanly (its marker file is still there), after the queues exist
+ * and before the pollers and stream pipes start; they must be idempotent, as consumers are.
  */
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import type { Log } from './log';
 import type { QueueSender } from './sqs';
 
 export interface ReconcileContext {
   /** Sends a message body to a wiring queue by name. */
   send: QueueSender;
+  /** Routes an event through the local EventBridge rules (as S3 does for a new object). */
+  route(event: unknown): Promise<string[]>;
+  bucketName: string;
+  account: string;
+  region: string;
   log: Log;
 }
 
@@ -25,6 +32,16 @@ export const onStart: Reconciler[] = [];
 
 export function registerReconciler(reconciler: Reconciler): void {
   if (!onStart.some((r) => r.name === reconciler.name)) onStart.push(reconciler);
+}
+
+/**
+ * Whether the previous run stopped cleanly: the runtime holds a marker file while it runs and
+ * removes it last in a clean stop, after the queues are saved.
+ */
+export function runMarker(file: string): { uncleanBefore: boolean; release(): void } {
+  const uncleanBefore = existsSync(file);
+  writeFileSync(file, `${process.pid} ${new Date().toISOString()}\n`);
+  return { uncleanBefore, release: () => rmSync(file, { force: true }) };
 }
 
 export async function runReconcilers(ctx: ReconcileContext, reconcilers: readonly Reconciler[] = onStart): Promise<void> {

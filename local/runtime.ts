@@ -18,9 +18,11 @@ import { localCdnPage } from './cdn';
 import { localCheckoutPage } from '../shared/payments/local-checkout-page';
 import { handlerModuleExists, loadHandler, localRegion, LOCAL_ACCOUNT_ID } from './lambda';
 import { createLog, type LogLevel } from './log';
-import { runReconcilers } from './reconcilers';
+import { registerReconciler, runMarker, runReconcilers } from './reconcilers';
+import { UNFINISHED_WORK } from './reconcile-unfinished';
 import { ensureLocalSecrets } from './secrets';
 import { resetSecrets } from '../shared/secrets';
+import { resetSealer } from '../shared/secrets/sealer';
 import { resetS3 } from '../shared/storage/s3';
 import { S3_LOCAL_CREDENTIALS, startS3Emulator } from './s3';
 import { startScheduler, type Scheduler } from './scheduler';
@@ -117,6 +119,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     stops.push(() => sqs.destroy());
     const sandboxDelay = opts.sandboxDelaySeconds ?? (process.env.SANDBOX_DELAY_SECONDS ? Number(process.env.SANDBOX_DELAY_SECONDS) : undefined);
     const queues = await createQueues(sqs, QUEUES, sandboxDelay !== undefined ? { sandbox: sandboxDelay } : {});
+    let uncleanBefore = false;
     if (dataDir) {
       // fauxqs keeps messages in memory: carry them across restarts (local/sqs-snapshot.ts).
       const snapshotFile = join(dataDir, 'sqs-snapshot.json');
@@ -132,6 +135,14 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
         removeSnapshot(snapshotFile);
         log.info(`sqs: restored ${n} queued messages saved at ${snapshot.takenAt}`);
       }
+      // Held while running; removed last in a clean stop, once the queues are saved. Found at
+      // start, it means the last run was killed: the reconcilers then re-enqueue unfinished work.
+      const marker = runMarker(join(dataDir, 'runtime.running'));
+      uncleanBefore = marker.uncleanBefore;
+      let snapshotSaved = false;
+      stops.push(() => {
+        if (snapshotSaved) marker.release();
+      });
       // Runs after the pollers, stream pipes and scheduler have stopped (stops run in reverse).
       stops.push(async () => {
         const saved = await takeSnapshot(sqsEmulator.endpoint, [...urls.keys()]);
@@ -140,6 +151,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
           writeSnapshot(snapshotFile, saved);
           log.info(`sqs: saved ${n} queued messages to ${snapshotFile}`);
         }
+        snapshotSaved = true;
       });
     }
     const send = queueSender(sqs, queues);
@@ -149,6 +161,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     if (!dataDir) stops.push(() => rmSync(s3Dir, { recursive: true, force: true }));
     const s3 = await startS3Emulator({
       directory: s3Dir,
+      portFile: dataDir ? join(dataDir, 's3-port') : undefined, // pre-signed upload URLs outlive a restart
       bucket: bucketName,
       host,
       account: LOCAL_ACCOUNT_ID,
@@ -193,7 +206,6 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       DYNAMODB_ENDPOINT: dynamoEndpoint,
       S3_ENDPOINT: s3.endpoint,
       SQS_ENDPOINT: sqsEmulator.endpoint,
-      CURSOR_SECRET: secrets.values.cursor!,
       LOCAL_SECRETS_FILE: secrets.file,
       PUBLIC_BASE_URL: opts.publicBaseUrl ?? url,
       // D60: download URLs are signed for the local CDN (local/cdn.ts) with the persisted key.
@@ -207,12 +219,20 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     Object.assign(process.env, env);
     resetConfig();
     resetSecrets();
+    resetSealer();
     resetClients();
     resetS3(); // a client of an earlier runtime in this process would talk to its (stopped) S3
 
     const ddb = localDynamoClient(dynamoEndpoint);
     stops.push(() => ddb.destroy());
     await ensureTable(ddb, tableName);
+
+    if (uncleanBefore) {
+      // Before the pollers and stream pipes start: what they would redo is claimed in the table.
+      log.warn('the last run did not stop cleanly (killed?): re-enqueueing unfinished work');
+      for (const r of UNFINISHED_WORK) registerReconciler(r);
+      await runReconcilers({ send, route: (event) => router.route(event), bucketName, account: LOCAL_ACCOUNT_ID, region, log });
+    }
 
     const polledQueues: string[] = [];
     const consumerConcurrency: Record<string, number> = {};
@@ -254,8 +274,14 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       stops.push(() => scheduler!.stop());
     }
 
+    // Stops run in reverse: first of all, the API takes no new requests (those running finish), so
+    // no new work reaches the queues while the pollers finish their batches and the queues are saved.
+    stops.push(() => {
+      server.close();
+      server.closeIdleConnections();
+    });
+
     markReady();
-    await runReconcilers({ send, log });
 
     return {
       url,

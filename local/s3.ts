@@ -5,6 +5,7 @@
  * (clients, pre-signed URLs) is the front's; s3rver itself listens on an internal port.
  */
 import { randomUUID } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { S3ObjectCreatedNotificationEvent, S3ObjectCreatedNotificationEventDetail } from 'aws-lambda';
 import S3rver from 's3rver';
@@ -96,6 +97,11 @@ export interface S3EmulatorOptions {
   host?: string;
   /** Port of the verifying front (0 or unset: a free one). */
   port?: number;
+  /**
+   * Keeps the front's port across restarts: the port saved here is taken again when free (and
+   * the chosen one saved), so pre-signed upload URLs handed out before a restart still work.
+   */
+  portFile?: string;
   account: string;
   region: string;
   /** Called for every object-created event, in the EventBridge shape. */
@@ -120,7 +126,13 @@ export async function startS3Emulator(opts: S3EmulatorOptions): Promise<S3Emulat
   const address = (await server.run()) as AddressInfo;
   let front;
   try {
-    front = await startSigV4Front({ target: { host, port: address.port }, host, port: opts.port ?? 0, credentials: S3_LOCAL_CREDENTIALS, region: opts.region });
+    const start = (port: number) => startSigV4Front({ target: { host, port: address.port }, host, port, credentials: S3_LOCAL_CREDENTIALS, region: opts.region });
+    const saved = opts.port === undefined && opts.portFile && existsSync(opts.portFile) ? Number(readFileSync(opts.portFile, 'utf8').trim()) : 0;
+    front = await start(opts.port ?? saved).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EADDRINUSE' || opts.port) throw err;
+      return start(0); // the saved port is taken: URLs signed for it cannot be honoured anyway
+    });
+    if (opts.portFile) writeFileSync(opts.portFile, String(front.port));
   } catch (err) {
     await server.close();
     throw err;

@@ -5,12 +5,16 @@
  * across restarts. In-memory runs (tests) get a file in a temp directory.
  *
  * Entries: `cursor` (HMAC key of list cursors), `cdn-signing-key` (RSA private key PEM that signs
- * download URLs) and `cdn-key-pair-id` (its public identifier, like a CloudFront key id).
+ * download URLs), `cdn-key-pair-id` (its public identifier, like a CloudFront key id) and
+ * `sealing-keyring` (the keys that wrap sealed secrets, standing in for KMS; see
+ * shared/secrets/local-keyring.ts). `stripe` is never generated: set it by hand (JSON
+ * `{"secret_key","webhook_secret"}`) to try the Stripe provider locally.
  */
 import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { KEYRING_ENTRY, parseKeyring, rotateKeyring } from '../shared/secrets/local-keyring';
 
 export interface LocalSecrets {
   file: string;
@@ -31,6 +35,8 @@ function generate(name: string, values: Record<string, string>): string | undefi
       // A stable id derived from the key, shaped like CloudFront's (upper-case alphanumerics).
       return 'K' + createHash('sha256').update(pem).digest('hex').slice(0, 13).toUpperCase();
     }
+    case KEYRING_ENTRY:
+      return JSON.stringify(rotateKeyring(null));
     default:
       return undefined;
   }
@@ -46,7 +52,7 @@ export function ensureLocalSecrets(dataDir: string | null, overrides: Record<str
   const values: Record<string, string> = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Record<string, string>) : {};
   const legacy = join(dir, 'cursor-secret');
   if (!values.cursor && existsSync(legacy)) values.cursor = readFileSync(legacy, 'utf8').trim();
-  for (const name of ['cursor', 'cdn-signing-key', 'cdn-key-pair-id']) {
+  for (const name of ['cursor', 'cdn-signing-key', 'cdn-key-pair-id', KEYRING_ENTRY]) {
     if (!values[name]) {
       const v = generate(name, values);
       if (v) values[name] = v;
@@ -55,4 +61,16 @@ export function ensureLocalSecrets(dataDir: string | null, overrides: Record<str
   Object.assign(values, overrides);
   writeFileSync(file, JSON.stringify(values, null, 2), { mode: 0o600 });
   return { file, values };
+}
+
+/**
+ * Rotate the local sealing key: a new key becomes current, the older ones stay so every value
+ * sealed before still opens. Takes effect when the runtime (re)reads the file (restart).
+ */
+export function rotateLocalSealingKey(file: string): string {
+  const values = JSON.parse(readFileSync(file, 'utf8')) as Record<string, string>;
+  const ring = rotateKeyring(values[KEYRING_ENTRY] ? parseKeyring(values[KEYRING_ENTRY]) : null);
+  values[KEYRING_ENTRY] = JSON.stringify(ring);
+  writeFileSync(file, JSON.stringify(values, null, 2), { mode: 0o600 });
+  return ring.current;
 }

@@ -1,7 +1,8 @@
 /**
  * Runtime configuration from the environment, read once. The stack sets these on every Lambda; the
  * local runtime sets them for its process. Local-only settings (D44) are honoured only when
- * RUNTIME=local, and the stack never sets RUNTIME=local.
+ * RUNTIME=local, and the stack never sets RUNTIME=local. No secret is configured here (D63):
+ * secrets are read at run time through shared/secrets.
  */
 export interface Config {
   runtime: 'aws' | 'local';
@@ -14,8 +15,6 @@ export interface Config {
   sqsEndpoint?: string;
   /** Queue URLs by logical queue name (wiring). */
   queueUrls: Record<string, string>;
-  /** HMAC key for tamper-evident cursors (D12). */
-  cursorSecret: string;
   /** Public base URL of the API, used to build links (checkout, purchase_url). */
   publicBaseUrl: string;
   /** D20: longest long-poll wait this deployment can hold. */
@@ -45,14 +44,12 @@ export function config(): Config {
     s3Endpoint: e.S3_ENDPOINT || undefined,
     sqsEndpoint: e.SQS_ENDPOINT || undefined,
     queueUrls,
-    cursorSecret: e.CURSOR_SECRET ?? (runtime === 'local' ? 'local-cursor-secret' : ''),
     publicBaseUrl: (e.PUBLIC_BASE_URL ?? 'http://127.0.0.1:3000').replace(/\/$/, ''),
     longPollMaxSeconds: Math.min(60, Number(e.LONG_POLL_MAX_SECONDS ?? 60)),
     localFixedOtp: runtime === 'local' ? e.LOCAL_FIXED_OTP || undefined : undefined,
     sandboxDelaySeconds: Number(e.SANDBOX_DELAY_SECONDS ?? 15),
     workerPriorityWindowSeconds: Number(e.WORKER_PRIORITY_WINDOW_SECONDS ?? 0),
   };
-  if (!cached.cursorSecret) throw new Error('CURSOR_SECRET is not set');
   return cached;
 }
 

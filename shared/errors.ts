@@ -14,6 +14,7 @@ export type ErrorType =
   | 'pricing_violation'
   | 'free_tier_job_limit'
   | 'idempotency_conflict'
+  | 'service_unavailable'
   | 'internal_error';
 
 export interface ErrorDetail {
@@ -61,6 +62,8 @@ export const errors = {
     new ApiError(429, 'rate_limit_exceeded', `Rate limit exceeded; retry after ${retryAfterSeconds} seconds.`, undefined, undefined, {
       'Retry-After': String(retryAfterSeconds),
     }),
+  /** A capability this deployment has not configured (e.g. payments); retrying later may succeed. */
+  unavailable: (message: string, code: string) => new ApiError(503, 'service_unavailable', message, [{ message, code }]),
   internal: () => new ApiError(500, 'internal_error', 'An unexpected error occurred. It has been logged; retrying is safe.'),
 };
 

@@ -6,6 +6,11 @@
  * the effect and the stored response commit together or not at all. Responses of requests that
  * wrote nothing (4xx) are stored after the fact; a 5xx releases the key so a retry can run.
  * Expiry (24 h) is checked in code; the TTL attribute only cleans up.
+ *
+ * Issue 11.1: on routes whose response holds a one-time secret (a new API key, an endpoint's
+ * signing secret, a signup's keys or worker token) the stored body is sealed (shared/secrets/sealer)
+ * and bound to its record, so the table, its backups and exports never hold the secret in the
+ * clear; a replay opens it and answers the caller exactly as the first time.
  */
 import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
@@ -14,6 +19,7 @@ import { keys } from './db/keys';
 import { now, DAY_MS } from './clock';
 import { errors } from './errors';
 import { sha256hex } from './auth/secrets';
+import { sealer, type PreparedSeal } from './secrets/sealer';
 import type { Tx } from './db/tx';
 
 export const IDEMPOTENCY_TTL_MS = DAY_MS;
@@ -28,6 +34,11 @@ export interface StoredResponse {
   headers?: Record<string, string>;
 }
 
+/** What the record holds: the body itself, or (sealed routes) null and the sealed JSON of it. */
+type StoredItem = Omit<StoredResponse, 'body'> & { body: unknown; body_sealed?: string };
+
+const sealContext = (scope: string, keyHash: string) => `idempotency:${scope}#${keyHash}`;
+
 export class IdempotencyHandle {
   recorded = false;
   constructor(
@@ -35,10 +46,17 @@ export class IdempotencyHandle {
     readonly keyHash: string,
     readonly lockId: string,
     readonly successStatus: number,
+    /** Set on routes whose response holds a one-time secret: the body is stored sealed. */
+    readonly sealing: PreparedSeal | null = null,
   ) {}
 
   private key() {
     return keys.idempotency(this.scope, this.keyHash);
+  }
+
+  private stored(r: StoredResponse): StoredItem {
+    if (!this.sealing || r.body === null || r.body === undefined) return r;
+    return { ...r, body: null, body_sealed: this.sealing.seal(JSON.stringify(r.body), sealContext(this.scope, this.keyHash)) };
   }
 
   /** Add the final response to the transaction of the write this key protects. */
@@ -48,7 +66,7 @@ export class IdempotencyHandle {
       names: { '#s': 'status', '#r': 'response', '#l': 'lock_id' },
       values: {
         ':done': 'done',
-        ':resp': { status, body, request_id: this.lockId, headers } satisfies StoredResponse,
+        ':resp': this.stored({ status, body, request_id: this.lockId, ...(headers ? { headers } : {}) }),
         ':lock': this.lockId,
         ':inprog': 'in_progress',
       },
@@ -66,7 +84,7 @@ export class IdempotencyHandle {
           UpdateExpression: 'SET #s = :done, #r = :resp',
           ConditionExpression: '#l = :lock AND #s = :inprog',
           ExpressionAttributeNames: { '#s': 'status', '#r': 'response', '#l': 'lock_id' },
-          ExpressionAttributeValues: { ':done': 'done', ':resp': response, ':lock': this.lockId, ':inprog': 'in_progress' },
+          ExpressionAttributeValues: { ':done': 'done', ':resp': this.stored(response), ':lock': this.lockId, ':inprog': 'in_progress' },
         }),
       );
     } catch (err) {
@@ -122,6 +140,8 @@ export async function acquire(opts: {
   fingerprint: string;
   requestId: string;
   successStatus: number;
+  /** The response holds a one-time secret: store it sealed (issue 11.1). */
+  sealResponse?: boolean;
 }): Promise<AcquireResult> {
   const keyHash = sha256hex(opts.key);
   const k = keys.idempotency(opts.scope, keyHash);
@@ -146,7 +166,8 @@ export async function acquire(opts: {
           ExpressionAttributeValues: { ':now': t, ':inprog': 'in_progress', ':stale': t - STALE_LOCK_MS },
         }),
       );
-      return { kind: 'acquired', handle: new IdempotencyHandle(opts.scope, keyHash, opts.requestId, opts.successStatus) };
+      const sealing = opts.sealResponse ? await sealer().prepare() : null;
+      return { kind: 'acquired', handle: new IdempotencyHandle(opts.scope, keyHash, opts.requestId, opts.successStatus, sealing) };
     } catch (err) {
       if (!(err instanceof ConditionalCheckFailedException)) throw err;
     }
@@ -162,7 +183,12 @@ export async function acquire(opts: {
         { 'Retry-After': '1' },
       );
     }
-    return { kind: 'replay', stored: rec.response as StoredResponse };
+    const stored = rec.response as StoredItem;
+    if (typeof stored.body_sealed === 'string') {
+      const { body_sealed: sealed, ...rest } = stored;
+      return { kind: 'replay', stored: { ...rest, body: JSON.parse(await sealer().open(sealed, sealContext(opts.scope, keyHash))) } };
+    }
+    return { kind: 'replay', stored };
   }
   throw errors.conflict('Could not take the Idempotency-Key; retry shortly.', [
     { field: 'Idempotency-Key', message: 'contention on this key', code: 'idempotency_key_in_use' },

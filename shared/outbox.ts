@@ -23,6 +23,7 @@ export const EVENT_TYPES = [
   'credits.purchased',
   'credits.low_balance',
   'credits.auto_topped_up',
+  'credits.auto_top_up_failed',
   'credits.expiring_soon',
   'credits.expired',
 ] as const;

@@ -10,6 +10,7 @@ import {
   aws_sqs as sqs,
 } from 'aws-cdk-lib';
 import { secretArnVariable, type KeyAccess, type SecretName } from '../../shared/manifest/access';
+import { BUCKET_PREFIXES, TRANSCRIBE_JOB_PREFIX } from '../../shared/manifest/wiring';
 
 /**
  * Grant helpers: each binds a resource to a function in one call, least privilege plus the
@@ -57,18 +58,30 @@ export function bindQueue(fn: lambda.Function, queueName: string, queue: sqs.IQu
 }
 
 /**
- * Model invocation on foundation models of the stack's region only (no provisioned throughput,
- * no agents, no model management). The Converse API is authorised by `bedrock:InvokeModel`
- * (ConverseStream by `bedrock:InvokeModelWithResponseStream`); there is no separate IAM action.
- * A cross-region inference profile would need its `inference-profile` ARN added here.
+ * Model invocation on the configured models only (context `bedrockModelId`, `annotationModelId`):
+ * no provisioned throughput, no agents, no model management. The Converse API is authorised by
+ * `bedrock:InvokeModel` (ConverseStream by `bedrock:InvokeModelWithResponseStream`). A model id
+ * with a geography prefix (`us.`, `eu.`, `apac.`, `global.`) is a cross-region inference profile:
+ * the profile of this account and region, and the foundation model in whichever region the
+ * profile routes to.
  */
-export function grantBedrockInvoke(fn: lambda.Function): void {
+export function grantBedrockInvoke(fn: lambda.Function, modelIds: readonly string[]): void {
   const stack = Stack.of(fn);
+  const resources = new Set<string>();
+  for (const id of modelIds) {
+    const profile = /^(us|eu|apac|global|us-gov)\.(.+)$/.exec(id);
+    if (profile) {
+      resources.add(stack.formatArn({ service: 'bedrock', resource: 'inference-profile', resourceName: id }));
+      resources.add(`arn:${stack.partition}:bedrock:*::foundation-model/${profile[2]}`);
+    } else {
+      resources.add(stack.formatArn({ service: 'bedrock', account: '', resource: 'foundation-model', resourceName: id }));
+    }
+  }
   fn.addToRolePolicy(
     new iam.PolicyStatement({
-      sid: 'InvokeFoundationModels',
+      sid: 'InvokeConfiguredModels',
       actions: ['bedrock:InvokeModel', 'bedrock:InvokeModelWithResponseStream'],
-      resources: [stack.formatArn({ service: 'bedrock', account: '', resource: 'foundation-model', resourceName: '*' })],
+      resources: [...resources],
     }),
   );
 }
@@ -106,10 +119,10 @@ export interface CdnResources {
  *   the deploy has no Stripe secret (PAYMENTS_PROVIDER=disabled says so).
  * - `cdnSign`: the `cdn-signing-key` secret, `CDN_BASE_URL`, `CDN_KEY_PAIR_ID`.
  * - `kms`: encrypt (Encrypt, GenerateDataKey*, ReEncrypt*), decrypt, or both on the sealing key; `KMS_KEY_ID`.
- * - `transcribe`: Amazon Transcribe jobs (grantTranscribe).
+ * - `transcribe`: Amazon Transcribe jobs on the media bucket (grantTranscribe; pass `media`).
  * Every function gets `PAYMENTS_PROVIDER` (`stripe` | `disabled`), which is not a secret.
  */
-export function bindKeyAccess(fn: lambda.Function, access: KeyAccess, keys: KeyResources, cdn: CdnResources): void {
+export function bindKeyAccess(fn: lambda.Function, access: KeyAccess, keys: KeyResources, cdn: CdnResources, media?: s3.IBucket): void {
   const names = new Set<SecretName>(access.secrets ?? []);
   if (access.cdnSign) names.add('cdn-signing-key');
   for (const name of names) {
@@ -132,21 +145,39 @@ export function bindKeyAccess(fn: lambda.Function, access: KeyAccess, keys: KeyR
   if (access.kms === 'decrypt') keys.sealingKey.grantDecrypt(fn);
   if (access.kms === 'encrypt-decrypt') keys.sealingKey.grantEncryptDecrypt(fn);
   if (access.kms) fn.addEnvironment('KMS_KEY_ID', keys.sealingKey.keyArn);
-  if (access.transcribe) grantTranscribe(fn);
+  if (access.transcribe) grantTranscribe(fn, media);
   fn.addEnvironment('PAYMENTS_PROVIDER', keys.paymentsProvider);
 }
 
 /**
- * Amazon Transcribe (D65): start, read and delete transcription jobs of this account and region.
- * Transcribe reads the media with the caller's own S3 permissions (the bucket grant).
+ * Amazon Transcribe on the media bucket (D65), for functions whose manifest entry says
+ * `access.transcribe`: `transcribe:StartTranscriptionJob` on our job names only (the completion
+ * arrives as an EventBridge event, so nothing reads or deletes jobs), and the S3 access the
+ * service uses on the caller's behalf (Transcribe reads the media and writes its output with the
+ * caller's permissions): read under `uploads/`, write under `transcripts/` of the media bucket.
  */
-export function grantTranscribe(fn: lambda.Function): void {
+export function grantTranscribe(fn: lambda.Function, media?: s3.IBucket): void {
   const stack = Stack.of(fn);
   fn.addToRolePolicy(
     new iam.PolicyStatement({
-      sid: 'TranscriptionJobs',
-      actions: ['transcribe:StartTranscriptionJob', 'transcribe:GetTranscriptionJob', 'transcribe:DeleteTranscriptionJob'],
-      resources: [stack.formatArn({ service: 'transcribe', resource: 'transcription-job', resourceName: '*' })],
+      sid: 'StartTranscriptionJobs',
+      actions: ['transcribe:StartTranscriptionJob'],
+      resources: [stack.formatArn({ service: 'transcribe', resource: 'transcription-job', resourceName: `${TRANSCRIBE_JOB_PREFIX}*` })],
+    }),
+  );
+  if (!media) return;
+  fn.addToRolePolicy(
+    new iam.PolicyStatement({
+      sid: 'TranscribeReadsMedia',
+      actions: ['s3:GetObject'],
+      resources: [media.arnForObjects(`${BUCKET_PREFIXES.uploads}*`)],
+    }),
+  );
+  fn.addToRolePolicy(
+    new iam.PolicyStatement({
+      sid: 'TranscribeWritesOutput',
+      actions: ['s3:PutObject'],
+      resources: [media.arnForObjects(`${BUCKET_PREFIXES.transcripts}*`)],
     }),
   );
 }

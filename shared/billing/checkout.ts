@@ -1,12 +1,19 @@
 /**
- * Credit purchases (D32) and auto top-up (D34).
+ * Credit purchases (D32, D62) and auto top-up (D34).
+ *
+ * Who pays where depends on the provider (provider.ts): the local page, Stripe Checkout, or
+ * nobody (`disabled`: live purchases answer 503). A test-environment purchase never reaches a
+ * processor (D3: test balances are never charged): with Stripe or payments disabled it is
+ * confirmed at once and answered `status: 'paid'`, `checkout_url: null` (locally the local page,
+ * which moves no money either, serves both environments).
  *
  * A checkout session (`CS#<cs_id>`) is created `open`; the payment provider confirms it and
  * `confirmCheckout` applies it exactly once: the session moves open → paid under a condition in the
  * same transaction as the `purchase` and `bonus` rows, their lots, the balance, the organization's
  * `has_purchased` flag (D13/D52 standard tier) and saved payment method, `credits.purchased` and
  * the audit record. A second confirmation (double click, replayed POST, provider retry) finds the
- * session paid and changes nothing.
+ * session paid and changes nothing. A provider's event id is recorded in the same transaction,
+ * so a redelivered event is recognised even before the session is looked at.
  */
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '../db/client';
@@ -16,12 +23,12 @@ import { newId } from '../ids';
 import { now, nowIso, addMs, DAY_MS } from '../clock';
 import { emit } from '../outbox';
 import { audit } from '../audit';
-import { ConditionFailed } from '../errors';
+import { ConditionFailed, errors } from '../errors';
 import { logger } from '../logger';
 import { recordResponse, systemContext, type MutationContext } from '../context';
 import { grantCreditsMany, twelveMonthsAfter } from '../ledger/lots';
 import { readBalanceItem, versionCondition } from '../ledger/balance';
-import { paymentProvider } from './provider';
+import { paymentProvider, PaymentsUnavailable, type PaymentProvider } from './provider';
 import type { Actor, BuyerPrincipal, Env } from '../types';
 
 export const PURCHASE_MIN_CENTS = 1000;
@@ -43,7 +50,7 @@ export function presentSession(s: Item) {
     object: 'checkout_session' as const,
     id: s.id as string,
     status: s.status as string,
-    checkout_url: s.checkout_url as string,
+    checkout_url: (s.checkout_url as string | null | undefined) ?? null,
     amount_cents: Number(s.amount_cents),
     bonus_cents: Number(s.bonus_cents),
     total_credits_cents: Number(s.total_credits_cents),
@@ -51,8 +58,20 @@ export function presentSession(s: Item) {
   };
 }
 
-function addSession(tx: Tx, actor: Actor, requestId: string | null, orgId: string, env: Env, amount: number, kind: 'checkout' | 'auto_top_up') {
-  const id = newId('checkoutSession');
+interface SessionInput {
+  id?: string;
+  orgId: string;
+  env: Env;
+  amount: number;
+  kind: 'checkout' | 'auto_top_up';
+  provider: PaymentProvider['name'] | 'test_mode';
+  checkoutUrl: string | null;
+  providerRef?: string | null;
+}
+
+export function addSession(tx: Tx, actor: Actor, requestId: string | null, s: SessionInput) {
+  const { orgId, env, amount, kind } = s;
+  const id = s.id ?? newId('checkoutSession');
   const bonus = bonusFor(amount);
   const item = {
     ...keys.checkoutSession(id),
@@ -62,11 +81,12 @@ function addSession(tx: Tx, actor: Actor, requestId: string | null, orgId: strin
     org_id: orgId,
     environment: env,
     status: 'open',
-    provider: paymentProvider().name,
+    provider: s.provider,
+    provider_ref: s.providerRef ?? null,
     amount_cents: amount,
     bonus_cents: bonus,
     total_credits_cents: amount + bonus,
-    checkout_url: paymentProvider().checkoutUrl(id),
+    checkout_url: s.checkoutUrl,
     created_at: nowIso(),
     expires_at: addMs(now(), DAY_MS).toISOString(),
   };
@@ -83,13 +103,74 @@ function addSession(tx: Tx, actor: Actor, requestId: string | null, orgId: strin
   return item;
 }
 
-/** POST /v1/billing/credits/purchase (and its alias): a checkout session, 200 (D32, D43). */
+export async function getOrganization(orgId: string): Promise<Item | undefined> {
+  const out = await db().send(new GetCommand({ TableName: tableName(), Key: keys.organization(orgId), ConsistentRead: true }));
+  return out.Item;
+}
+
+const refuseUnavailable = () =>
+  errors.unavailable(
+    'Buying credits is not available on this deployment: no payment processor is configured. Test keys can still buy test credits.',
+    'payments_disabled',
+  );
+
+/** POST /v1/billing/credits/purchase (and its alias): a checkout session, 200 (D32, D43, D62). */
 export async function createCheckoutSession(ctx: MutationContext, p: BuyerPrincipal, amount: number) {
+  const provider = paymentProvider();
+  if (p.env === 'test' && provider.name !== 'local') return testModePurchase(ctx, p, amount);
+  if (provider.name === 'disabled') throw refuseUnavailable();
+  const id = newId('checkoutSession');
+  const org = await getOrganization(p.orgId);
+  if (!org) throw errors.notFound('organization', p.orgId);
+  let started;
+  try {
+    started = await provider.startCheckout({
+      sessionId: id,
+      orgId: p.orgId,
+      orgName: org.name as string,
+      orgEmail: org.email as string,
+      customerRef: (org.stripe_customer_id as string | undefined) ?? null,
+      amountCents: amount,
+      totalCreditsCents: amount + bonusFor(amount),
+    });
+  } catch (e) {
+    if (e instanceof PaymentsUnavailable) throw refuseUnavailable();
+    throw e;
+  }
   const tx = new Tx();
-  const view = presentSession(addSession(tx, ctx.actor, ctx.requestId, p.orgId, p.env, amount, 'checkout'));
+  const item = addSession(tx, ctx.actor, ctx.requestId, {
+    id,
+    orgId: p.orgId,
+    env: p.env,
+    amount,
+    kind: 'checkout',
+    provider: provider.name,
+    checkoutUrl: started.checkoutUrl,
+    providerRef: started.providerRef,
+  });
+  if (started.customerRef && started.customerRef !== org.stripe_customer_id) {
+    tx.update('organization', keys.organization(p.orgId), 'SET stripe_customer_id = if_not_exists(stripe_customer_id, :c)', {
+      condition: 'attribute_exists(PK)',
+      values: { ':c': started.customerRef },
+    });
+  }
+  const view = presentSession(item);
   recordResponse(ctx, tx, view);
   await tx.commit();
   return view;
+}
+
+/**
+ * A test key's purchase with a real processor configured (or none): no processor is asked and
+ * nothing is charged; the session is confirmed at once and credits the test balance only. The
+ * response is stored under the Idempotency-Key after the fact (the confirmation is its own write).
+ */
+async function testModePurchase(ctx: MutationContext, p: BuyerPrincipal, amount: number) {
+  const tx = new Tx();
+  const item = addSession(tx, ctx.actor, ctx.requestId, { orgId: p.orgId, env: p.env, amount, kind: 'checkout', provider: 'test_mode', checkoutUrl: null });
+  await tx.commit();
+  const r = await confirmCheckout(item.id, { paymentMethod: null, providerRef: `test_mode_${item.id}` });
+  return presentSession(r.session ?? item);
 }
 
 export async function getSession(id: string): Promise<Item | undefined> {
@@ -97,18 +178,40 @@ export async function getSession(id: string): Promise<Item | undefined> {
   return out.Item;
 }
 
-export type ConfirmOutcome = 'paid' | 'already_paid' | 'expired' | 'not_found';
+export type ConfirmOutcome = 'paid' | 'already_paid' | 'expired' | 'not_found' | 'failed';
+
+export interface Payment {
+  /** The payment method now on file for the organization (live); null in test mode. */
+  paymentMethod: string | null;
+  providerRef: string;
+  /**
+   * The processor's event id (e.g. Stripe's `evt_…`): recorded in the same transaction, so a
+   * redelivery of the same event applies nothing twice.
+   */
+  eventId?: string;
+  /**
+   * The money already moved at the processor (webhook, off-session charge): the session's own
+   * expiry no longer matters. The local page enforces it (paying there is the payment).
+   */
+  alreadyCharged?: boolean;
+}
+
+const paymentEventKey = (eventId: string) => ({ PK: `PAYEVT#${eventId}`, SK: 'PAYEVT' });
+
+/** Whether a processor event was already applied. */
+export async function paymentEventSeen(eventId: string): Promise<boolean> {
+  const out = await db().send(new GetCommand({ TableName: tableName(), Key: paymentEventKey(eventId), ConsistentRead: true }));
+  return Boolean(out.Item);
+}
 
 /** Apply a paid session exactly once. Safe to call any number of times, concurrently. */
-export async function confirmCheckout(
-  csId: string,
-  payment: { paymentMethod: string; providerRef: string },
-): Promise<{ outcome: ConfirmOutcome; session?: Item }> {
+export async function confirmCheckout(csId: string, payment: Payment): Promise<{ outcome: ConfirmOutcome; session?: Item }> {
   for (let attempt = 0; attempt < 12; attempt++) {
     const s = await getSession(csId);
     if (!s) return { outcome: 'not_found' };
     if (s.status === 'paid') return { outcome: 'already_paid', session: s };
-    if (new Date(s.expires_at as string).getTime() <= now().getTime()) return { outcome: 'expired', session: s };
+    if (s.status !== 'open') return { outcome: 'failed', session: s };
+    if (!payment.alreadyCharged && new Date(s.expires_at as string).getTime() <= now().getTime()) return { outcome: 'expired', session: s };
     const orgId = s.org_id as string;
     const env = s.environment as Env;
     const amount = Number(s.amount_cents);
@@ -117,11 +220,21 @@ export async function confirmCheckout(
     const bal = await readBalanceItem(orgId, env);
     const before = Number(bal?.available_cents ?? 0);
     const tx = new Tx();
-    tx.update('checkout_session', keys.checkoutSession(csId), 'SET #s = :paid, paid_at = :t, payment_method = :pm, provider_ref = :ref', {
-      condition: '#s = :open AND expires_at > :t',
+    tx.update('checkout_session', keys.checkoutSession(csId), 'SET #s = :paid, paid_at = :t, payment_method = :pm, payment_ref = :ref', {
+      condition: payment.alreadyCharged ? '#s = :open' : '#s = :open AND expires_at > :t',
       names: { '#s': 'status' },
       values: { ':paid': 'paid', ':open': 'open', ':t': at.toISOString(), ':pm': payment.paymentMethod, ':ref': payment.providerRef },
     });
+    if (payment.eventId) {
+      tx.create('payment_event', {
+        ...paymentEventKey(payment.eventId),
+        entity: 'payment_event',
+        event_id: payment.eventId,
+        checkout_session_id: csId,
+        applied_at: at.toISOString(),
+        ttl: Math.floor(at.getTime() / 1000) + 90 * 86_400,
+      });
+    }
     // D33: purchased credits never expire; bonus credits expire 12 months after issue.
     grantCreditsMany(
       tx,
@@ -134,9 +247,9 @@ export async function confirmCheckout(
       versionCondition(bal ? Number(bal.version ?? 0) : null),
     );
     if (env === 'live') {
-      tx.update('organization', keys.organization(orgId), 'SET has_purchased = :y, payment_method = :pm', {
+      tx.update('organization', keys.organization(orgId), `SET has_purchased = :y${payment.paymentMethod ? ', payment_method = :pm' : ''}`, {
         condition: 'attribute_exists(PK)',
-        values: { ':y': true, ':pm': payment.paymentMethod },
+        values: { ':y': true, ...(payment.paymentMethod ? { ':pm': payment.paymentMethod } : {}) },
       });
     }
     const total = amount + bonus;
@@ -158,27 +271,10 @@ export async function confirmCheckout(
       return { outcome: 'paid', session: { ...s, status: 'paid' } };
     } catch (e) {
       if (!(e instanceof ConditionFailed)) throw e;
+      if (payment.eventId && (await paymentEventSeen(payment.eventId))) return { outcome: 'already_paid', session: await getSession(csId) };
       // Session no longer open (re-read says why) or the balance moved (retry on a fresh snapshot).
       await new Promise((r) => setTimeout(r, Math.random() * 20 * (attempt + 1)));
     }
   }
   throw new Error(`confirmCheckout ${csId}: too much contention`);
-}
-
-/**
- * D34 auto top-up, run after the transaction that crossed the low-balance threshold committed:
- * charge the payment method on file (left by the first hosted checkout) through the provider and
- * apply it like any purchase, plus `credits.auto_topped_up`. No payment method: nothing happens.
- */
-export async function runAutoTopUp(orgId: string, env: Env, amount: number): Promise<ConfirmOutcome | null> {
-  const out = await db().send(new GetCommand({ TableName: tableName(), Key: keys.organization(orgId), ConsistentRead: true }));
-  const pm = out.Item?.payment_method as string | undefined;
-  if (!pm) return null;
-  const tx = new Tx();
-  const session = addSession(tx, systemContext('auto_top_up').actor, null, orgId, env, amount, 'auto_top_up');
-  await tx.commit();
-  const charge = await paymentProvider().chargeSaved({ paymentMethod: pm, amountCents: amount, reference: session.id });
-  const r = await confirmCheckout(session.id, { paymentMethod: pm, providerRef: charge.providerRef });
-  logger.info('auto top-up', { org_id: orgId, amount_cents: amount, outcome: r.outcome });
-  return r.outcome;
 }

@@ -7,7 +7,8 @@ import type { TransactionType } from '../ledger/lots';
 import { organizationCreatedAt } from '../orgs';
 import type { BuyerPrincipal } from '../types';
 
-export { createCheckoutSession, confirmCheckout, runAutoTopUp, presentSession } from './checkout';
+export { createCheckoutSession, confirmCheckout, presentSession } from './checkout';
+export { runAutoTopUp } from './auto-top-up';
 
 export async function getCredits(p: BuyerPrincipal) {
   const b = await readBalanceItem(p.orgId, p.env, false);

@@ -1,40 +1,90 @@
 /**
- * The payment-processor boundary (D32). Everything the service needs from a processor sits behind
- * this interface; the `local` provider is real code (the hosted page is served by the local
- * runtime, see shared/payments/local-checkout-page.ts) and is the only one wired today. A card
- * processor (e.g. Stripe Checkout + off-session PaymentIntents) would implement the same two calls.
+ * The payment-processor boundary (D32, D62). Three providers, chosen by `PAYMENTS_PROVIDER`:
+ *
+ * - `local` (the embedded runtime's default): the hosted page served by the local runtime
+ *   (shared/payments/local-checkout-page.ts). It moves no money; a "saved card" is the local test
+ *   card the page leaves on file, and an off-session charge of it succeeds.
+ * - `stripe` (deployed): Stripe Checkout for purchases, off-session PaymentIntents for auto
+ *   top-up, confirmation by Stripe's signed webhook (shared/payments/stripe.ts).
+ * - `disabled` (deployed without Stripe): live purchases are refused with 503 and auto top-ups
+ *   fail with `credits.auto_top_up_failed`; no checkout link is ever handed out.
+ *
+ * Test-environment purchases never reach a processor (D3, D62): see checkout.ts.
  */
 import { createHash } from 'node:crypto';
 import { config } from '../config';
 
+export interface CheckoutRequest {
+  sessionId: string;
+  orgId: string;
+  orgName: string;
+  orgEmail: string;
+  /** A processor customer already on file for the organization, if any. */
+  customerRef: string | null;
+  amountCents: number;
+  totalCreditsCents: number;
+}
+
+export type ChargeResult = { ok: true; providerRef: string } | { ok: false; reason: string; providerRef: string | null };
+
 export interface PaymentProvider {
-  readonly name: string;
-  /** Where the buyer pays a checkout session (the hosted page). */
-  checkoutUrl(sessionId: string): string;
-  /** The payment method a completed hosted checkout leaves on file for the organization (D34). */
+  readonly name: 'local' | 'stripe' | 'disabled';
+  /** Open a hosted checkout for a session: where the buyer pays, and the processor's references. */
+  startCheckout(r: CheckoutRequest): Promise<{ checkoutUrl: string; providerRef: string | null; customerRef: string | null }>;
+  /** The payment method a hosted checkout of the local provider leaves on file (D34). */
   paymentMethodFor(orgId: string): string;
-  /** Charge a saved payment method off-session (auto top-up, D34). Throws when declined. */
-  chargeSaved(input: { paymentMethod: string; amountCents: number; reference: string }): Promise<{ providerRef: string }>;
+  /** Charge a saved payment method off-session (auto top-up, D34). A decline is a result, not a throw. */
+  chargeSaved(input: { customerRef: string | null; paymentMethod: string; amountCents: number; reference: string }): Promise<ChargeResult>;
+}
+
+export class PaymentsUnavailable extends Error {
+  override name = 'PaymentsUnavailable';
 }
 
 export const localProvider: PaymentProvider = {
   name: 'local',
-  checkoutUrl: (id) => `${config().publicBaseUrl}/checkout/${id}`,
+  startCheckout: async ({ sessionId }) => ({ checkoutUrl: `${config().publicBaseUrl}/checkout/${sessionId}`, providerRef: null, customerRef: null }),
   paymentMethodFor: (orgId) => `pm_local_${createHash('sha256').update(orgId).digest('hex').slice(0, 16)}`,
-  chargeSaved: async ({ reference }) => ({ providerRef: `local_charge_${reference}` }),
+  // The local test card on file: the local provider moves no money, like a processor's sandbox.
+  chargeSaved: async ({ reference }) => ({ ok: true, providerRef: `local_charge_${reference}` }),
 };
 
-let current: PaymentProvider = localProvider;
+export const disabledProvider: PaymentProvider = {
+  name: 'disabled',
+  startCheckout: async () => {
+    throw new PaymentsUnavailable('payments are not configured on this deployment');
+  },
+  paymentMethodFor: () => {
+    throw new PaymentsUnavailable('payments are not configured on this deployment');
+  },
+  chargeSaved: async () => ({ ok: false, reason: 'payments_unavailable', providerRef: null }),
+};
 
+let override: PaymentProvider | null = null;
+let fromEnv: { key: string; provider: PaymentProvider } | null = null;
+
+/** The provider of this deployment: `PAYMENTS_PROVIDER`, default `local` locally, `disabled` deployed. */
 export function paymentProvider(): PaymentProvider {
-  return current;
+  if (override) return override;
+  const key = process.env.PAYMENTS_PROVIDER ?? (config().runtime === 'local' ? 'local' : 'disabled');
+  if (fromEnv?.key === key) return fromEnv.provider;
+  let provider: PaymentProvider;
+  if (key === 'local') provider = localProvider;
+  else if (key === 'disabled') provider = disabledProvider;
+  else if (key === 'stripe') {
+    // Loaded on demand: only the functions that pay carry the SDK's weight at cold start.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    provider = (require('../payments/stripe') as typeof import('../payments/stripe')).stripeProvider();
+  } else throw new Error(`PAYMENTS_PROVIDER must be local, stripe or disabled, not ${key}`);
+  fromEnv = { key, provider };
+  return provider;
 }
 
-/** Tests: swap the provider (e.g. a declining one); returns a restore function. */
+/** Tests: use another provider (e.g. Stripe against a local wire server); returns a restore function. */
 export function setPaymentProvider(p: PaymentProvider): () => void {
-  const prev = current;
-  current = p;
+  const prev = override;
+  override = p;
   return () => {
-    current = prev;
+    override = prev;
   };
 }

@@ -64,7 +64,7 @@ export async function queryPage<T extends Record<string, unknown>>(q: PageQuery)
     kc += ' AND #sk < :skb';
   }
 
-  let startKey = q.cursor ? decodeCursor(q.cursor, q.binding) : undefined;
+  let startKey = q.cursor ? await decodeCursor(q.cursor, q.binding) : undefined;
   const want = q.limit + 1;
   const items: T[] = [];
   const attrs = keyAttrs(q.index);
@@ -93,7 +93,7 @@ export async function queryPage<T extends Record<string, unknown>>(q: PageQuery)
   const page = items.slice(0, q.limit);
   const last = page[page.length - 1];
   const nextCursor =
-    hasMore && last ? encodeCursor(Object.fromEntries(attrs.map((a) => [a, last[a]])), q.binding) : null;
+    hasMore && last ? await encodeCursor(Object.fromEntries(attrs.map((a) => [a, last[a]])), q.binding) : null;
   return { items: page, hasMore, nextCursor };
 }
 

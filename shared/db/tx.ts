@@ -8,6 +8,7 @@ import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { db, tableName } from './client';
 import { ConditionFailed, Contention } from '../errors';
 import type { Key } from './keys';
+import { recordCommitted } from '../observability/metrics';
 
 export type TxItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 type Values = Record<string, unknown>;
@@ -81,6 +82,7 @@ export class Tx {
     for (let attempt = 0; ; attempt++) {
       try {
         await db().send(new TransactWriteCommand({ TransactItems: this.items }));
+        recordCommitted(this.items);
         return;
       } catch (err) {
         const name = (err as Error).name;

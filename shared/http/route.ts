@@ -12,6 +12,7 @@ import { authentication, authorization, rateLimit } from './middlewares/access';
 import { resource } from './middlewares/resource';
 import { validation, type Schemas } from './middlewares/validate';
 import { idempotency } from './middlewares/idempotency';
+import { registerRouteSchemas } from '../openapi/registry';
 import { state, type ApiResult, type ApiState } from './state';
 import { decodePathParams } from './params';
 import type { MutationContext } from '../context';
@@ -55,6 +56,8 @@ export function route<S extends Schemas>(
   fn: (req: ApiRequest<Out<S['body']>, Out<S['query']>>) => Promise<ApiResult>,
 ): ApiHandler {
   const def = routeById(id);
+  // D72: the OpenAPI document is generated from these same schemas.
+  registerRouteSchemas(id, schemas);
   const inner = async (event: APIGatewayProxyEvent): Promise<APIGatewayProxyResult> => {
     const s = state(event);
     if (s.replay) return undefined as unknown as APIGatewayProxyResult; // the envelope writes the replay

@@ -20,7 +20,7 @@ import { recordResponse, type MutationContext } from '../context';
 import { readBalance, dropRegime, emitLowBalance } from '../ledger/balance';
 import { getSettings } from '../orgs';
 import { addEscrow, addEscrowRefund, insufficientCredits } from '../ledger/escrow';
-import { runAutoTopUp } from '../billing/checkout';
+import { runAutoTopUp } from '../billing/auto-top-up';
 import { ACTIVE_STATUSES, availability, emptySummary, jobIndex, type JobItem, type JobStatus } from './model';
 import { checkCombinations, checkPrice, money, normalise, type CreateJobInput } from './validation';
 import { presentJob, presentSummary } from './view';

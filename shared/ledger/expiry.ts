@@ -21,7 +21,7 @@ import { ConditionFailed } from '../errors';
 import { logger } from '../logger';
 import { writeLedgerRow } from './lots';
 import { readBalanceItem, versionCondition, lowBalanceCheck } from './balance';
-import { runAutoTopUp } from '../billing/checkout';
+import { runAutoTopUp } from '../billing/auto-top-up';
 import type { Env } from '../types';
 
 export const EXPIRING_SOON_MS = 30 * DAY_MS;

@@ -8,6 +8,7 @@
  */
 
 import type { KeyAccess } from './access';
+import type { NativeDeps } from './wiring';
 
 export const SCOPES = [
   'jobs:write',
@@ -69,13 +70,22 @@ export interface RouteDef {
   /** Path parameter resolved by the resource middleware, by name of the parameter. */
   resource?: { param: string; kind: ResourceKind };
   /** Rate-limit bucket: per API key (D13) or per source IP for signups (D13, D44). */
-  rateLimit: 'key' | 'worker' | 'signup_buyer' | 'signup_worker';
+  rateLimit: 'key' | 'worker' | 'signup_buyer' | 'signup_worker' | 'none';
   access: RouteAccess;
   /** Success status when not 200 (D43). */
   successStatus?: 200 | 201 | 202 | 204;
+  /** Packages or files the handler reads from outside its bundle (lib/constructs/native.ts). */
+  native?: NativeDeps;
 }
 
 const R = (d: RouteDef): RouteDef => d;
+
+/** D63: list routes sign and check cursors with the `cursor` secret. */
+const LIST: RouteAccess = { table: 'read', secrets: ['cursor'] };
+/** Issue 11.1: the response holds a one-time secret, stored sealed for replays (KMS). */
+const SEALS: Pick<RouteAccess, 'kms'> = { kms: 'encrypt-decrypt' };
+/** D62/D34: may charge or confirm a payment through the provider (the `stripe` secret). */
+const PAYS: Pick<RouteAccess, 'secrets'> = { secrets: ['stripe'] };
 
 const buyer = (
   id: string,
@@ -130,7 +140,7 @@ export const ROUTES: readonly RouteDef[] = [
     scope: null,
     idempotency: 'optional',
     rateLimit: 'signup_buyer',
-    access: { table: 'write' },
+    access: { table: 'write', ...SEALS },
     successStatus: 201,
   }),
   buyer('auth.phone_verification.start', 'POST', '/v1/auth/phone_verification', 'functions/auth/phone-verification-start.ts', 'any', {
@@ -141,8 +151,11 @@ export const ROUTES: readonly RouteDef[] = [
   buyer('me.get', 'GET', '/v1/me', 'functions/auth/me.ts', 'any'),
 
   // --- Jobs ---
-  buyer('jobs.create', 'POST', '/v1/jobs', 'functions/jobs/create.ts', 'jobs:write', { successStatus: 201 }),
-  buyer('jobs.list', 'GET', '/v1/jobs', 'functions/jobs/list.ts', 'jobs:read'),
+  buyer('jobs.create', 'POST', '/v1/jobs', 'functions/jobs/create.ts', 'jobs:write', {
+    successStatus: 201,
+    access: { table: 'write', ...PAYS }, // a crossing of the low-balance threshold runs the auto top-up (D34)
+  }),
+  buyer('jobs.list', 'GET', '/v1/jobs', 'functions/jobs/list.ts', 'jobs:read', { access: LIST }),
   buyer('jobs.get', 'GET', '/v1/jobs/{job_id}', 'functions/jobs/get.ts', 'jobs:read', {
     longPoll: true,
     resource: { param: 'job_id', kind: 'job' },
@@ -155,11 +168,11 @@ export const ROUTES: readonly RouteDef[] = [
   }),
   buyer('jobs.files.list', 'GET', '/v1/jobs/{job_id}/files', 'functions/files/list-for-job.ts', 'jobs:read', {
     resource: { param: 'job_id', kind: 'job' },
-    access: { table: 'read', cdnSign: true },
+    access: { ...LIST, cdnSign: true },
   }),
   buyer('jobs.submissions.list', 'GET', '/v1/jobs/{job_id}/submissions', 'functions/submissions/list-for-job.ts', 'jobs:read', {
     resource: { param: 'job_id', kind: 'job' },
-    access: { table: 'read', cdnSign: true }, // signs file_url (a CDN URL: no bucket access)
+    access: { ...LIST, cdnSign: true }, // signs file_url (a CDN URL: no bucket access)
   }),
   buyer('files.refresh_url', 'POST', '/v1/files/{file_id}/refresh_url', 'functions/files/refresh-url.ts', 'jobs:read', {
     idempotency: 'optional',
@@ -169,7 +182,7 @@ export const ROUTES: readonly RouteDef[] = [
 
   // --- Submissions (D8: scope jobs:read) ---
   buyer('submissions.list', 'GET', '/v1/submissions', 'functions/submissions/list.ts', 'jobs:read', {
-    access: { table: 'read', cdnSign: true }, // signs file_url (a CDN URL: no bucket access)
+    access: { ...LIST, cdnSign: true }, // signs file_url (a CDN URL: no bucket access)
   }),
   buyer('submissions.summary', 'GET', '/v1/submissions/summary', 'functions/submissions/summary.ts', 'jobs:read'),
   buyer('submissions.get', 'GET', '/v1/submissions/{submission_id}', 'functions/submissions/get.ts', 'jobs:read', {
@@ -184,10 +197,11 @@ export const ROUTES: readonly RouteDef[] = [
   }),
 
   // --- API keys (D5, D6) ---
-  buyer('api_keys.create', 'POST', '/v1/api_keys', 'functions/api-keys/create.ts', 'keys:manage'),
-  buyer('api_keys.list', 'GET', '/v1/api_keys', 'functions/api-keys/list.ts', 'keys:manage'),
+  buyer('api_keys.create', 'POST', '/v1/api_keys', 'functions/api-keys/create.ts', 'keys:manage', { access: { table: 'write', ...SEALS } }),
+  buyer('api_keys.list', 'GET', '/v1/api_keys', 'functions/api-keys/list.ts', 'keys:manage', { access: LIST }),
   buyer('api_keys.rotate', 'POST', '/v1/api_keys/{key_id}/rotate', 'functions/api-keys/rotate.ts', 'keys:manage', {
     resource: { param: 'key_id', kind: 'api_key' },
+    access: { table: 'write', ...SEALS },
   }),
   buyer('api_keys.revoke', 'POST', '/v1/api_keys/{key_id}/revoke', 'functions/api-keys/revoke.ts', 'keys:manage', {
     resource: { param: 'key_id', kind: 'api_key' },
@@ -197,8 +211,9 @@ export const ROUTES: readonly RouteDef[] = [
   // --- Webhook endpoints and events (D36-D38) ---
   buyer('webhook_endpoints.create', 'POST', '/v1/webhook_endpoints', 'functions/webhooks/endpoint-create.ts', 'webhooks:write', {
     successStatus: 201,
+    access: { table: 'write', ...SEALS },
   }),
-  buyer('webhook_endpoints.list', 'GET', '/v1/webhook_endpoints', 'functions/webhooks/endpoint-list.ts', 'webhooks:read'),
+  buyer('webhook_endpoints.list', 'GET', '/v1/webhook_endpoints', 'functions/webhooks/endpoint-list.ts', 'webhooks:read', { access: LIST }),
   buyer('webhook_endpoints.get', 'GET', '/v1/webhook_endpoints/{endpoint_id}', 'functions/webhooks/endpoint-get.ts', 'webhooks:read', {
     resource: { param: 'endpoint_id', kind: 'webhook_endpoint' },
   }),
@@ -211,8 +226,9 @@ export const ROUTES: readonly RouteDef[] = [
   }),
   buyer('webhook_endpoints.rotate_secret', 'POST', '/v1/webhook_endpoints/{endpoint_id}/rotate_secret', 'functions/webhooks/endpoint-rotate-secret.ts', 'webhooks:write', {
     resource: { param: 'endpoint_id', kind: 'webhook_endpoint' },
+    access: { table: 'write', ...SEALS },
   }),
-  buyer('webhook_events.list', 'GET', '/v1/webhook_events', 'functions/webhooks/event-list.ts', 'webhooks:read'),
+  buyer('webhook_events.list', 'GET', '/v1/webhook_events', 'functions/webhooks/event-list.ts', 'webhooks:read', { access: LIST }),
   buyer('webhook_events.replay', 'POST', '/v1/webhook_events/{event_id}/replay', 'functions/webhooks/event-replay.ts', 'webhooks:write', {
     resource: { param: 'event_id', kind: 'webhook_event' },
     access: { table: 'write', sendTo: ['webhooks'] },
@@ -221,15 +237,31 @@ export const ROUTES: readonly RouteDef[] = [
 
   // --- Billing (D31-D34) ---
   buyer('billing.credits', 'GET', '/v1/billing/credits', 'functions/billing/credits.ts', 'usage:read'),
-  buyer('billing.transactions', 'GET', '/v1/billing/transactions', 'functions/billing/transactions.ts', 'usage:read'),
-  buyer('billing.purchase', 'POST', '/v1/billing/credits/purchase', 'functions/billing/purchase.ts', 'billing:write'),
+  buyer('billing.transactions', 'GET', '/v1/billing/transactions', 'functions/billing/transactions.ts', 'usage:read', { access: LIST }),
+  buyer('billing.purchase', 'POST', '/v1/billing/credits/purchase', 'functions/billing/purchase.ts', 'billing:write', {
+    access: { table: 'write', ...PAYS },
+  }),
   // D32: alias path of the purchase route, same handler module, its own Lambda.
-  buyer('billing.purchase_alias', 'POST', '/v1/billing/purchase', 'functions/billing/purchase.ts', 'billing:write'),
+  buyer('billing.purchase_alias', 'POST', '/v1/billing/purchase', 'functions/billing/purchase.ts', 'billing:write', {
+    access: { table: 'write', ...PAYS },
+  }),
+  // D62: Stripe's confirmation of a payment (`checkout.session.completed`), verified by its signature.
+  R({
+    id: 'billing.stripe_webhook',
+    method: 'POST',
+    path: '/v1/billing/stripe/webhook',
+    handler: 'functions/billing/stripe-webhook.ts',
+    principal: 'none',
+    scope: null,
+    idempotency: 'none',
+    rateLimit: 'none',
+    access: { table: 'write', ...PAYS },
+  }),
 
   // --- Organization settings (D34) and audit (D39) ---
   buyer('organization.settings.get', 'GET', '/v1/organization/settings', 'functions/organization/settings-get.ts', 'any'),
   buyer('organization.settings.update', 'PATCH', '/v1/organization/settings', 'functions/organization/settings-update.ts', 'any'),
-  buyer('audit_events.list', 'GET', '/v1/audit-events', 'functions/audit/list.ts', 'audit:read'),
+  buyer('audit_events.list', 'GET', '/v1/audit-events', 'functions/audit/list.ts', 'audit:read', { access: LIST }),
 
   // --- Worker routes (D9, D23-D25, D45) ---
   R({
@@ -241,10 +273,10 @@ export const ROUTES: readonly RouteDef[] = [
     scope: null,
     idempotency: 'optional',
     rateLimit: 'signup_worker',
-    access: { table: 'write' },
+    access: { table: 'write', ...SEALS },
     successStatus: 201,
   }),
-  worker('worker.jobs.available', 'GET', '/internal/worker/jobs/available', 'functions/worker/jobs-available.ts'),
+  worker('worker.jobs.available', 'GET', '/internal/worker/jobs/available', 'functions/worker/jobs-available.ts', { access: LIST }),
   worker('worker.jobs.accept', 'POST', '/internal/worker/jobs/{job_id}/accept', 'functions/worker/job-accept.ts', {
     resource: { param: 'job_id', kind: 'worker_job' },
     successStatus: 201,
@@ -268,7 +300,30 @@ export const ROUTES: readonly RouteDef[] = [
   worker('worker.submissions.get', 'GET', '/internal/worker/submissions/{submission_id}', 'functions/worker/submission-get.ts', {
     resource: { param: 'submission_id', kind: 'worker_submission' },
   }),
-  worker('worker.submissions.list', 'GET', '/internal/worker/submissions', 'functions/worker/submission-list.ts'),
+  worker('worker.submissions.list', 'GET', '/internal/worker/submissions', 'functions/worker/submission-list.ts', { access: LIST }),
+
+  // --- The API reference (D72): public, no key ---
+  ...(
+    [
+      ['docs.openapi', '/v1/openapi.json', 'functions/docs/openapi.ts'],
+      ['docs.page', '/docs', 'functions/docs/page.ts'],
+      ['docs.asset', '/docs/assets/{asset}', 'functions/docs/asset.ts'],
+    ] as const
+  ).map(([id, path, handler]) =>
+    R({
+      id,
+      method: 'GET',
+      path,
+      handler,
+      principal: 'none',
+      scope: null,
+      idempotency: 'none',
+      rateLimit: 'none',
+      access: { table: 'read' }, // the middlewares' configuration reads TABLE_NAME; nothing is read
+      // The page's script and style are read from the package at run time.
+      ...(id === 'docs.asset' ? { native: { packages: ['swagger-ui-dist'] } } : {}),
+    }),
+  ),
 ];
 
 const byId = new Map(ROUTES.map((r) => [r.id, r]));

@@ -60,7 +60,7 @@ export interface QueueDef {
   batchSize: number;
   /** Queue-level delivery delay (seconds). */
   deliveryDelaySeconds?: number;
-  /** Consumer Lambda timeout; must stay below the visibility timeout. */
+  /** Consumer Lambda timeout; the visibility timeout is at least 6 × this (AWS guidance). */
   consumerTimeoutSeconds: number;
   consumerMemoryMb: number;
   /**
@@ -79,8 +79,13 @@ export interface QueueDef {
 export interface RuleDef {
   name: string;
   description: string;
-  /** Where events come from: the S3 bucket's EventBridge notifications (default bus). */
-  source: 'bucket';
+  /**
+   * Where events come from (default bus): `bucket`, the S3 bucket's EventBridge notifications
+   * (the stack restricts the pattern to the media bucket); `transcribe`, Amazon Transcribe's job
+   * state changes (D65; the pattern restricts job names to ours). The local runtime routes only
+   * `bucket` events: nothing runs Transcribe there.
+   */
+  source: 'bucket' | 'transcribe';
   pattern: EventPattern;
   targets: string[]; // queue names
 }
@@ -108,20 +113,30 @@ export interface ScheduleDef {
 export const BUCKET_PREFIXES = {
   uploads: 'uploads/',
   keyframes: 'keyframes/',
+  /** Amazon Transcribe output documents (D65), `transcripts/<job name>.json` */
+  transcripts: 'transcripts/',
 } as const;
+
+/** Transcription job names start with this (shared/speech/transcribe.ts `jobNameFor`). */
+export const TRANSCRIBE_JOB_PREFIX = 'media-';
 
 export const QUEUES: readonly QueueDef[] = [
   {
     name: 'scoring',
     consumer: 'functions/pipeline/score.ts',
-    visibilityTimeoutSeconds: 180,
-    maxReceiveCount: 5,
+    // At least 6 × the consumer timeout (AWS guidance for Lambda event sources, checked by the stack).
+    visibilityTimeoutSeconds: 720,
+    // D66: failed messages come back with the consumer's backoff (30 s doubling, 15 min cap,
+    // shared/work/consumer.ts), so 8 receives ride out ~45 minutes of provider outage before the
+    // message waits in the DLQ for a redrive (docs/scoring.md).
+    maxReceiveCount: 8,
     batchSize: 5,
     consumerTimeoutSeconds: 120,
     consumerMemoryMb: 1024,
     dlqAlarmThreshold: 1,
     // read-write: a pre-signed upload refused on its landed bytes is deleted (D25).
-    access: { table: 'write', bucket: 'read-write', bedrock: true },
+    // transcribe: audio and video sound tracks are sent to Amazon Transcribe before scoring (D65).
+    access: { table: 'write', bucket: 'read-write', bedrock: true, transcribe: true },
     // measure(): sharp for images, ffprobe for video (without it every video reads as undecodable
     // and is refused); the local scorer's middle frame and loudness need ffmpeg.
     native: {
@@ -134,7 +149,7 @@ export const QUEUES: readonly QueueDef[] = [
   {
     name: 'annotation',
     consumer: 'functions/pipeline/annotate.ts',
-    visibilityTimeoutSeconds: 300,
+    visibilityTimeoutSeconds: 1440,
     maxReceiveCount: 5,
     batchSize: 2,
     consumerTimeoutSeconds: 240,
@@ -158,10 +173,24 @@ export const QUEUES: readonly QueueDef[] = [
     },
   },
   {
+    // D65: Amazon Transcribe finished (or failed) a job; the transcript goes into the file and
+    // scoring resumes (sendTo scoring). Bedrock derives topics, keywords and emotion tone.
+    name: 'transcription',
+    consumer: 'functions/pipeline/transcribed.ts',
+    // At least 6 × the consumer timeout (checked by the stack).
+    visibilityTimeoutSeconds: 360,
+    maxReceiveCount: 8,
+    batchSize: 5,
+    consumerTimeoutSeconds: 60,
+    consumerMemoryMb: 512,
+    dlqAlarmThreshold: 1,
+    access: { table: 'write', bucket: 'read', bedrock: true, sendTo: ['scoring'] },
+  },
+  {
     name: 'webhooks',
     consumer: 'functions/webhooks/dispatch.ts',
     // D37: 15 s receiver timeout per attempt; a batch of 10 sends in parallel.
-    visibilityTimeoutSeconds: 60,
+    visibilityTimeoutSeconds: 180,
     maxReceiveCount: 10,
     batchSize: 10,
     consumerTimeoutSeconds: 30,
@@ -170,12 +199,12 @@ export const QUEUES: readonly QueueDef[] = [
     // the others go on delivering (issue 11.6).
     maxConcurrency: 20,
     dlqAlarmThreshold: 1,
-    access: { table: 'write', sendTo: ['webhooks'] },
+    access: { table: 'write', sendTo: ['webhooks'], kms: 'decrypt' }, // opens endpoint secrets to sign (D37, D63)
   },
   {
     name: 'sandbox',
     consumer: 'functions/sandbox/simulate.ts',
-    visibilityTimeoutSeconds: 120,
+    visibilityTimeoutSeconds: 360,
     maxReceiveCount: 5,
     batchSize: 1,
     // D40: the simulated worker arrives about SANDBOX_DELAY_SECONDS after creation.
@@ -201,6 +230,20 @@ export const RULES: readonly RuleDef[] = [
       detail: { object: { key: [{ prefix: BUCKET_PREFIXES.uploads }] } },
     },
     targets: ['scoring', 'annotation'],
+  },
+  {
+    name: 'transcription-done',
+    description: 'Amazon Transcribe job state changes (completed or failed) of our jobs resume scoring (D65)',
+    source: 'transcribe',
+    pattern: {
+      source: ['aws.transcribe'],
+      'detail-type': ['Transcribe Job State Change'],
+      detail: {
+        TranscriptionJobStatus: ['COMPLETED', 'FAILED'],
+        TranscriptionJobName: [{ prefix: TRANSCRIBE_JOB_PREFIX }],
+      },
+    },
+    targets: ['transcription'],
   },
 ];
 
@@ -243,7 +286,7 @@ export const SCHEDULES: readonly ScheduleDef[] = [
     everyMinutes: 60,
     handler: 'functions/scheduled/credit-expiry-sweep.ts',
     timeoutSeconds: 300,
-    access: { table: 'write' },
+    access: { table: 'write', secrets: ['stripe'] }, // an expiry that crosses the threshold runs the auto top-up (D34)
   },
 ];
 

@@ -19,10 +19,12 @@ import { extractFrameFromFile, ffmpegStderr, ffprobe, ffprobePath, withFile } fr
 import { probeFields, readAudioInfo } from './metadata';
 import { annotateImageFull, type AnnotateImageOptions } from './annotation/image';
 import { defaultAnnotationProvider } from './annotation/index';
-import { LOCAL_ANNOTATOR } from './annotation/local';
-import { measureAudio, SPEECH_UNAVAILABLE, type Loudness as R128Loudness } from './annotation/audio';
+import { measureAudio, type Loudness as R128Loudness } from './annotation/audio';
+import { SPEECH_UNAVAILABLE } from '../speech/local';
 import { colourHistogram, sceneSegments, round4, type SceneSegment } from './annotation/derive';
 import type { ImageAnnotations } from './annotation/types';
+import { SPEECH_FIELDS } from '../speech/annotate';
+import type { EmotionTone, Transcript } from '../speech/types';
 
 export type { ImageAnnotations } from './annotation/types';
 export type { AnnotateImageOptions } from './annotation/image';
@@ -61,15 +63,32 @@ export interface AudioAnnotations {
   silent: boolean | null;
   noise_level: NoiseLevel | null;
   noise_floor_dbfs: number | null;
-  /** Not measurable offline (no speech model installed): null, reason in `unavailable`. */
-  speaker_count: null;
-  language: null;
-  transcript: null;
-  topics: null;
-  keywords: null;
+  /**
+   * Speech (D65): Amazon Transcribe (transcript, language, speaker_count) and the Bedrock text model
+   * (topics, keywords, emotion_tone), filled in at the verdict (shared/speech/annotate.ts); null
+   * with the reason in `unavailable` where no recogniser ran or there is no speech.
+   */
+  speaker_count: number | null;
+  language: string | null;
+  transcript: Transcript | null;
+  topics: string[] | null;
+  keywords: string[] | null;
+  emotion_tone: EmotionTone | null;
+  /** No provider computes these (null, reason in `unavailable`). */
+  room_acoustics: null;
+  background_sounds: null;
+  speaker_demographics: null;
   annotation_model: string;
   unavailable: Record<string, string>;
 }
+
+/** Fields no provider computes, with the reason (D58). */
+export const NOT_COMPUTED: Record<string, string> = {
+  room_acoustics: 'no model that measures room acoustics runs, locally or deployed',
+  background_sounds: 'no sound-event classifier runs, locally or deployed',
+  speaker_demographics: 'not computed: no provider estimates age or gender of speakers, by design',
+  actions: 'no action-recognition model runs, locally or deployed',
+};
 
 export async function annotateAudio(input: Buffer | string, contentType: string): Promise<AudioAnnotations> {
   const [a, m] = await Promise.all([readAudioInfo(input, contentType), measureAudio(input).catch((err: Error) => ({ loudness: null, noise: null, failures: { loudness: err.message } }))]);
@@ -83,7 +102,8 @@ export async function annotateAudio(input: Buffer | string, contentType: string)
   }
   const l: R128Loudness | null = m.loudness;
   const unavailable: Record<string, string> = { ...m.failures };
-  for (const k of ['speaker_count', 'language', 'transcript', 'topics', 'keywords']) unavailable[k] = SPEECH_UNAVAILABLE;
+  for (const k of SPEECH_FIELDS.audio) unavailable[k] = SPEECH_UNAVAILABLE;
+  for (const k of ['room_acoustics', 'background_sounds', 'speaker_demographics']) unavailable[k] = NOT_COMPUTED[k]!;
   return {
     type: 'audio',
     ...a,
@@ -100,6 +120,10 @@ export async function annotateAudio(input: Buffer | string, contentType: string)
     transcript: null,
     topics: null,
     keywords: null,
+    emotion_tone: null,
+    room_acoustics: null,
+    background_sounds: null,
+    speaker_demographics: null,
     annotation_model: ANNOTATION_MODEL,
     unavailable,
   };
@@ -137,9 +161,12 @@ export interface VideoAnnotations {
   /** labels seen across keyframes (presence per keyframe, not identity tracking) */
   objects: { label: string; keyframe_indexes: number[]; max_confidence: number }[] | null;
   face_count_max: number | null;
-  /** Not measurable offline: null, reason in `unavailable`. */
+  /** No provider computes actions: null, reason in `unavailable`. */
   actions: null;
-  transcript: null;
+  /** the sound track's speech (D65), filled in at the verdict; null with the reason otherwise */
+  transcript: Transcript | null;
+  language: string | null;
+  speaker_count: number | null;
   annotation_model: string;
   unavailable: Record<string, string>;
 }
@@ -153,10 +180,8 @@ export interface AnnotateVideoOptions extends AnnotateImageOptions {
 
 export async function annotateVideo(input: Buffer | string, opts: AnnotateVideoOptions = {}): Promise<VideoAnnotations> {
   const p = probeFields(await ffprobe(input));
-  const unavailable: Record<string, string> = {
-    actions: 'no offline action-recognition model is installed',
-    transcript: SPEECH_UNAVAILABLE,
-  };
+  const unavailable: Record<string, string> = { actions: NOT_COMPUTED.actions! };
+  for (const k of SPEECH_FIELDS.video) unavailable[k] = p.has_audio ? SPEECH_UNAVAILABLE : 'the video has no sound track';
   const audioP = p.has_audio ? measureAudio(input).catch(() => null) : Promise.resolve(null);
   let frames: ExtractedKeyframe[] | null = opts.keyframes ?? null;
   if (!frames && p.duration_seconds && p.has_video) {
@@ -190,7 +215,7 @@ export async function annotateVideo(input: Buffer | string, opts: AnnotateVideoO
   const faces = keyframes?.map((k) => k.annotations?.face_count).filter((n): n is number => typeof n === 'number') ?? [];
   const audio = await audioP;
   if (!p.has_audio) unavailable.integrated_lufs = unavailable.noise_level = 'no audio stream';
-  const models = new Set(keyframes?.map((k) => k.annotations?.annotation_model).filter(Boolean));
+  const models = new Set(keyframes?.map((k) => k.annotations?.annotation_model).filter((m): m is string => !!m));
   return {
     type: 'video',
     duration_seconds: p.duration_seconds,
@@ -213,7 +238,10 @@ export async function annotateVideo(input: Buffer | string, opts: AnnotateVideoO
     face_count_max: faces.length ? Math.max(...faces) : null,
     actions: null,
     transcript: null,
-    annotation_model: `${ANNOTATION_MODEL}; keyframes: ${[...models].join(', ') || LOCAL_ANNOTATOR}`,
+    language: null,
+    speaker_count: null,
+    // D58: only models that ran — keyframe models only when a keyframe was annotated.
+    annotation_model: models.size ? `${ANNOTATION_MODEL}; keyframes: ${[...models].join(', ')}` : ANNOTATION_MODEL,
     unavailable,
   };
 }

@@ -179,6 +179,11 @@ export interface UploadCheckInput {
   size: number;
   /** The job's accepted_formats. */
   acceptedFormats: readonly string[];
+  /**
+   * The whole file, when the caller has it: JPEG and PNG files are then checked for data after
+   * their end marker (`trailingDataAfterImage`). Without it that check does not run.
+   */
+  bytes?: Uint8Array;
 }
 
 export type UploadCheckResult =
@@ -228,6 +233,17 @@ export function checkUpload(input: UploadCheckInput): UploadCheckResult {
     });
   }
 
+  if (errors.length === 0 && declared && input.bytes) {
+    const extra = trailingDataAfterImage(input.bytes, declared);
+    if (extra > 0) {
+      errors.push({
+        field: 'file',
+        code: 'content_mismatch',
+        message: `File has ${extra} bytes of other data after the end of the image (${declared}); upload the image alone.`,
+      });
+    }
+  }
+
   if (errors.length > 0 || !declared || !category) return { ok: false, errors, sniffed };
   return { ok: true, contentType: declared, category, sniffed };
 }
@@ -236,4 +252,73 @@ export function checkUpload(input: UploadCheckInput): UploadCheckResult {
 export function uploadCheckError(result: Extract<UploadCheckResult, { ok: false }>): ApiError {
   const first = result.errors[0];
   return errors.validation(first ? first.message : 'The uploaded file was refused.', result.errors);
+}
+
+/**
+ * Bytes after the end of a JPEG (its EOI marker) or PNG (its IEND chunk), not counting zero
+ * padding; 0 when there are none, the type is another one, or the structure cannot be followed
+ * (a broken file is left to the decoder). Data appended to an image is how polyglot files (an
+ * image that is also a ZIP, an HTML page, a script) are made: such uploads are refused as
+ * `content_mismatch` rather than silently cut, so the stored bytes and their `content_hash` are
+ * always exactly what the worker sent.
+ */
+export function trailingDataAfterImage(b: Uint8Array, contentType: string): number {
+  const t = normalizeContentType(contentType);
+  const end = t === 'image/jpeg' ? jpegEnd(b) : t === 'image/png' ? pngEnd(b) : null;
+  if (end === null) return 0;
+  let last = b.length;
+  while (last > end && b[last - 1] === 0) last--;
+  return last - end;
+}
+
+/** Offset just after the EOI marker, following segments and entropy-coded scans; null when not found. */
+function jpegEnd(b: Uint8Array): number | null {
+  if (b.length < 4 || b[0] !== 0xff || b[1] !== 0xd8) return null;
+  let o = 2;
+  while (o + 1 < b.length) {
+    if (b[o] !== 0xff) return null;
+    const m = b[o + 1]!;
+    if (m === 0xff) {
+      o++; // fill byte
+      continue;
+    }
+    if (m === 0xd9) return o + 2;
+    if (m === 0x01 || (m >= 0xd0 && m <= 0xd7)) {
+      o += 2; // standalone markers
+      continue;
+    }
+    if (o + 3 >= b.length) return null;
+    const len = (b[o + 2]! << 8) | b[o + 3]!;
+    if (len < 2) return null;
+    o += 2 + len;
+    if (m === 0xda) {
+      // Entropy-coded data: runs until a marker other than a stuffed zero or a restart marker.
+      while (o + 1 < b.length) {
+        if (b[o] === 0xff) {
+          const n = b[o + 1]!;
+          if (n === 0x00 || (n >= 0xd0 && n <= 0xd7) || n === 0xff) {
+            o += n === 0xff ? 1 : 2;
+            continue;
+          }
+          break;
+        }
+        o++;
+      }
+    }
+  }
+  return null;
+}
+
+/** Offset just after the IEND chunk (length, type, data, CRC); null when not found. */
+function pngEnd(b: Uint8Array): number | null {
+  let o = 8;
+  while (o + 12 <= b.length) {
+    const len = u32(b, o);
+    const type = ascii(b, o + 4, 4);
+    const next = o + 12 + len;
+    if (type === 'IEND') return next <= b.length ? next : null;
+    if (next > b.length) return null;
+    o = next;
+  }
+  return null;
 }

@@ -17,7 +17,7 @@ import { SandboxScorer } from './sandbox';
 import type { Scorer } from './types';
 
 export * from './types';
-export { precheck } from './precheck';
+export { precheck, precheckRejection, type PrecheckFailure } from './precheck';
 export { verdict, verdictFor, DEFAULT_THRESHOLD, type Verdict } from './verdict';
 export { LocalScorer, LOCAL_RULES_VERSION, imageQualityScore } from './local';
 export { SandboxScorer } from './sandbox';

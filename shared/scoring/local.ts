@@ -34,7 +34,7 @@
  */
 import { analyzeImage, type ImageQuality } from '../media/image-quality';
 import { categoryOf, normalizeContentType } from '../media/sniff';
-import { clampStar, type Dimensions, type ScoreResult, type Scorer, type ScoringInput } from './types';
+import { clampStar, reasonCodesFromDimensions, type Dimensions, type ScoreResult, type Scorer, type ScoringInput } from './types';
 
 export const LOCAL_RULES_VERSION = 'local-rules/1';
 const NEAR_UNIFORM_ENTROPY = 0.15;
@@ -136,7 +136,14 @@ export class LocalScorer implements Scorer {
       violations.length > 0 ? `Job constraints not met: ${violations.join('; ')}.` : 'All measurable job constraints are met.',
       dims.relevance === 3 ? 'Relevance to the description is not judged by the local scorer (neutral 3).' : 'No usable content to match the description.',
     ];
-    return { ai_star_rating: star, dimensions: dims, ai_reasoning: parts.join(' '), provider: 'local', model: LOCAL_RULES_VERSION };
+    return {
+      ai_star_rating: star,
+      dimensions: dims,
+      ai_reasoning: parts.join(' '),
+      provider: 'local',
+      model: LOCAL_RULES_VERSION,
+      reason_codes: star >= (job.min_star_rating ?? 3) ? [] : reasonCodesFromDimensions(dims, job.min_star_rating),
+    };
   }
 
   private async audioQuality(file: ScoringInput['file']): Promise<{ quality: number; notes: string[]; silent: boolean }> {

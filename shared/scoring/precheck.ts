@@ -9,52 +9,67 @@
  * goes on and the provider judges the file).
  */
 import { categoryOf } from '../media/sniff';
-import type { ScoreResult, ScoringJob, ScoringMetadata } from './types';
+import { sortReasonCodes, type ReasonCode, type ScoreResult, type ScoringJob, type ScoringMetadata } from './types';
+
+/** One failed pre-check: its reason code (D68) and a sentence for the worker. */
+export interface PrecheckFailure {
+  code: ReasonCode;
+  reason: string;
+}
+
+/**
+ * The result of a pre-check rejection (D26): 1 star, final, no model call, no charge. Every
+ * pre-check (these, the trust checks, undecodable bytes) ends here, so they all read alike.
+ */
+export function precheckRejection(failures: PrecheckFailure[]): ScoreResult {
+  return {
+    ai_star_rating: 1,
+    dimensions: { relevance: 1, quality: 1, instruction_compliance: 1 },
+    ai_reasoning: `Rejected before scoring: ${failures.map((f) => f.reason).join('; ')}.`,
+    provider: 'precheck',
+    precheck_rejected: true,
+    reason_codes: sortReasonCodes(failures.map((f) => f.code)),
+  };
+}
 
 export function precheck(
   job: ScoringJob,
   metadata: ScoringMetadata,
   priorApprovedHashes?: Iterable<string> | null,
 ): ScoreResult | null {
-  const reasons: string[] = [];
+  const reasons: PrecheckFailure[] = [];
   const category = metadata.category ?? categoryOf(metadata.content_type);
 
   if (category === 'image' || category === 'video') {
     const { width, height } = metadata;
     if (job.min_width && width !== null && width !== undefined && width < job.min_width) {
-      reasons.push(`width ${width}px is below the job's minimum of ${job.min_width}px`);
+      reasons.push({ code: 'resolution_too_low', reason: `width ${width}px is below the job's minimum of ${job.min_width}px` });
     }
     if (job.min_height && height !== null && height !== undefined && height < job.min_height) {
-      reasons.push(`height ${height}px is below the job's minimum of ${job.min_height}px`);
+      reasons.push({ code: 'resolution_too_low', reason: `height ${height}px is below the job's minimum of ${job.min_height}px` });
     }
   }
   if (category === 'audio' || category === 'video') {
     const d = metadata.duration_seconds;
     if (d !== null && d !== undefined) {
       if (job.min_duration_seconds && d < job.min_duration_seconds) {
-        reasons.push(`duration ${fmt(d)}s is shorter than the job's minimum of ${job.min_duration_seconds}s`);
+        reasons.push({ code: 'duration_out_of_bounds', reason: `duration ${fmt(d)}s is shorter than the job's minimum of ${job.min_duration_seconds}s` });
       }
       if (job.max_duration_seconds && d > job.max_duration_seconds) {
-        reasons.push(`duration ${fmt(d)}s is longer than the job's maximum of ${job.max_duration_seconds}s`);
+        reasons.push({ code: 'duration_out_of_bounds', reason: `duration ${fmt(d)}s is longer than the job's maximum of ${job.max_duration_seconds}s` });
       }
     }
   }
   if (priorApprovedHashes && metadata.content_hash) {
     for (const h of priorApprovedHashes) {
       if (h === metadata.content_hash) {
-        reasons.push('the file is identical to a file already approved for this job');
+        reasons.push({ code: 'duplicate', reason: 'the file is identical to a file already approved for this job' });
         break;
       }
     }
   }
   if (reasons.length === 0) return null;
-  return {
-    ai_star_rating: 1,
-    dimensions: { relevance: 1, quality: 1, instruction_compliance: 1 },
-    ai_reasoning: `Rejected before scoring: ${reasons.join('; ')}.`,
-    provider: 'precheck',
-    precheck_rejected: true,
-  };
+  return precheckRejection(reasons);
 }
 
 const fmt = (n: number) => (Number.isInteger(n) ? String(n) : n.toFixed(2));

@@ -3,24 +3,28 @@
  * sandbox scenario (docs/sandbox.md, beyond the spec) asks for a 2-star first attempt (→
  * retry_pending under the default threshold) or a 1-star rejection through `sandboxDirective`.
  */
-import type { ScoreResult, Scorer, ScoringInput } from './types';
+import { reasonCodesFromDimensions, type SandboxDirective, type ScoreResult, type Scorer, type ScoringInput } from './types';
 
-const RESULTS = {
+const RESULTS: Record<SandboxDirective, { stars: number; reasoning: string }> = {
   approve: { stars: 4, reasoning: 'Sandbox scoring: synthetic result, always 4 stars (test environment).' },
   retry: { stars: 2, reasoning: 'Sandbox scenario "mixed": a synthetic 2-star result, so the simulated worker retries once.' },
   reject: { stars: 1, reasoning: 'Sandbox scenario "mixed": a synthetic 1-star rejection.' },
-} as const;
+};
 
 export class SandboxScorer implements Scorer {
   readonly name = 'sandbox' as const;
   async score(input?: ScoringInput): Promise<ScoreResult> {
     const r = RESULTS[input?.sandboxDirective ?? 'approve'];
+    const dimensions = { relevance: r.stars, quality: r.stars, instruction_compliance: r.stars };
+    const threshold = input?.job.min_star_rating ?? 3;
     return {
       ai_star_rating: r.stars,
-      dimensions: { relevance: r.stars, quality: r.stars, instruction_compliance: r.stars },
+      dimensions,
       ai_reasoning: r.reasoning,
       provider: 'sandbox',
       model: 'sandbox',
+      // D68: the synthetic dimensions below the threshold (none for the 4-star default).
+      reason_codes: r.stars >= threshold ? [] : reasonCodesFromDimensions(dimensions, threshold),
     };
   }
 }

@@ -44,8 +44,10 @@ export interface ScoringFile {
   image_quality?: ImageQuality;
   /** audio/video loudness when measured (annotate-image.ts `loudness`) */
   mean_volume_db?: number | null;
-  /** transcript text, when a later stage provides one (audio to Bedrock) */
+  /** transcript text of the speech (Amazon Transcribe, D65), for audio and video sound tracks */
   transcript?: string | null;
+  /** why there is no transcript (no speech, no recogniser), said in the prompt */
+  transcript_unavailable?: string | null;
   original_filename?: string | null;
 }
 
@@ -69,6 +71,47 @@ export interface Dimensions {
 
 export type ProviderName = 'local' | 'sandbox' | 'bedrock' | 'precheck';
 
+/**
+ * Reason codes (D68): why a verdict is what it is, in a form a program can act on. Every verdict
+ * carries `reason_codes` (approved: `[]`); a `retry_pending` verdict names what to fix.
+ * - `low_relevance`, `low_quality`, `instructions_not_followed`: the matching dimension scored
+ *   below the job's threshold (`reasonCodesFromDimensions`);
+ * - `resolution_too_low`, `duration_out_of_bounds`, `duplicate` (bytes identical to an approved
+ *   file): pre-checks before any model runs;
+ * - `near_duplicate`, `location_mismatch`: the trust pre-checks (perceptual hash, GPS);
+ * - `policy_violation`: NSFW or violence score at or above the policy limit;
+ * - `unreadable_media`: the bytes do not decode as their type.
+ */
+export const REASON_CODES = [
+  'low_relevance',
+  'low_quality',
+  'instructions_not_followed',
+  'resolution_too_low',
+  'duration_out_of_bounds',
+  'duplicate',
+  'near_duplicate',
+  'location_mismatch',
+  'policy_violation',
+  'unreadable_media',
+] as const;
+export type ReasonCode = (typeof REASON_CODES)[number];
+
+/** Codes in the order of REASON_CODES, each once. */
+export function sortReasonCodes(codes: Iterable<ReasonCode>): ReasonCode[] {
+  const set = new Set(codes);
+  return REASON_CODES.filter((c) => set.has(c));
+}
+
+/** The dimensions that fell below the threshold T (default 3), as codes. */
+export function reasonCodesFromDimensions(d: Dimensions, threshold: number | null | undefined = 3): ReasonCode[] {
+  const t = threshold ?? 3;
+  const out: ReasonCode[] = [];
+  if (d.relevance < t) out.push('low_relevance');
+  if (d.quality < t) out.push('low_quality');
+  if (d.instruction_compliance < t) out.push('instructions_not_followed');
+  return out;
+}
+
 export interface ScoreResult {
   ai_star_rating: number;
   dimensions: Dimensions;
@@ -78,6 +121,8 @@ export interface ScoreResult {
   model?: string;
   /** D26: a pre-scoring rejection: final, no AI call, no charge */
   precheck_rejected?: boolean;
+  /** D68: what fell short for this file (empty when nothing did) */
+  reason_codes: ReasonCode[];
 }
 
 export interface Scorer {

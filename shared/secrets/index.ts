@@ -22,7 +22,8 @@ export class SecretUnavailableError extends Error {
 
 let localCache: { file: string; values: Record<string, string> } | null = null;
 
-function readLocal(name: SecretName): string {
+/** An entry of the local secrets file (local runtime only), e.g. the sealing keyring. */
+export function readLocalEntry(name: string): string {
   const file = process.env.LOCAL_SECRETS_FILE;
   if (!file) throw new SecretUnavailableError(`secret ${name}: LOCAL_SECRETS_FILE is not set`);
   if (localCache?.file !== file) localCache = { file, values: JSON.parse(readFileSync(file, 'utf8')) as Record<string, string> };
@@ -33,7 +34,7 @@ function readLocal(name: SecretName): string {
 
 /** The current value of a secret; throws SecretUnavailableError when it is not configured. */
 export async function getSecret(name: SecretName): Promise<string> {
-  if (process.env.RUNTIME === 'local') return readLocal(name);
+  if (process.env.RUNTIME === 'local') return readLocalEntry(name);
   const arn = process.env[secretArnVariable(name)];
   if (!arn) throw new SecretUnavailableError(`secret ${name}: ${secretArnVariable(name)} is not set (not granted to this function)`);
   const { getSecret: fetchSecret } = await import('@aws-lambda-powertools/parameters/secrets');
@@ -46,7 +47,7 @@ export async function getSecret(name: SecretName): Promise<string> {
 export function hasSecret(name: SecretName): boolean {
   if (process.env.RUNTIME === 'local') {
     try {
-      readLocal(name);
+      readLocalEntry(name);
       return true;
     } catch {
       return false;

@@ -78,8 +78,11 @@ export function parseUploadKey(key: string): { subId: string; round: string; fil
   return m ? { subId: m[1]!, round: m[2]!, fileId: m[3]! } : null;
 }
 
+/** Stored objects default to `Content-Disposition: attachment` (download URLs add the file name). */
 export async function putObject(key: string, body: Buffer, contentType: string): Promise<void> {
-  await s3().send(new PutObjectCommand({ Bucket: bucket(), Key: key, Body: body, ContentType: contentType, ContentLength: body.length }));
+  await s3().send(
+    new PutObjectCommand({ Bucket: bucket(), Key: key, Body: body, ContentType: contentType, ContentLength: body.length, ContentDisposition: 'attachment' }),
+  );
 }
 
 export async function getObjectBytes(key: string): Promise<Buffer> {

@@ -15,6 +15,7 @@ import { now, addMs } from '../clock';
 import { logger } from '../logger';
 import { allEndpoints, signingSecrets, subscribes } from './endpoints';
 import { signedHeaders } from './signing';
+import { recordWebhookAttempt } from '../observability/metrics';
 import { postWebhook, type AttemptResult } from './sender';
 import { parseRetryAfter, retryDelayMs } from './schedule';
 import { DUE_MARGIN_MS, sendAttempt, type AttemptMessage } from './queue';
@@ -68,9 +69,10 @@ export async function attemptDelivery(ev: Item, endpointId: string, ep: Item | u
     error = ep ? 'endpoint_disabled' : 'endpoint_deleted';
   } else {
     const body = JSON.stringify(ev.envelope);
-    const { current, previous } = signingSecrets(ep, at);
+    const { current, previous } = await signingSecrets(ep, at);
     const headers = signedHeaders(eventId, body, current, previous, at);
     result = await post(ep.url as string, body, headers, { allowLoopback: webhookConfig().allowLoopback });
+    recordWebhookAttempt(result.ok);
     error = result.error;
     if (result.ok) status = 'delivered';
     else if (result.statusCode === 410) status = 'failed';
@@ -158,8 +160,9 @@ export async function fanOut(image: Item, token: string, post: Post = postWebhoo
     targets.map(async (ep) => {
       const d = deliveries[ep.id as string];
       // Only never-attempted deliveries this fan-out claimed: a second fan-out starts no second chain.
-      if (!d || d.status !== 'pending' || d.attempts !== 0 || d.next_token !== token) return;
-      await attemptDelivery(ev, ep.id as string, ep, { expect: 0, token, retryIndex: 0, replay: false }, post);
+      // (An entry written before claims existed has no token: the fan-out that finds it attempts it.)
+      if (!d || d.status !== 'pending' || d.attempts !== 0 || (d.next_token !== token && d.next_token !== null)) return;
+      await attemptDelivery(ev, ep.id as string, ep, { expect: 0, token: d.next_token, retryIndex: 0, replay: false }, post);
     }),
   );
 }

@@ -13,7 +13,7 @@ import { audit } from '../audit';
 import { errors } from '../errors';
 import { recordResponse, type MutationContext } from '../context';
 import { EVENT_TYPES, type EventType } from '../outbox';
-import { newWebhookSecret, secretBox } from './secrets';
+import { newWebhookSecret, openEndpointSecret, sealEndpointSecret } from './secrets';
 import { resolvePublic, UnsafeUrl, type Resolver } from './ssrf';
 import { webhookConfig } from './config';
 import type { BuyerPrincipal, Env } from '../types';
@@ -73,6 +73,7 @@ export async function createEndpoint(
   const id = newId('webhookEndpoint');
   const secret = newWebhookSecret();
   const at = now().toISOString();
+  const secretSealed = await sealEndpointSecret(secret, id);
   const item = {
     ...keys.webhookEndpoint(p.orgId, p.env, id),
     entity: 'webhook_endpoint',
@@ -83,7 +84,7 @@ export async function createEndpoint(
     description: input.description ?? null,
     events: uniq(input.events),
     status: 'enabled',
-    secret_sealed: secretBox().seal(secret, id),
+    secret_sealed: secretSealed,
     previous_secret_sealed: null,
     previous_secret_expires_at: null,
     failing_since: null,
@@ -232,6 +233,7 @@ export async function rotateEndpointSecret(ctx: MutationContext, p: BuyerPrincip
   const secret = newWebhookSecret();
   const at = now();
   const overlapEnds = addMs(at, ROTATION_OVERLAP_MS).toISOString();
+  const sealed = await sealEndpointSecret(secret, id);
   const tx = new Tx();
   tx.update(
     'webhook_endpoint',
@@ -240,7 +242,7 @@ export async function rotateEndpointSecret(ctx: MutationContext, p: BuyerPrincip
     {
       condition: 'attribute_exists(PK) AND secret_sealed = :old',
       values: {
-        ':s': secretBox().seal(secret, id),
+        ':s': sealed,
         ':ps': endpoint.secret_sealed,
         ':pe': overlapEnds,
         ':u': at.toISOString(),
@@ -264,13 +266,12 @@ export async function rotateEndpointSecret(ctx: MutationContext, p: BuyerPrincip
 }
 
 /** The secrets that sign a delivery at `at`: the current one, plus the previous one inside its 24 h. */
-export function signingSecrets(endpoint: Item, at: Date): { current: string; previous: string | null } {
-  const box = secretBox();
+export async function signingSecrets(endpoint: Item, at: Date): Promise<{ current: string; previous: string | null }> {
   const id = endpoint.id as string;
-  const current = box.open(endpoint.secret_sealed as string, id);
+  const current = await openEndpointSecret(endpoint.secret_sealed as string, id);
   const pe = endpoint.previous_secret_expires_at as string | null;
   const previous =
-    endpoint.previous_secret_sealed && pe && at.getTime() < Date.parse(pe) ? box.open(endpoint.previous_secret_sealed as string, id) : null;
+    endpoint.previous_secret_sealed && pe && at.getTime() < Date.parse(pe) ? await openEndpointSecret(endpoint.previous_secret_sealed as string, id) : null;
   return { current, previous };
 }
 

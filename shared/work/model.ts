@@ -16,7 +16,8 @@
 import { gsi } from '../db/keys';
 import type { Category } from '../jobs/model';
 import type { Env } from '../types';
-import type { Dimensions, ScoreResult } from '../scoring/types';
+import type { Dimensions, ReasonCode, ScoreResult } from '../scoring/types';
+import type { TranscriptionState } from '../speech/types';
 
 export const WORKER_ONLY_STATUSES = ['awaiting_upload', 'withdrawn', 'expired'] as const;
 export const BUYER_STATUSES = ['pending_score', 'approved', 'rejected', 'retry_pending'] as const;
@@ -56,6 +57,8 @@ export interface FilePart {
   location_verified?: boolean | null;
   /** the bytes failed the D25 checks when they landed (pre-signed uploads) */
   upload_error?: { code: string; message: string } | null;
+  /** D65: the speech of an audio file or video sound track (the score waits while pending) */
+  transcription?: TranscriptionState;
 }
 
 export type SubmissionItem = Record<string, unknown> & {
@@ -78,6 +81,8 @@ export type SubmissionItem = Record<string, unknown> & {
   ai_star_rating: number | null;
   ai_reasoning: string | null;
   dimensions: Dimensions | null;
+  /** D68: why the verdict is what it is (approved: []) */
+  reason_codes?: ReasonCode[];
   file_ids: string[];
   submitted_at: string | null;
   scored_at: string | null;
@@ -95,6 +100,12 @@ export function submissionIndexes(s: Pick<SubmissionItem, 'org_id' | 'environmen
 
 const first = (s: SubmissionItem) => s.uploads?.[0];
 const totalSize = (s: SubmissionItem) => (s.uploads ?? []).reduce((a, u) => a + Number(u.size_bytes ?? 0), 0);
+
+/** D68: the verdict's reason codes; null while there is no verdict (awaiting upload, pending_score). */
+export function reasonCodesOf(s: SubmissionItem): ReasonCode[] | null {
+  if (!['approved', 'rejected', 'retry_pending'].includes(s.status)) return null;
+  return s.reason_codes ?? [];
+}
 
 /** The worker's view (D45): the buyer fields plus the reservation and upload state. */
 export function presentWorkerSubmission(s: SubmissionItem) {
@@ -115,6 +126,7 @@ export function presentWorkerSubmission(s: SubmissionItem) {
     ai_star_rating: s.ai_star_rating ?? null,
     ai_reasoning: s.ai_reasoning ?? null,
     dimensions: s.dimensions ?? null,
+    reason_codes: reasonCodesOf(s),
     payout_cents: (s.payout_cents as number | undefined) ?? null,
     submitted_at: s.submitted_at ?? null,
     scored_at: s.scored_at ?? null,
@@ -136,6 +148,7 @@ export function presentSubmission(s: SubmissionItem, fileUrl: string | null = nu
     ai_star_rating: s.ai_star_rating ?? null,
     ai_reasoning: s.ai_reasoning ?? null,
     dimensions: s.dimensions ?? null,
+    reason_codes: reasonCodesOf(s),
     file_url: fileUrl,
     file_ids: s.file_ids ?? [],
     content_type: u?.content_type ?? null,

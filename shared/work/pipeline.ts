@@ -29,7 +29,9 @@ import { checkUpload, categoryOf } from '../media/sniff';
 import { workerRegion } from '../media/region';
 import { annotateAudio, annotateImage, annotateVideo, extractKeyframes } from '../media/annotate-image';
 import { analyzeImage } from '../media/image-quality';
-import { precheck, scorerFor, type ScoreResult, type Scorer, type ScoringJob } from '../scoring';
+import { precheck, precheckRejection, scorerFor, type ScoreResult, type Scorer, type ScoringJob } from '../scoring';
+import { injectScoringFault } from '../scoring/faults';
+import { jobNameFor, transcriberFor, transcriptKeyFor, type TranscriptionState } from '../speech';
 import { deleteObjects, getObjectBytes, objectKeys, parseUploadKey, putObject } from '../storage/s3';
 import { trustChecks, trustRejection, type TrustAttrs } from '../trust';
 import { perceptualHash } from '../trust/phash';
@@ -44,7 +46,7 @@ export interface ObjectCreatedEvent {
   detail?: { bucket?: { name?: string }; object?: { key?: string; size?: number } };
 }
 
-export type StageOutcome = 'ignored' | 'stored' | 'skipped' | 'refused';
+export type StageOutcome = 'ignored' | 'stored' | 'skipped' | 'refused' | 'deferred';
 
 /** Poison: a message body that is not an Object Created event. Thrown, so it ends in the DLQ. */
 export class PoisonMessage extends Error {
@@ -67,7 +69,7 @@ export function parseEvent(body: string): { key: string } {
   return { key: decodeURIComponent(key.replace(/\+/g, ' ')) };
 }
 
-interface Located {
+export interface Located {
   sub: SubmissionItem;
   upload: PlannedUpload;
   part: FilePart;
@@ -76,7 +78,11 @@ interface Located {
 /** The submission and planned file an object belongs to, or null (unknown, stale round, decided). */
 async function locate(key: string): Promise<Located | null> {
   const ref = parseUploadKey(key);
-  if (!ref) return null;
+  return ref ? locateFile(ref) : null;
+}
+
+/** The same by ids (the transcription stage finds its file by the job name). */
+export async function locateFile(ref: { subId: string; round: string; fileId: string }): Promise<Located | null> {
   const sub = await getSubmissionItem(ref.subId);
   if (!sub || sub.round !== ref.round) return null;
   if (!['awaiting_upload', 'pending_score', 'retry_pending'].includes(sub.status)) return null;
@@ -128,14 +134,6 @@ export function scoringJob(job: JobItem): ScoringJob {
   };
 }
 
-const preReject = (why: string): ScoreResult => ({
-  ai_star_rating: 1,
-  dimensions: { relevance: 1, quality: 1, instruction_compliance: 1 },
-  ai_reasoning: `Rejected before scoring: ${why}.`,
-  provider: 'precheck',
-  precheck_rejected: true,
-});
-
 async function alreadyApproved(jobId: string, contentHash: string): Promise<boolean> {
   const out = await db().send(new GetCommand({ TableName: tableName(), Key: keys.jobContentHash(jobId, contentHash.replace(/^sha256:/, '')), ConsistentRead: true }));
   return !!out.Item;
@@ -148,6 +146,46 @@ let scorerOverride: ((env: 'live' | 'test') => Scorer) | null = null;
 /** Tests and benchmarks: inject a scorer (e.g. Bedrock with a recorded client). */
 export function setScorerFactory(f: ((env: 'live' | 'test') => Scorer) | null): void {
   scorerOverride = f;
+}
+
+export interface PrecheckContext {
+  sub: SubmissionItem;
+  upload: PlannedUpload;
+  job: JobItem;
+  metadata: Record<string, unknown> & MediaMetadata;
+  bytes: Buffer;
+  region: string | null;
+}
+
+/**
+ * The pre-check step (D26, D68): every check that rejects before any model runs, in order; the
+ * first rejection wins (1 star, its reason codes, no charge). Add further checks here, each in
+ * its own module returning a `precheckRejection(...)` or null.
+ */
+export async function prechecks(ctx: PrecheckContext): Promise<{ rejection: ScoreResult | null; attrs: Partial<TrustAttrs> }> {
+  const { sub, upload, job, metadata, bytes } = ctx;
+  const dup = (await alreadyApproved(sub.job_id, metadata.content_hash)) ? [metadata.content_hash] : null;
+  // D69/D70: organization-wide duplicates, near-duplicates, capture point (shared/trust).
+  const trust = await trustChecks({ orgId: sub.org_id, env: sub.environment, jobLocation: job.location, contentType: upload.content_type, bytes, metadata });
+  const rejection = precheck(scoringJob(job), metadata, dup) ?? (trust.failures.length ? trustRejection(trust.failures) : null);
+  return { rejection, attrs: trust.attrs };
+}
+
+/** Where the file's speech stands: already known, or started now (D65). */
+async function transcriptionFor(sub: SubmissionItem, upload: PlannedUpload, part: FilePart, metadata: MediaMetadata): Promise<TranscriptionState> {
+  if (part.transcription) return part.transcription;
+  const category = categoryOf(upload.content_type);
+  if (category !== 'audio' && category !== 'video') return { status: 'unavailable', reason: 'not audio or video' };
+  if (category === 'video' && metadata.has_audio === false) return { status: 'unavailable', reason: 'the video has no sound track' };
+  const jobName = jobNameFor(sub.id, sub.round!, upload.file_id);
+  const r = await transcriberFor(config().runtime).start({ bucket: config().bucketName, key: upload.key, jobName, outputKey: transcriptKeyFor(jobName), contentType: upload.content_type });
+  if (r.status === 'unavailable') return r;
+  return { status: 'pending', provider: 'transcribe', job_name: r.job_name, started_at: new Date().toISOString() };
+}
+
+/** Records a started transcription (and the measurements) while the score waits for it. */
+async function writeTranscription(sub: SubmissionItem, fileId: string, t: TranscriptionState, metadata: MediaMetadata): Promise<void> {
+  await writePart(sub, fileId, { transcription: JSON.parse(JSON.stringify(t)), metadata: plain(metadata) }, 'transcription');
 }
 
 /** Scoring stage for one object. */
@@ -164,7 +202,7 @@ export async function scoreObject(key: string): Promise<StageOutcome> {
   if (upload.mode === 'presigned') {
     // D25 on the landed bytes: the signed Content-Length fixed the size; the magic bytes are checked here.
     const job = (await getJobItem(sub.job_id, false))!;
-    const r = checkUpload({ declaredType: upload.content_type, bytesHead: bytes.subarray(0, 1 << 20), size: bytes.length, acceptedFormats: job.accepted_formats as string[] });
+    const r = checkUpload({ declaredType: upload.content_type, bytesHead: bytes.subarray(0, 1 << 20), bytes, size: bytes.length, acceptedFormats: job.accepted_formats as string[] });
     if (!r.ok || bytes.length !== upload.size_bytes) {
       const first = r.ok ? { code: 'size_mismatch', message: `The object is ${bytes.length} bytes, not the declared ${upload.size_bytes}.` } : { code: r.errors[0]!.code!, message: r.errors[0]!.message };
       await deleteObjects([upload.key]); // nothing stays behind (D25)
@@ -177,6 +215,7 @@ export async function scoreObject(key: string): Promise<StageOutcome> {
   let score: ScoreResult;
   let metadata: (Record<string, unknown> & MediaMetadata) | null = null;
   let region: string | null = null;
+  let transcription: TranscriptionState | undefined;
   let trustAttrs: Partial<TrustAttrs> = {};
   try {
     metadata = plain(await measure(bytes, upload.content_type, sub.device ?? {}));
@@ -184,20 +223,27 @@ export async function scoreObject(key: string): Promise<StageOutcome> {
     logger.info('measure failed: the bytes do not decode', { submission_id: sub.id, error: (err as Error).message });
   }
   if (!metadata) {
-    score = preReject(`the file could not be decoded as ${upload.content_type}`);
+    score = precheckRejection([{ code: 'unreadable_media', reason: `the file could not be decoded as ${upload.content_type}` }]);
   } else if (metadata.detected_content_type && metadata.detected_content_type !== metadata.content_type) {
-    score = preReject(`the file content is ${metadata.detected_content_type}, not the declared ${metadata.content_type}`);
+    score = precheckRejection([{ code: 'unreadable_media', reason: `the file content is ${metadata.detected_content_type}, not the declared ${metadata.content_type}` }]);
   } else {
     region = await workerRegion(metadata.latitude, metadata.longitude).catch(() => null);
-    const dup = (await alreadyApproved(sub.job_id, metadata.content_hash)) ? [metadata.content_hash] : null;
-    // D69/D70: organization-wide duplicates, near-duplicates, capture point (shared/trust).
-    const trust = await trustChecks({ orgId: sub.org_id, env: sub.environment, jobLocation: job.location, contentType: upload.content_type, bytes, metadata });
-    trustAttrs = trust.attrs;
-    const pre = precheck(scoringJob(job), metadata, dup) ?? (trust.failures.length ? trustRejection(trust.failures) : null);
+    const checked = await prechecks({ sub, upload, job, metadata, bytes, region });
+    trustAttrs = checked.attrs;
+    const pre = checked.rejection;
     if (pre) score = pre;
     else {
+      // D65: audio and video sound tracks are scored with their transcript; the provider waits for it.
+      transcription = await transcriptionFor(sub, upload, part, metadata);
+      if (transcription.status === 'pending') {
+        await writeTranscription(sub, upload.file_id, transcription, metadata);
+        if (upload.mode === 'presigned' && sub.status === 'awaiting_upload') await completeIfAllLanded(sub.id, sub.round!);
+        logger.info('scoring waits for the transcript', { submission_id: sub.id, job_name: transcription.job_name });
+        return 'deferred';
+      }
       const scorer = scorerOverride ? scorerOverride(sub.environment) : scorerFor(sub.environment, config().runtime);
       const category = categoryOf(upload.content_type);
+      injectScoringFault(); // D64: LOCAL_FAULT_SCORING_FAILURES (local runtime only)
       score = await scorer.score({
         job: scoringJob(job),
         // Sandbox scenarios (test environment only, docs/sandbox.md).
@@ -208,13 +254,27 @@ export async function scoreObject(key: string): Promise<StageOutcome> {
           s3: { bucket: config().bucketName, key: upload.key },
           metadata,
           original_filename: upload.filename,
+          ...(transcription.status === 'completed'
+            ? { transcript: transcription.speech.transcript.full_text || null, transcript_unavailable: transcription.speech.transcript.full_text ? null : 'no speech in the recording' }
+            : { transcript: null, transcript_unavailable: transcription.status === 'unavailable' ? transcription.reason : null }),
           ...(category === 'image' && scorer.name === 'local' ? { image_quality: await analyzeImage(bytes) } : {}),
         },
       });
     }
   }
   const fallbackMeta = { content_type: upload.content_type, size_bytes: bytes.length, content_hash: '' };
-  const stored = await writePart(sub, upload.file_id, { metadata: metadata ?? fallbackMeta, score: JSON.parse(JSON.stringify(score)), worker_region: region, ...trustAttrs }, 'score');
+  const stored = await writePart(
+    sub,
+    upload.file_id,
+    {
+      metadata: metadata ?? fallbackMeta,
+      score: JSON.parse(JSON.stringify(score)),
+      worker_region: region,
+      ...trustAttrs,
+      ...(transcription && !part.transcription ? { transcription: JSON.parse(JSON.stringify(transcription)) } : {}),
+    },
+    'score',
+  );
   if (!stored) {
     await tryVerdict(sub.id);
     return 'skipped';

@@ -205,17 +205,19 @@ export async function releaseReservation(ctx: MutationContext, res: ReservationI
         const cat = sub.category ?? categoryOf((job.accepted_formats as string[])[0] ?? 'image/jpeg');
         addSlotChange(tx, job, { pending: -held, extra: summaryClauses(cat, 'rejected', stars) });
         const reasoning = `${sub.ai_reasoning ?? ''} ${reason === 'expired' ? 'The retry window ended without a new upload.' : 'The worker withdrew instead of retrying.'}`.trim();
-        tx.update('submission', keys.submission(sub.id), 'SET #s = :st, updated_at = :t, ai_reasoning = :r, reserved_until = :null, final_at = :t', {
+        // D68: the codes of the retry_pending verdict still say what fell short.
+        const codes = (sub.reason_codes as string[] | undefined) ?? [];
+        tx.update('submission', keys.submission(sub.id), 'SET #s = :st, updated_at = :t, ai_reasoning = :r, reason_codes = :codes, reserved_until = :null, final_at = :t', {
           condition: '#s = :rp',
           names: { '#s': 'status' },
-          values: { ':st': 'rejected', ':t': at, ':rp': 'retry_pending', ':r': reasoning, ':null': null },
+          values: { ':st': 'rejected', ':t': at, ':rp': 'retry_pending', ':r': reasoning, ':codes': codes, ':null': null },
         });
         emit(tx, {
           orgId: sub.org_id,
           env: sub.environment,
           type: 'submission.rejected',
           jobId: sub.job_id,
-          data: { job_id: sub.job_id, submission_id: sub.id, ai_star_rating: stars, ai_reasoning: reasoning },
+          data: { job_id: sub.job_id, submission_id: sub.id, ai_star_rating: stars, ai_reasoning: reasoning, reason_codes: codes },
         });
         audit(tx, {
           orgId: sub.org_id,

@@ -148,7 +148,7 @@ export async function uploadDirect(ctx: MutationContext, sub: SubmissionItem, mo
   countCheck(files.length, maxFiles(sub, mode));
   const problems: ErrorDetail[] = [];
   const checked = files.map((f, i) => {
-    const r = checkUpload({ declaredType: f.contentType, bytesHead: f.data.subarray(0, 1 << 20), size: f.data.length, acceptedFormats: job.accepted_formats as string[] });
+    const r = checkUpload({ declaredType: f.contentType, bytesHead: f.data.subarray(0, 1 << 20), bytes: f.data, size: f.data.length, acceptedFormats: job.accepted_formats as string[] });
     if (!r.ok) problems.push(...r.errors.map((d) => ({ ...d, field: files.length > 1 ? `file[${i}]` : 'file' })));
     return r;
   });

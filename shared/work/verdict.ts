@@ -1,5 +1,5 @@
 /**
- * The fan-in and the verdict (D26, D27, D29, D47, D54).
+ * The fan-in and the verdict (D26, D27, D29, D47, D54, D67, D68).
  *
  * Both pipeline stages write their result for a file into `parts[file_id]` of the submission and
  * then call `tryVerdict`, which reads the submission consistently: the verdict is taken once every
@@ -7,6 +7,11 @@
  * one transaction conditioned on `status = pending_score` and the upload round. Of two concurrent
  * callers exactly one commits; a duplicated S3 event finds the part already written and the status
  * already final, so it never approves or charges twice.
+ *
+ * At the verdict the content policy is applied to each file's annotations (D67: a violation is a
+ * final 1-star rejection with `policy_violation`), the speech of audio and video is merged into the
+ * annotations (D65), and the verdict's reason codes are recorded on the submission and in the
+ * events (D68: approved `[]`).
  *
  * Approval (D29) is one transaction: the submission, one File per uploaded file (with its
  * annotations, never changed afterwards), one duplicate guard per content hash (D26,
@@ -27,13 +32,15 @@ import { logger } from '../logger';
 import { addApprovalCharges, approvalAllowed } from '../ledger/escrow';
 import { summaryUpdate as summaryClauses } from './summary';
 import { categoryOf, type JobItem } from '../jobs/model';
-import { verdictFor, DEFAULT_THRESHOLD, type Verdict } from '../scoring/verdict';
-import type { Dimensions, ScoreResult } from '../scoring/types';
+import { verdict, DEFAULT_THRESHOLD, type Verdict } from '../scoring/verdict';
+import { reasonCodesFromDimensions, sortReasonCodes, type Dimensions, type ReasonCode, type ScoreResult } from '../scoring/types';
+import { policyFinding, policyRejection } from '../scoring/policy';
+import { withSpeech } from '../speech/annotate';
 import { fileItem } from '../files';
 import { addApprovalIndexes } from '../trust';
 import { addSlotChange, reconcileAvailability, withJobRetry } from './slots';
 import { getSubmissionItem, reservationItem } from './reservations';
-import { RESERVATION_MS, type SubmissionItem } from './model';
+import { RESERVATION_MS, type FilePart, type SubmissionItem } from './model';
 
 const hexOf = (contentHash: string) => contentHash.replace(/^sha256:/, '');
 
@@ -41,14 +48,30 @@ interface Combined {
   stars: number;
   dimensions: Dimensions;
   reasoning: string;
+  /** final rejection without a provider verdict: pre-check or policy (no retry, no charge) */
   precheck: boolean;
+  /** D68: union of the files' reason codes */
+  reasonCodes: ReasonCode[];
   /** what to show in submission.scored (the first file's annotations) */
   annotations: Record<string, unknown> | null;
 }
 
+/** A file's annotations with its speech filled in (D65), as the File and the event carry them. */
+export function annotationsOf(part: FilePart | undefined): Record<string, unknown> | null {
+  return withSpeech((part?.annotations as Record<string, unknown> | null | undefined) ?? null, part?.transcription);
+}
+
+/** The file's result after the content policy (D67): a violation overrides the provider's score. */
+function effectiveScore(part: FilePart | undefined): ScoreResult | undefined {
+  const s = part?.score;
+  if (!s || s.precheck_rejected) return s;
+  const f = policyFinding(annotationsOf(part));
+  return f ? policyRejection(f) : s;
+}
+
 /** One result for the submission: the weakest file decides (every file must pass). */
 function combine(sub: SubmissionItem): Combined {
-  const scores = sub.uploads.map((u) => sub.parts[u.file_id]?.score).filter((s): s is ScoreResult => !!s);
+  const scores = sub.uploads.map((u) => effectiveScore(sub.parts[u.file_id])).filter((s): s is ScoreResult => !!s);
   const pre = scores.filter((s) => s.precheck_rejected);
   const decisive = pre.length ? pre : scores;
   const worst = decisive.reduce((a, b) => (b.ai_star_rating < a.ai_star_rating ? b : a));
@@ -58,19 +81,26 @@ function combine(sub: SubmissionItem): Combined {
       ? worst.ai_reasoning
       : sub.uploads
           .map((u, i) => {
-            const s = sub.parts[u.file_id]?.score;
+            const s = effectiveScore(sub.parts[u.file_id]);
             return s ? `File ${i + 1} (${u.filename}): ${s.ai_reasoning}` : null;
           })
           .filter(Boolean)
           .join(' ');
-  const firstPart = sub.parts[sub.uploads[0]!.file_id];
   return {
     stars: worst.ai_star_rating,
     dimensions: { relevance: dims('relevance'), quality: dims('quality'), instruction_compliance: dims('instruction_compliance') },
     reasoning,
     precheck: pre.length > 0,
-    annotations: pre.length ? null : ((firstPart?.annotations as Record<string, unknown> | null | undefined) ?? null),
+    reasonCodes: sortReasonCodes(decisive.flatMap((s) => s.reason_codes ?? [])),
+    // D54/D67: null for pre-check rejections and policy violations.
+    annotations: pre.length ? null : annotationsOf(sub.parts[sub.uploads[0]!.file_id]),
   };
+}
+
+/** D68: approved → []; otherwise what fell short (the dimensions below T when no file named a code). */
+function finalCodes(v: Verdict, c: Combined, threshold: number): ReasonCode[] {
+  if (v === 'approved') return [];
+  return c.reasonCodes.length ? c.reasonCodes : reasonCodesFromDimensions(c.dimensions, threshold);
 }
 
 /** Ready for a verdict? Every file scored and annotated, or a pre-check rejection (at once, D54). */
@@ -95,21 +125,23 @@ async function decide(sub: SubmissionItem): Promise<Verdict | null> {
   try {
     return await withJobRetry(sub.job_id, async (job) => {
       const threshold = Number(job.min_star_rating ?? DEFAULT_THRESHOLD);
-      let v = c.precheck ? 'rejected' : verdictFor({ ai_star_rating: c.stars, dimensions: c.dimensions, ai_reasoning: c.reasoning, provider: 'local' }, threshold, Number(sub.attempt));
-      if (v === 'approved' && dupInside) return reject(sub, job, { ...c, stars: 1, precheck: true, annotations: null, reasoning: 'Rejected before scoring: two files of this submission are identical.' });
+      let v = c.precheck ? 'rejected' : verdict(c.stars, threshold, Number(sub.attempt));
+      if (v === 'approved' && dupInside)
+        return reject(sub, job, { ...c, stars: 1, precheck: true, annotations: null, reasonCodes: ['duplicate'], reasoning: 'Rejected before scoring: two files of this submission are identical.' });
       if (v === 'approved' && !approvalAllowed(job, sub.uploads.length)) {
         return reject(sub, job, { ...c, reasoning: `${c.reasoning} The job no longer takes files (it is ${job.status}).` });
       }
       if (v === 'retry_pending' && !['open', 'filled', 'in_progress'].includes(job.status)) v = 'rejected';
-      if (v === 'approved') return approve(sub, job, c);
-      if (v === 'retry_pending') return retryPending(sub, c);
-      return reject(sub, job, c);
+      const decided = { ...c, reasonCodes: finalCodes(v, c, threshold) };
+      if (v === 'approved') return approve(sub, job, decided);
+      if (v === 'retry_pending') return retryPending(sub, decided);
+      return reject(sub, job, decided);
     });
   } catch (e) {
     if (e instanceof ConditionFailed && e.reasons.some((r) => r?.startsWith('hash:'))) {
       // D26: identical bytes were approved for this job meanwhile (the guard is created on approval).
       return withJobRetry(sub.job_id, (job) =>
-        reject(sub, job, { ...c, stars: 1, precheck: true, annotations: null, dimensions: { relevance: 1, quality: 1, instruction_compliance: 1 }, reasoning: 'Rejected before scoring: the file is identical to a file already approved for this job.' }),
+        reject(sub, job, { ...c, stars: 1, precheck: true, annotations: null, reasonCodes: ['duplicate'], dimensions: { relevance: 1, quality: 1, instruction_compliance: 1 }, reasoning: 'Rejected before scoring: the file is identical to a file already approved for this job.' }),
       ).catch(lostRace);
     }
     return lostRace(e);
@@ -124,11 +156,11 @@ function lostRace(e: unknown): null {
 
 function submissionUpdate(tx: Tx, sub: SubmissionItem, status: string, c: Combined, extra: { set?: string[]; values?: Record<string, unknown> } = {}) {
   const at = nowIso();
-  const history = { attempt: Number(sub.attempt), status, ai_star_rating: c.stars, ai_reasoning: c.reasoning, dimensions: c.dimensions, scored_at: at };
+  const history = { attempt: Number(sub.attempt), status, ai_star_rating: c.stars, ai_reasoning: c.reasoning, dimensions: c.dimensions, reason_codes: c.reasonCodes, scored_at: at };
   tx.update(
     'submission',
     keys.submission(sub.id),
-    `SET #s = :st, ai_star_rating = :stars, ai_reasoning = :why, dimensions = :dims, scored_at = :t, updated_at = :t, attempts = list_append(if_not_exists(attempts, :empty), :h)${extra.set?.length ? `, ${extra.set.join(', ')}` : ''}`,
+    `SET #s = :st, ai_star_rating = :stars, ai_reasoning = :why, dimensions = :dims, reason_codes = :codes, scored_at = :t, updated_at = :t, attempts = list_append(if_not_exists(attempts, :empty), :h)${extra.set?.length ? `, ${extra.set.join(', ')}` : ''}`,
     {
       condition: '#s = :pending AND #r = :round',
       names: { '#s': 'status', '#r': 'round' },
@@ -137,6 +169,7 @@ function submissionUpdate(tx: Tx, sub: SubmissionItem, status: string, c: Combin
         ':stars': c.stars,
         ':why': c.reasoning,
         ':dims': c.dimensions,
+        ':codes': c.reasonCodes,
         ':t': at,
         ':empty': [],
         ':h': [history],
@@ -155,7 +188,7 @@ function scoredEvent(tx: Tx, sub: SubmissionItem, status: string, c: Combined) {
     env: sub.environment,
     type: 'submission.scored',
     jobId: sub.job_id,
-    data: { submission_id: sub.id, job_id: sub.job_id, status, ai_star_rating: c.stars, dimensions: c.dimensions, annotations: c.annotations },
+    data: { submission_id: sub.id, job_id: sub.job_id, status, ai_star_rating: c.stars, dimensions: c.dimensions, reason_codes: c.reasonCodes, annotations: c.annotations },
   });
 }
 
@@ -184,7 +217,7 @@ async function approve(sub: SubmissionItem, job: JobItem, c: Combined): Promise<
   });
   for (const u of sub.uploads) {
     const part = sub.parts[u.file_id]!;
-    tx.create(`file:${u.file_id}`, fileItem(sub, u, part, part.score!.ai_star_rating, at));
+    tx.create(`file:${u.file_id}`, fileItem(sub, u, { ...part, annotations: annotationsOf(part) }, part.score!.ai_star_rating, at));
     tx.create(`hash:${u.file_id}`, {
       ...keys.jobContentHash(sub.job_id, hexOf(part.metadata!.content_hash)),
       entity: 'job_content_hash',
@@ -249,9 +282,9 @@ async function reject(sub: SubmissionItem, job: JobItem, c: Combined): Promise<V
     env: sub.environment,
     type: 'submission.rejected',
     jobId: sub.job_id,
-    data: { job_id: sub.job_id, submission_id: sub.id, ai_star_rating: c.stars, ai_reasoning: c.reasoning },
+    data: { job_id: sub.job_id, submission_id: sub.id, ai_star_rating: c.stars, ai_reasoning: c.reasoning, reason_codes: c.reasonCodes },
   });
-  verdictAudit(tx, sub, 'submission.rejected', { ai_star_rating: c.stars, precheck: c.precheck });
+  verdictAudit(tx, sub, 'submission.rejected', { ai_star_rating: c.stars, precheck: c.precheck, reason_codes: c.reasonCodes });
   await tx.commit();
   return 'rejected';
 }

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DeleteObjectsCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { signDownloadUrl } from '../../shared/cdn';
+import { presignPut } from '../../shared/storage/s3';
 import { clock, DAY_MS } from '../../shared/clock';
 import { freePort } from '../../local/net';
 import { startTestRuntime, type TestRuntime } from '../support/harness';
@@ -98,8 +99,8 @@ describe('download URLs on the local CDN', () => {
   });
 });
 
-describe('download URLs survive a restart of the local runtime', () => {
-  it('a URL signed before a stop still downloads after a start on the same data folder and port', async () => {
+describe('signed URLs survive a restart of the local runtime', () => {
+  it('download and pre-signed upload URLs handed out before a stop still work after a start on the same data folder and port', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'dl-restart-'));
     const port = await freePort('127.0.0.1');
     try {
@@ -108,6 +109,7 @@ describe('download URLs survive a restart of the local runtime', () => {
       await s3.send(new PutObjectCommand({ Bucket: rt.bucketName, Key: 'uploads/keep/a.png', Body: Buffer.from('png bytes'), ContentType: 'image/png' }));
       s3.destroy();
       const { url } = await signDownloadUrl('uploads/keep/a.png');
+      const upload = await presignPut('uploads/keep/b.png', 'image/png', 9);
       await rt.stop();
 
       rt = await startTestRuntime({ inMemory: false, dataDir, port, enablePollers: false, enableStreams: false });
@@ -115,6 +117,8 @@ describe('download URLs survive a restart of the local runtime', () => {
         const res = await fetch(url);
         expect(res.status).toBe(200);
         expect(await res.text()).toBe('png bytes');
+        // A pre-signed upload URL handed out before the stop is still honoured (same S3 port).
+        expect((await fetch(upload.url, { method: 'PUT', body: 'png again', headers: upload.headers })).status).toBe(200);
       } finally {
         await rt.stop();
       }

@@ -29,7 +29,8 @@ const NODE_MODULES = path.join(ROOT, 'node_modules');
 const PACKAGE_JSON = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
 
 const withNative = QUEUES.filter((q): q is typeof q & { native: NativeDeps } => q.native !== undefined);
-const ALL_PACKAGES = [...new Set(withNative.flatMap((q) => q.native.packages))];
+// Routes may declare native packages too (the API reference reads swagger-ui-dist's assets).
+const ALL_PACKAGES = [...new Set([...withNative, ...ROUTES].flatMap((q) => q.native?.packages ?? []))];
 
 function bash(cmd: string): { status: number | null; stderr: string } {
   const r = spawnSync('bash', ['-c', cmd], { encoding: 'utf8' });

@@ -50,3 +50,36 @@ export function statementsOfFunction(resources: Record<string, Resource>, fnLogi
     .flatMap((p) => p.Properties.PolicyDocument.Statement as { Action: string | string[]; Resource: unknown; Effect: string }[])
     .filter((s) => s.Effect === 'Allow');
 }
+
+/**
+ * All templates as one: the resources of every stack in one map, with each nested stack's
+ * parameters replaced by what the parent passes in, so a `Ref` or `Fn::GetAtt` names the logical
+ * id of the resource it means wherever that lives. Logical ids are unique across templates (checked).
+ */
+export function flatten(s: Synthesized): Record<string, Resource> {
+  const out: Record<string, Resource> = {};
+  const root = s.stack;
+  const rootResources = s.templates.get(root.node.path)!.resources;
+  for (const [tplPath, t] of s.templates) {
+    let params: Record<string, unknown> = {};
+    if (tplPath !== root.node.path) {
+      const nested = root.node.findAll().find((c) => c.node.path === tplPath) as unknown as { nestedStackResource?: { logicalId: string } };
+      const logicalId = root.resolve(nested.nestedStackResource!.logicalId) as string;
+      params = (rootResources[logicalId]!.Properties.Parameters ?? {}) as Record<string, unknown>;
+    }
+    const substitute = (v: unknown): unknown => {
+      if (Array.isArray(v)) return v.map(substitute);
+      if (v && typeof v === 'object') {
+        const o = v as Record<string, unknown>;
+        if (Object.keys(o).length === 1 && typeof o.Ref === 'string' && o.Ref in params) return params[o.Ref];
+        return Object.fromEntries(Object.entries(o).map(([k, x]) => [k, substitute(x)]));
+      }
+      return v;
+    };
+    for (const [id, r] of Object.entries(t.resources)) {
+      if (id in out) throw new Error(`logical id ${id} appears in two templates`);
+      out[id] = substitute(r) as Resource;
+    }
+  }
+  return out;
+}

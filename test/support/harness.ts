@@ -6,6 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { waitUntil, type WaitOptions } from '../../local/net';
 import { startRuntime, type Runtime, type RuntimeOptions } from '../../local/runtime';
+import { checkContract } from './contract';
 
 export interface TestResponse<T = any> {
   status: number;
@@ -22,6 +23,11 @@ export interface RequestOptions {
   headers?: Record<string, string>;
   /** API key or worker token, sent as `Authorization: Bearer <key>`. */
   key?: string;
+  /**
+   * The response is checked against the OpenAPI document (test/support/contract.ts) unless this is
+   * false: only for tests that send what no client would (e.g. a raw malformed request line).
+   */
+  contract?: boolean;
 }
 
 export interface TestRuntime extends Runtime {
@@ -43,6 +49,10 @@ export async function startTestRuntime(overrides: Partial<RuntimeOptions> = {}):
     pollWaitSeconds: 1,
     streamPollIntervalMs: 100,
     sandboxDelaySeconds: 0,
+    // The suites run every handler, consumer and DynamoDB Local in one process tree on a shared
+    // machine, where 30 racing requests can queue far longer than one Lambda each would deployed.
+    // The 29 s integration time-out itself is tested with short budgets (test/local/http-limits).
+    integrationTimeouts: { standardMs: 120_000, longPollMs: 120_000 },
     ...overrides,
   });
 
@@ -63,7 +73,10 @@ export async function startTestRuntime(overrides: Partial<RuntimeOptions> = {}):
     } catch {
       json = null;
     }
-    return { status: res.status, headers: Object.fromEntries(res.headers), json: json as T, text };
+    const out = { status: res.status, headers: Object.fromEntries(res.headers), json: json as T, text };
+    // D72: every response the API suite sees must be what the OpenAPI document promises.
+    if (opts.contract !== false) checkContract(method, path, out);
+    return out;
   }
 
   return { ...runtime, request };

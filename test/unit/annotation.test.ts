@@ -2,7 +2,7 @@
  * Annotations (D51 full image shape, D54, D55 encodings): every label is a measurement or a model
  * output. Models load once for the file (beforeAll) and stay loaded; fixtures are generated here
  * with sharp / ffmpeg, plus the packaged sandbox samples and a face photo shipped inside
- * @vladmandic/human (assets/samples.jpg). No network: the bedrock provider is driven by recorded
+ * @vladmandic/human (assets/samples.jpg). No network: the bedrock provider is driven by hand-written
  * Converse outputs at the SDK client.
  */
 import { readFileSync } from 'node:fs';
@@ -34,7 +34,7 @@ import {
   POSITIONS,
 } from '../../shared/media/annotation';
 import { blocksImage, blurred, detailedJpeg, ffmpegFixture, hasFfmpeg } from '../fixtures/media';
-import { recordedAnnotation } from '../fixtures/bedrock-annotation';
+import { annotationReplies } from '../fixtures/bedrock-annotation.published-format';
 
 jest.setTimeout(120_000);
 const local = new LocalAnnotationProvider();
@@ -219,14 +219,14 @@ describe('image annotations from the local models', () => {
   });
 });
 
-describe('bedrock provider (recorded Converse outputs, no network)', () => {
+describe('bedrock provider (Converse replies written to the published format, no network)', () => {
   const client = (out: unknown) => {
     const sent: unknown[] = [];
     return { sent, send: async (cmd: { input: unknown }) => (sent.push(cmd.input), out) } as never;
   };
 
   it('semantic parts come from the model, validated; measured parts still come from the bytes', async () => {
-    const c = client(recordedAnnotation.good) as unknown as { sent: { messages: { content: { image?: { format: string } }[] }[] }[] };
+    const c = client(annotationReplies.good) as unknown as { sent: { messages: { content: { image?: { format: string } }[] }[] }[] };
     const provider = new BedrockAnnotationProvider({ client: c as never, modelId: 'amazon.nova-pro-v1:0' });
     const a = await annotateImage(sample('sample.jpg'), undefined, { provider });
     expect(a.annotation_provider).toBe('bedrock');
@@ -243,15 +243,15 @@ describe('bedrock provider (recorded Converse outputs, no network)', () => {
     expect(c.sent[0]!.messages[0]!.content[0]!.image!.format).toBe('jpeg');
   });
 
-  it('an invalid answer (percent confidence, unknown position, prose) falls back to the local rules, recorded', async () => {
-    for (const out of [recordedAnnotation.outOfRange, recordedAnnotation.badPosition, recordedAnnotation.prose]) {
+  it('an invalid answer (percent confidence, unknown position, prose) falls back to the local rules, the reason recorded', async () => {
+    for (const out of [annotationReplies.outOfRange, annotationReplies.badPosition, annotationReplies.prose]) {
       const provider = new BedrockAnnotationProvider({ client: client(out) });
       const a = await annotateImage(sample('sample.gif'), undefined, { provider });
       expect(a.annotation_provider).toBe('local');
       expect(a.unavailable?.provider).toMatch(/^bedrock failed, local rules used: model answer/);
       expect(a.objects).toEqual([]);
     }
-    expect(() => parseAnnotationOutput(recordedAnnotation.outOfRange, 'm')).toThrow(/objects\.0\.confidence/);
+    expect(() => parseAnnotationOutput(annotationReplies.outOfRange, 'm')).toThrow(/objects\.0\.confidence/);
     expect(AnnotationOutputSchema.safeParse({ objects: [], scene: null, composition: null, violence_score: 1.2 }).success).toBe(false);
   });
 
@@ -277,6 +277,11 @@ ff('audio and video annotations (ffmpeg)', () => {
     expect(t.integrated_lufs! - q.integrated_lufs!).toBeCloseTo(12, 0); // −12 dB gain → −12 LU
     expect(t.true_peak_dbfs).toBeCloseTo(-18, 0);
     expect(t.unavailable.transcript).toMatch(/no offline speech model/);
+    // D58: every spec field is present; what no provider computes is null with its reason.
+    for (const f of ['emotion_tone', 'room_acoustics', 'background_sounds', 'speaker_demographics'] as const) {
+      expect(t[f]).toBeNull();
+      expect(t.unavailable[f]).toEqual(expect.any(String));
+    }
     expect(n.noise_level).toBe('high');
   });
 

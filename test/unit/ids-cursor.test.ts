@@ -4,6 +4,8 @@ import { fingerprint } from '../../shared/idempotency';
 import { maskSecret, newApiSecret, secretShape, newWorkerToken } from '../../shared/auth/secrets';
 import { clock } from '../../shared/clock';
 import { ApiError } from '../../shared/errors';
+import { resetSecrets } from '../../shared/secrets';
+import { ensureLocalSecrets } from '../../local/secrets';
 
 process.env.RUNTIME = 'local';
 
@@ -34,16 +36,22 @@ describe('identifiers (D1)', () => {
 });
 
 describe('cursors (D12)', () => {
-  test('a cursor round-trips for the same query', () => {
-    const c = encodeCursor({ PK: 'a', SK: 'b' }, 'q1');
-    expect(decodeCursor(c, 'q1')).toEqual({ PK: 'a', SK: 'b' });
+  // D63: the HMAC key is the `cursor` secret, read from the local secrets file.
+  beforeAll(() => {
+    process.env.LOCAL_SECRETS_FILE = ensureLocalSecrets(null, { cursor: 'unit-cursor-key' }).file;
+    resetSecrets();
   });
 
-  test('a modified cursor is refused with validation_error on cursor', () => {
-    const c = encodeCursor({ PK: 'a', SK: 'b' }, 'q1');
+  test('a cursor round-trips for the same query', async () => {
+    const c = await encodeCursor({ PK: 'a', SK: 'b' }, 'q1');
+    expect(await decodeCursor(c, 'q1')).toEqual({ PK: 'a', SK: 'b' });
+  });
+
+  test('a modified cursor is refused with validation_error on cursor', async () => {
+    const c = await encodeCursor({ PK: 'a', SK: 'b' }, 'q1');
     const forged = Buffer.from(JSON.stringify({ p: { PK: 'x', SK: 'b' }, b: 'q1' })).toString('base64url') + '.' + c.split('.')[1];
     try {
-      decodeCursor(forged, 'q1');
+      await decodeCursor(forged, 'q1');
       throw new Error('accepted');
     } catch (e) {
       expect(e).toBeInstanceOf(ApiError);
@@ -52,9 +60,16 @@ describe('cursors (D12)', () => {
     }
   });
 
-  test('a cursor of another query (tenant or filter) is refused', () => {
-    const c = encodeCursor({ PK: 'a', SK: 'b' }, 'tenant-1');
-    expect(() => decodeCursor(c, 'tenant-2')).toThrow(ApiError);
+  test('a cursor of another query (tenant or filter) is refused', async () => {
+    const c = await encodeCursor({ PK: 'a', SK: 'b' }, 'tenant-1');
+    await expect(decodeCursor(c, 'tenant-2')).rejects.toThrow(ApiError);
+  });
+
+  test('a cursor signed with another cursor key is refused (the key is the cursor secret)', async () => {
+    const c = await encodeCursor({ PK: 'a', SK: 'b' }, 'q1');
+    process.env.LOCAL_SECRETS_FILE = ensureLocalSecrets(null, { cursor: 'another-cursor-key' }).file;
+    resetSecrets();
+    await expect(decodeCursor(c, 'q1')).rejects.toThrow(ApiError);
   });
 });
 

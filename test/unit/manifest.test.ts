@@ -88,6 +88,10 @@ describe('event wiring', () => {
     for (const q of QUEUES) expect(q.consumerTimeoutSeconds).toBeLessThan(q.visibilityTimeoutSeconds);
   });
 
+  test('every queue hides a received message for at least 6 × its consumer timeout (AWS guidance for Lambda event sources)', () => {
+    for (const q of QUEUES) expect([q.name, q.visibilityTimeoutSeconds >= 6 * q.consumerTimeoutSeconds]).toEqual([q.name, true]);
+  });
+
   test('every pipe and rule targets a defined queue', () => {
     const names = new Set(QUEUES.map((q) => q.name));
     for (const r of RULES) for (const t of r.targets) expect(names.has(t)).toBe(true);

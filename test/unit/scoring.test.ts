@@ -17,7 +17,7 @@ import {
   verdictFor,
   type ScoringJob,
 } from '../../shared/scoring';
-import { recorded } from '../fixtures/bedrock-converse';
+import { converseReplies } from '../fixtures/bedrock-converse.published-format';
 import { audioFixtures, blurred, detailedJpeg, flatImage, hasFfmpeg, videoFixtures } from '../fixtures/media';
 
 const FFMPEG = hasFfmpeg();
@@ -171,15 +171,15 @@ describe('D28 sandbox provider and provider choice', () => {
   });
 });
 
-describe('D28 bedrock provider (recorded Converse responses, no network)', () => {
+describe('D28 bedrock provider (converseReplies Converse responses, no network)', () => {
   const fakeClient = (output: unknown) => {
     const sent: ConverseCommand[] = [];
     return { sent, client: { send: async (cmd: ConverseCommand) => (sent.push(cmd), output as never) } };
   };
   const file = async () => ({ content_type: 'image/jpeg', bytes: detailed, metadata: await measure(detailed, 'image/jpeg') });
 
-  it('parses a recorded fenced-JSON answer; star = round(mean); sends an image block and the job text', async () => {
-    const { sent, client } = fakeClient(recorded.good);
+  it('parses a converseReplies fenced-JSON answer; star = round(mean); sends an image block and the job text', async () => {
+    const { sent, client } = fakeClient(converseReplies.good);
     const scorer = new BedrockScorer({ client, modelId: 'amazon.nova-pro-v1:0' });
     const r = await scorer.score({ job: photoJob, file: await file() });
     expect(r).toMatchObject({ ai_star_rating: 4, dimensions: { relevance: 5, quality: 4, instruction_compliance: 4 }, provider: 'bedrock', model: 'amazon.nova-pro-v1:0' });
@@ -197,20 +197,20 @@ describe('D28 bedrock provider (recorded Converse responses, no network)', () =>
   });
 
   it('off-topic content is capped at min(relevance, compliance) + 1 stars; `completeness` variant accepted', async () => {
-    const off = await new BedrockScorer({ client: fakeClient(recorded.offTopic).client }).score({ job: photoJob, file: await file() });
+    const off = await new BedrockScorer({ client: fakeClient(converseReplies.offTopic).client }).score({ job: photoJob, file: await file() });
     expect(off.ai_star_rating).toBe(2);
-    const comp = await new BedrockScorer({ client: fakeClient(recorded.completenessVariant).client }).score({ job: photoJob, file: await file() });
+    const comp = await new BedrockScorer({ client: fakeClient(converseReplies.completenessVariant).client }).score({ job: photoJob, file: await file() });
     expect(comp.dimensions.instruction_compliance).toBe(3);
     expect(starFromDimensions({ relevance: 5, quality: 5, instruction_compliance: 5 }).ai_star_rating).toBe(5);
   });
 
   it.each(['outOfRange', 'missingField', 'prose', 'truncated', 'empty'] as const)('rejects malformed output: %s', async (name) => {
-    const scorer = new BedrockScorer({ client: fakeClient(recorded[name]).client });
+    const scorer = new BedrockScorer({ client: fakeClient(converseReplies[name]).client });
     await expect(scorer.score({ job: photoJob, file: await file() })).rejects.toBeInstanceOf(BedrockOutputError);
   });
 
   it('video goes as an s3Location video block; model id from BEDROCK_MODEL_ID else the default', async () => {
-    const { sent, client } = fakeClient(recorded.good);
+    const { sent, client } = fakeClient(converseReplies.good);
     const prev = process.env.BEDROCK_MODEL_ID;
     delete process.env.BEDROCK_MODEL_ID;
     try {

@@ -11,14 +11,24 @@ import { state, type ApiResult } from '../state';
 import { errorBody, toApiError } from './envelope';
 import type { RouteDef } from '../../manifest/routes';
 import { logger } from '../../logger';
+import { sha256hex } from '../../auth/secrets';
 import { takeParkedValidationError } from './validate';
 
+/**
+ * D10 scope of a key. Anonymous routes (signup, worker signup; issue 11.2) have no principal, so
+ * their records are scoped to the route and the caller's source address as well: another caller
+ * who learns the key and the body is not handed the first caller's secrets, it runs afresh (and
+ * meets the duplicate e-mail). The address is hashed; the record holds no IP in the clear.
+ */
 function scopeOf(s: ReturnType<typeof state>): string {
   const p = s.principal;
   if (p?.kind === 'api_key') return `${p.orgId}#${p.env}`;
   if (p?.kind === 'worker') return `wkr#${p.workerId}`;
-  return `anon#${s.route.id}`;
+  return `anon#${s.route.id}#${sha256hex(`source:${s.sourceIp}`).slice(0, 32)}`;
 }
+
+/** Routes declared to seal (access.kms 'encrypt…') hold a one-time secret in their response. */
+const sealsResponse = (route: RouteDef) => route.access.kms === 'encrypt' || route.access.kms === 'encrypt-decrypt';
 
 export function idempotency(route: RouteDef): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult> {
   return {
@@ -48,6 +58,7 @@ export function idempotency(route: RouteDef): middy.MiddlewareObj<APIGatewayProx
         fingerprint: fingerprint(route.method, request.event.path, s.rawBodyText),
         requestId: s.requestId,
         successStatus: route.successStatus ?? 200,
+        sealResponse: sealsResponse(route),
       });
       if (r.kind === 'replay') s.replay = r.stored;
       else {

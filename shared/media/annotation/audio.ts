@@ -156,7 +156,7 @@ export function measureNoise(pcm: Int16Array): AudioNoise | null {
   };
 }
 
-export const SPEECH_UNAVAILABLE = 'no offline speech model is installed (offline-media.md: no npm or Debian package ships a usable one)';
+export { SPEECH_UNAVAILABLE } from '../../speech/local';
 
 /** Loudness + noise of a file's first audio stream, both passes concurrently. */
 export async function measureAudio(input: Buffer | string): Promise<{ loudness: Loudness; noise: AudioNoise | null; failures: Record<string, string> }> {

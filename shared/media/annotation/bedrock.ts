@@ -6,7 +6,7 @@
  *
  * Model: env ANNOTATION_MODEL_ID, else BEDROCK_MODEL_ID, default `amazon.nova-pro-v1:0` (takes
  * images). The client is injected (`{send}`, same as the scoring provider), so tests replay
- * recorded Converse outputs at the SDK client with no network.
+ * Converse replies written to the published format at the SDK client with no network.
  *
  * Output contract (AnnotationOutputSchema): numbers 0..1 (numeric strings accepted; anything else
  * out of range → BedrockOutputError); `position` one of the nine D55 values (spaces/underscores
@@ -16,7 +16,8 @@
  */
 import type { ConverseCommandInput, ConverseCommandOutput } from '@aws-sdk/client-bedrock-runtime';
 import * as z from 'zod';
-import { BedrockOutputError, DEFAULT_BEDROCK_MODEL_ID, extractJson, type ConverseClient } from '../../scoring/bedrock';
+import { DEFAULT_BEDROCK_MODEL_ID, bedrockTimeoutMs, type ConverseClient } from '../../scoring/bedrock';
+import { parseModelReply } from '../../scoring/bedrock-reply';
 import { POSITIONS, round4, type Position } from './derive';
 import type { AnnotationProvider, DescribeInput, SemanticParts } from './types';
 
@@ -83,32 +84,19 @@ export function buildAnnotationRequest(modelId: string, jpeg: Buffer, facts: Des
 
 /** Validate a Converse answer into semantic parts (throws BedrockOutputError). */
 export function parseAnnotationOutput(out: ConverseCommandOutput, modelId: string): SemanticParts {
-  const text = (out.output?.message?.content ?? [])
-    .map((b) => ('text' in b && typeof b.text === 'string' ? b.text : ''))
-    .join('\n')
-    .trim();
-  if (!text) throw new BedrockOutputError(`model returned no text (stopReason ${out.stopReason ?? 'unknown'})`, '');
-  let json: unknown;
-  try {
-    json = extractJson(text);
-  } catch (e) {
-    throw new BedrockOutputError(`model answer is not JSON: ${(e as Error).message}`, text);
-  }
-  const parsed = AnnotationOutputSchema.safeParse(json);
-  if (!parsed.success) {
-    const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
-    throw new BedrockOutputError(`model answer failed validation: ${issues}`, text);
-  }
-  const v = parsed.data;
+  const v = parseModelReply(out, AnnotationOutputSchema);
   const unavailable: Record<string, string> = {};
   if (!v.scene) unavailable.scene = 'the model could not tell the scene';
   if (!v.composition) unavailable.composition = 'the model could not tell the composition';
-  const words = v.text?.full_text ? v.text.full_text.split(/\s+/).filter(Boolean).map((w) => ({ text: w, confidence: v.text!.confidence })) : [];
+  // D58: the model gives one confidence for the whole text, none per word: each word's confidence
+  // is null with the reason, never a copy of the block's.
+  const words = v.text?.full_text ? v.text.full_text.split(/\s+/).filter(Boolean).map((w) => ({ text: w, confidence: null })) : [];
+  if (words.length) unavailable['text_extraction.words.confidence'] = 'the model reads text as a whole and gives no per-word confidence';
   return {
     objects: v.objects,
     scene: v.scene,
     composition: v.composition,
-    text_extraction: v.text === undefined ? undefined : { full_text: v.text?.full_text ?? '', words },
+    text_extraction: v.text === undefined ? undefined : { full_text: v.text?.full_text ?? '', words, ...(v.text ? { confidence: v.text.confidence } : {}) },
     violence_score: v.violence_score,
     model: `bedrock:${modelId}`,
     unavailable,
@@ -128,6 +116,6 @@ export class BedrockAnnotationProvider implements AnnotationProvider {
     const { BedrockRuntimeClient, ConverseCommand } = await import('@aws-sdk/client-bedrock-runtime');
     this.client ??= new BedrockRuntimeClient({});
     const req = buildAnnotationRequest(this.modelId, await input.jpeg(), input.facts, this.opts.maxTokens);
-    return parseAnnotationOutput(await this.client.send(new ConverseCommand(req)), this.modelId);
+    return parseAnnotationOutput(await this.client.send(new ConverseCommand(req), { abortSignal: AbortSignal.timeout(bedrockTimeoutMs()) }), this.modelId);
   }
 }

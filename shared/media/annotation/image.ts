@@ -17,7 +17,7 @@ import type { Sharp, SharpOptions } from 'sharp';
 import { analyzeImage, type ImageQuality } from '../image-quality';
 import { clamp01, keepOcrWords, nsfwScore, piiInText, round4, type Detection, type NsfwClass, type PiiType } from './derive';
 import { loadHuman, loadNsfw, loadOcr, type Tensor } from './models';
-import { LOCAL_ANNOTATOR, localSemantics } from './local';
+import { localAnnotatorOf, localSemantics } from './local';
 import type { AnnotationProvider, ImageAnnotations, ImageFacts, SemanticParts, TextExtraction } from './types';
 
 export const FACE_MIN_CONFIDENCE = 0.6;
@@ -170,6 +170,7 @@ export async function measureImageFacts(input: Buffer | string, detectors: Detec
 export function mergeImageAnnotations(q: ImageQuality, facts: ImageFacts, sem: SemanticParts, provider: 'local' | 'bedrock'): ImageAnnotations {
   const unavailable: Record<string, string> = { ...sem.unavailable };
   const text = facts.text ?? sem.text_extraction ?? null;
+  if (facts.text) delete unavailable['text_extraction.words.confidence']; // local OCR measured each word
   if (!text) unavailable.text_extraction = facts.failures.text ?? 'OCR did not run';
   if (!facts.faces) unavailable.face_count = facts.failures.faces ?? 'face detection did not run';
   if (!facts.nsfw) unavailable.nsfw_score = facts.failures.nsfw ?? 'nsfw classification did not run';
@@ -197,7 +198,7 @@ export function mergeImageAnnotations(q: ImageQuality, facts: ImageFacts, sem: S
       pii_types: [...pii].sort(),
       nsfw_classes: facts.nsfw,
     },
-    annotation_model: sem.model === LOCAL_ANNOTATOR ? LOCAL_ANNOTATOR : `${sem.model} + ${LOCAL_ANNOTATOR}`,
+    annotation_model: sem.model === localAnnotatorOf(facts) ? sem.model : `${sem.model} + ${localAnnotatorOf(facts)}`,
     annotation_provider: provider,
   };
   if (Object.keys(unavailable).length) out.unavailable = unavailable;

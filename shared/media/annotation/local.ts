@@ -9,6 +9,18 @@ import { HUMAN_VERSION, NSFWJS_VERSION, TESSERACT_VERSION } from './models';
 
 export const LOCAL_ANNOTATOR = `local-annotator/1 (tesseract.js ${TESSERACT_VERSION} eng best_int, human ${HUMAN_VERSION} blazeface+centernet, nsfwjs ${NSFWJS_VERSION} mobilenet_v2)`;
 
+/**
+ * `annotation_model` of the local part, naming only the detectors that ran on this file (D58):
+ * `local-annotator/1 (<those that ran>)`, or `local-annotator/1 (measurements only)`.
+ */
+export function localAnnotatorOf(facts: DescribeInput['facts']): string {
+  const ran: string[] = [];
+  if (facts.text) ran.push(`tesseract.js ${TESSERACT_VERSION} eng best_int`);
+  if (facts.faces || facts.objects) ran.push(`human ${HUMAN_VERSION} blazeface+centernet`);
+  if (facts.nsfw) ran.push(`nsfwjs ${NSFWJS_VERSION} mobilenet_v2`);
+  return `local-annotator/1 (${ran.join(', ') || 'measurements only'})`;
+}
+
 export function localSemantics(facts: DescribeInput['facts']): SemanticParts {
   const unavailable: Record<string, string> = {};
   const objects = facts.objects;
@@ -21,7 +33,7 @@ export function localSemantics(facts: DescribeInput['facts']): SemanticParts {
   const composition = objects || facts.faces ? compositionOf(subjects) : null;
   if (!composition) unavailable.composition = objects || facts.faces ? 'no detected subject to place' : 'no detector ran';
   unavailable.violence_score = 'no offline violence model is installed (nsfwjs classes: drawing, hentai, neutral, porn, sexy)';
-  return { objects: objects ? objects.map(toAnnotatedObject) : null, scene, composition, violence_score: null, model: LOCAL_ANNOTATOR, unavailable };
+  return { objects: objects ? objects.map(toAnnotatedObject) : null, scene, composition, violence_score: null, model: localAnnotatorOf(facts), unavailable };
 }
 
 export class LocalAnnotationProvider implements AnnotationProvider {

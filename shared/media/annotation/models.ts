@@ -60,8 +60,15 @@ export interface NsfwPrediction {
   className: 'Drawing' | 'Hentai' | 'Neutral' | 'Porn' | 'Sexy';
   probability: number;
 }
-interface NsfwModel {
+/** The NSFW model interface (nsfwjs's `classify`); tests may stand a provider stub behind it. */
+export interface NsfwModel {
   classify(img: Tensor, topk?: number): Promise<NsfwPrediction[]>;
+}
+
+let nsfwOverride: NsfwModel | null = null;
+/** Tests: classify with this instead of nsfwjs (e.g. a stub that scores an image as explicit). */
+export function setNsfwModel(model: NsfwModel | null): void {
+  nsfwOverride = model;
 }
 export interface OcrWord {
   text: string;
@@ -184,6 +191,7 @@ export function loadHuman(): Promise<HumanInstance> {
 
 /** nsfwjs MobileNetV2 on the same tfjs engine (human sets the backend first). */
 export function loadNsfw(): Promise<NsfwModel> {
+  if (nsfwOverride) return Promise.resolve(nsfwOverride);
   return once(() => nsfwP, (p) => (nsfwP = p), async () => {
     await loadHuman();
     const core = nativeRequire<{ load(name: string, opts: unknown): Promise<NsfwModel> }>('nsfwjs', 'dist/esm/core.js');

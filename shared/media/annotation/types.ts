@@ -9,8 +9,14 @@ import type { AnnotatedObject, Detection, NsfwClass, PiiType, Scene } from './de
 
 export interface TextExtraction {
   full_text: string;
-  /** each word's OCR confidence 0..1 (D55); only words ≥ 60/100 are kept */
-  words: { text: string; confidence: number }[];
+  /**
+   * each word's OCR confidence 0..1 (D55); only words ≥ 60/100 are kept. Null when the reader
+   * gives no per-word confidence (a multimodal model), with the reason in
+   * `unavailable['text_extraction.words.confidence']`.
+   */
+  words: { text: string; confidence: number | null }[];
+  /** the whole text's confidence 0..1 when the reader gives one for the block (the model) */
+  confidence?: number;
 }
 
 export interface Safety {

@@ -1,0 +1,186 @@
+import {
+  Duration,
+  NestedStack,
+  Stack,
+  type NestedStackProps,
+  aws_apigateway as apigw,
+  aws_cloudwatch as cloudwatch,
+  aws_dynamodb as dynamodb,
+  aws_events as events,
+  aws_events_targets as targets,
+  aws_iam as iam,
+  aws_lambda as lambda,
+  aws_lambda_event_sources as sources,
+  aws_s3 as s3,
+} from 'aws-cdk-lib';
+import type { Construct } from 'constructs';
+import { ROUTES, routeLogicalName, type RouteDef } from '../shared/manifest/routes';
+import { QUEUES, SCHEDULES, type QueueDef, type ScheduleDef } from '../shared/manifest/wiring';
+import { STAGE_NAME, latencyThresholdMs, longPollTimeouts, type ApiGateway } from './api';
+import { bindBucket, bindKeyAccess, bindQueue, bindTable, grantBedrockInvoke, grantSms, type CdnResources, type KeyResources } from './constructs/grants';
+import { HouseFunction } from './constructs/house-function';
+import { queueDomain, routeDomain, scheduleDomain, type Domain } from './domains';
+import { dlqAlarm, functionAlarms, methodLatencyAlarm } from './monitoring/alarms';
+import { deadLetterQueue, pascal, type Plumbing } from './plumbing';
+import type { Limits, ModelSettings } from './settings';
+
+/** What every domain stack is given by the root stack (all of it lives there). */
+export interface SharedResources {
+  table: dynamodb.ITable;
+  bucket: s3.IBucket;
+  keys: KeyResources;
+  cdn: CdnResources;
+  api: ApiGateway;
+  plumbing: Plumbing;
+  alarmAction: cloudwatch.IAlarmAction;
+  /** Plain settings every function gets (never a secret). */
+  environment: Record<string, string>;
+  limits: Limits;
+  models: ModelSettings;
+  ffmpegLayer?: lambda.ILayerVersion;
+}
+
+export interface DomainStackProps extends NestedStackProps {
+  domain: Domain;
+  shared: SharedResources;
+}
+
+/**
+ * The functions of one domain (lib/domains.ts): its routes (Lambda + API method), queue consumers
+ * and schedules, each with its grants and alarms, all read from the manifest.
+ */
+export class DomainStack extends NestedStack {
+  readonly functions = new Map<string, HouseFunction>();
+  /** API methods of this stack; the root's deployment depends on them. */
+  readonly methods: apigw.Method[] = [];
+
+  constructor(scope: Construct, id: string, private readonly props: DomainStackProps) {
+    super(scope, id, { description: `Media marketplace: ${props.domain} functions`, ...props });
+    const { domain } = props;
+    for (const r of ROUTES.filter((x) => routeDomain(x) === domain)) this.addRoute(r);
+    for (const q of QUEUES.filter((x) => queueDomain(x) === domain)) this.addConsumer(q);
+    for (const s of SCHEDULES.filter((x) => scheduleDomain(x) === domain)) this.addSchedule(s);
+  }
+
+  private addRoute(route: RouteDef): void {
+    const { shared } = this.props;
+    const longPoll = longPollTimeouts(shared.api.longPollSeconds);
+    const name = routeLogicalName(route);
+    const fn = new HouseFunction(this, name, {
+      entry: route.handler,
+      ...(route.native ? { native: route.native } : {}),
+      description: `${route.method} ${route.path} (${route.id})`,
+      // Below the 29 s integration timeout, so a stuck handler ends in its own log, not a 504.
+      timeout: route.longPoll ? longPoll.lambda : Duration.seconds(28),
+      // A held long poll occupies an instance for its whole wait: cap them, so polls cannot starve
+      // the account's pool (and other routes) of concurrency.
+      reservedConcurrentExecutions: route.longPoll ? shared.limits.longPollReservedConcurrency : undefined,
+      environment: {
+        ...shared.environment,
+        PUBLIC_BASE_URL: shared.api.baseUrl,
+        ...(route.longPoll ? { LONG_POLL_MAX_SECONDS: String(shared.api.longPollSeconds) } : {}),
+      },
+    });
+    bindTable(fn, shared.table, route.access.table);
+    if (route.access.bucket) bindBucket(fn, shared.bucket, route.access.bucket);
+    if (route.access.sms) grantSms(fn);
+    for (const q of route.access.sendTo ?? []) bindQueue(fn, q, shared.plumbing.queue(q));
+    bindKeyAccess(fn, route.access, shared.keys, shared.cdn);
+    functionAlarms(fn, shared.alarmAction, `${route.method} ${route.path}`);
+
+    // The method is created here, on the resource the root stack made for the path. Lambda proxy
+    // integration: the body reaches the handler as sent (text, or base64 for binary media types).
+    // Written out rather than LambdaIntegration, whose permission names the stage and so would
+    // make this stack depend on the root's deployment, which depends on this stack's methods.
+    const stack = Stack.of(this);
+    const method = new apigw.Method(this, `${name}Method`, {
+      resource: shared.api.resource(route.path),
+      httpMethod: route.method,
+      integration: new apigw.Integration({
+        type: apigw.IntegrationType.AWS_PROXY,
+        integrationHttpMethod: 'POST',
+        uri: `arn:${stack.partition}:apigateway:${stack.region}:lambda:path/2015-03-31/functions/${fn.functionArn}/invocations`,
+        options: { timeout: route.longPoll ? longPoll.integration : undefined },
+      }),
+      options: { operationName: route.id, authorizationType: apigw.AuthorizationType.NONE },
+    });
+    fn.addPermission('ApiInvoke', {
+      principal: new iam.ServicePrincipal('apigateway.amazonaws.com'),
+      sourceArn: shared.api.restApi.arnForExecuteApi(route.method, route.path.replace(/\{[^}]+\}/g, '*'), STAGE_NAME),
+    });
+    this.methods.push(method);
+    methodLatencyAlarm(method, shared.alarmAction, {
+      apiName: shared.api.apiName,
+      stage: STAGE_NAME,
+      method: route.method,
+      resourcePath: route.path,
+      thresholdMs: latencyThresholdMs(route, shared.api.longPollSeconds),
+      what: `${route.method} ${route.path}`,
+    });
+    this.functions.set(route.id, fn);
+  }
+
+  private addConsumer(def: QueueDef): void {
+    const { shared } = this.props;
+    if (def.consumerTimeoutSeconds >= def.visibilityTimeoutSeconds) {
+      throw new Error(`queue ${def.name}: consumer timeout must stay below the visibility timeout`);
+    }
+    const fn = new HouseFunction(this, `${pascal(def.name)}Consumer`, {
+      entry: def.consumer,
+      description: `Consumer of the ${def.name} queue`,
+      timeout: Duration.seconds(def.consumerTimeoutSeconds),
+      memorySize: def.consumerMemoryMb,
+      environment: {
+        ...shared.environment,
+        PUBLIC_BASE_URL: shared.api.baseUrl,
+        ...(def.access.bedrock ? { BEDROCK_MODEL_ID: shared.models.bedrockModelId, ANNOTATION_MODEL_ID: shared.models.annotationModelId } : {}),
+      },
+      // Packages installed for linux-arm64 and the ffmpeg layer, as the wiring says.
+      native: def.native,
+      ffmpegLayer: shared.ffmpegLayer,
+    });
+    bindTable(fn, shared.table, def.access.table);
+    for (const q of def.access.sendTo ?? []) bindQueue(fn, q, shared.plumbing.queue(q));
+    if (def.access.bucket) bindBucket(fn, shared.bucket, def.access.bucket);
+    if (def.access.bedrock) grantBedrockInvoke(fn, [...new Set([shared.models.bedrockModelId, shared.models.annotationModelId])]);
+    bindKeyAccess(fn, def.access, shared.keys, shared.cdn, shared.bucket);
+    functionAlarms(fn, shared.alarmAction, `The ${def.name} consumer`);
+    const maxConcurrency = shared.limits.consumerMaxConcurrency(def);
+    fn.addEventSource(
+      new sources.SqsEventSource(shared.plumbing.queue(def.name), {
+        batchSize: def.batchSize,
+        // Handlers answer `batchItemFailures`: one bad message does not redeliver its batch.
+        reportBatchItemFailures: true,
+        ...(maxConcurrency ? { maxConcurrency } : {}),
+      }),
+    );
+    this.functions.set(def.name, fn);
+  }
+
+  private addSchedule(def: ScheduleDef): void {
+    const { shared } = this.props;
+    const id = pascal(def.name);
+    const fn = new HouseFunction(this, `${id}Schedule`, {
+      entry: def.handler,
+      description: def.description,
+      timeout: Duration.seconds(def.timeoutSeconds),
+      environment: { ...shared.environment, PUBLIC_BASE_URL: shared.api.baseUrl },
+    });
+    bindTable(fn, shared.table, def.access.table);
+    for (const q of def.access.sendTo ?? []) bindQueue(fn, q, shared.plumbing.queue(q));
+    bindKeyAccess(fn, def.access, shared.keys, shared.cdn);
+    functionAlarms(fn, shared.alarmAction, `The ${def.name} schedule`);
+    // A run EventBridge could not start (after its retries) is kept here, with an alarm.
+    const dlq = deadLetterQueue(this, `${id}ScheduleDlq`);
+    dlqAlarm(this, `${id}ScheduleDlqAlarm`, dlq, shared.alarmAction, {
+      threshold: 1,
+      description: `EventBridge could not start the ${def.name} schedule (docs/operations.md)`,
+    });
+    new events.Rule(this, `${id}Rule`, {
+      description: def.description,
+      schedule: events.Schedule.rate(Duration.minutes(def.everyMinutes)),
+      targets: [new targets.LambdaFunction(fn, { retryAttempts: 2, maxEventAge: Duration.minutes(Math.max(1, def.everyMinutes)), deadLetterQueue: dlq })],
+    });
+    this.functions.set(def.name, fn);
+  }
+}

@@ -1,0 +1,98 @@
+import { Stack, aws_apigateway as apigw, aws_wafv2 as wafv2 } from 'aws-cdk-lib';
+import type { Construct } from 'constructs';
+import { ROUTES } from '../../shared/manifest/routes';
+import type { Limits } from '../settings';
+
+/** Paths WAF sees on a REST API include the stage: `/api/v1/...`; we match on the manifest path's end. */
+const endsWith = (path: string): wafv2.CfnWebACL.StatementProperty => ({
+  byteMatchStatement: {
+    fieldToMatch: { uriPath: {} },
+    positionalConstraint: 'ENDS_WITH',
+    searchString: path,
+    textTransformations: [{ priority: 0, type: 'NONE' }],
+  },
+});
+const anyOf = (statements: wafv2.CfnWebACL.StatementProperty[]): wafv2.CfnWebACL.StatementProperty =>
+  statements.length === 1 ? statements[0]! : { orStatement: { statements } };
+
+const RATE_LIMITED_BODY = 'rate_limited';
+
+/**
+ * A regional web ACL on the API stage:
+ * 1. signup routes (manifest `rateLimit: signup_*`, unauthenticated): a tight per-IP rate;
+ * 2. every route: a per-IP flood ceiling (the per-key limits of D13 stay in the handlers);
+ * 3. AWS managed common rules (OWASP-style), except on binary upload bodies, where body
+ *    signatures fire on random bytes and the 8 KB body-size rule would refuse every upload.
+ * Rate-based blocks answer 429 in the API's error envelope.
+ */
+export function apiWaf(scope: Construct, id: string, o: { stage: apigw.Stage; limits: Limits }): wafv2.CfnWebACL {
+  const signupPaths = ROUTES.filter((r) => r.rateLimit === 'signup_buyer' || r.rateLimit === 'signup_worker').map((r) => r.path);
+  const uploadPaths = ROUTES.filter((r) => r.access.bucket === 'write' && r.method === 'POST').map((r) => r.path.replace(/\{[^}]+\}/g, '')).map((p) => p.slice(p.lastIndexOf('/')));
+  const visibility = (name: string): wafv2.CfnWebACL.VisibilityConfigProperty => ({
+    cloudWatchMetricsEnabled: true,
+    metricName: name,
+    sampledRequestsEnabled: true,
+  });
+  const block429: wafv2.CfnWebACL.RuleActionProperty = {
+    block: { customResponse: { responseCode: 429, customResponseBodyKey: RATE_LIMITED_BODY, responseHeaders: [{ name: 'Retry-After', value: '300' }] } },
+  };
+  const rules: wafv2.CfnWebACL.RuleProperty[] = [];
+  if (signupPaths.length > 0) {
+    rules.push({
+      name: 'SignupRatePerIp',
+      priority: 0,
+      action: block429,
+      statement: {
+        rateBasedStatement: {
+          aggregateKeyType: 'IP',
+          limit: o.limits.wafSignupRatePer5Min,
+          evaluationWindowSec: 300,
+          scopeDownStatement: anyOf(signupPaths.map(endsWith)),
+        },
+      },
+      visibilityConfig: visibility('SignupRatePerIp'),
+    });
+  }
+  rules.push({
+    name: 'RatePerIp',
+    priority: 1,
+    action: block429,
+    statement: { rateBasedStatement: { aggregateKeyType: 'IP', limit: o.limits.wafRatePer5Min, evaluationWindowSec: 300 } },
+    visibilityConfig: visibility('RatePerIp'),
+  });
+  const common: wafv2.CfnWebACL.StatementProperty = {
+    managedRuleGroupStatement: {
+      vendorName: 'AWS',
+      name: 'AWSManagedRulesCommonRuleSet',
+      scopeDownStatement: uploadPaths.length > 0 ? { notStatement: { statement: anyOf([...new Set(uploadPaths)].map(endsWith)) } } : undefined,
+    },
+  };
+  rules.push({
+    name: 'AwsCommonRules',
+    priority: 2,
+    overrideAction: { none: {} },
+    statement: common,
+    visibilityConfig: visibility('AwsCommonRules'),
+  });
+
+  const acl = new wafv2.CfnWebACL(scope, id, {
+    scope: 'REGIONAL',
+    defaultAction: { allow: {} },
+    description: 'API - per-IP rate limits, tighter on signups, and the AWS managed common rules',
+    rules,
+    customResponseBodies: {
+      [RATE_LIMITED_BODY]: {
+        contentType: 'APPLICATION_JSON',
+        content: JSON.stringify({ error: { type: 'rate_limit_exceeded', message: 'Too many requests from this address; retry after 300 seconds.' } }),
+      },
+    },
+    visibilityConfig: visibility('ApiWebAcl'),
+  });
+  const stack = Stack.of(scope);
+  const association = new wafv2.CfnWebACLAssociation(scope, `${id}Association`, {
+    resourceArn: `arn:${stack.partition}:apigateway:${stack.region}::/restapis/${o.stage.restApi.restApiId}/stages/${o.stage.stageName}`,
+    webAclArn: acl.attrArn,
+  });
+  association.node.addDependency(o.stage);
+  return acl;
+}

@@ -1,0 +1,76 @@
+import type { Construct } from 'constructs';
+import { DEFAULT_BEDROCK_MODEL_ID } from '../shared/scoring/bedrock';
+import type { QueueDef } from '../shared/manifest/wiring';
+
+/**
+ * Deployment settings read from context (`-c key=value`, docs/deploying.md), with their defaults.
+ * Limits are sized to the account's quotas, which differ per account: the defaults fit a fresh
+ * account's Bedrock and Transcribe quotas, and a platform team with raised quotas raises them here.
+ */
+export interface Limits {
+  /** Reserved concurrency of each long-poll route (each held poll occupies one instance). */
+  longPollReservedConcurrency: number;
+  /** Event-source maximum concurrency of a queue's consumer, or undefined (Lambda decides). */
+  consumerMaxConcurrency(q: QueueDef): number | undefined;
+  /** Requests per 5 minutes per source IP, all routes (WAF rate-based rule). */
+  wafRatePer5Min: number;
+  /** Requests per 5 minutes per source IP on the signup routes. */
+  wafSignupRatePer5Min: number;
+}
+
+export interface ModelSettings {
+  /** Bedrock model of the scoring stage (BEDROCK_MODEL_ID). */
+  bedrockModelId: string;
+  /** Bedrock model of the annotation stage (ANNOTATION_MODEL_ID). */
+  annotationModelId: string;
+}
+
+/** Consumers bound by a provider quota (Bedrock, Transcribe) get this cap unless told otherwise. */
+export const QUOTA_BOUND_DEFAULT_CONCURRENCY = 10;
+
+/** `transcription` → `transcriptionMaxConcurrency`, `upload-created` → `uploadCreatedMaxConcurrency`. */
+export function maxConcurrencyContextKey(queueName: string): string {
+  const camel = queueName.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+  return `${camel}MaxConcurrency`;
+}
+
+export function numberContext(scope: Construct, key: string): number | undefined {
+  const v: unknown = scope.node.tryGetContext(key);
+  if (v === undefined || v === null || v === '') return undefined;
+  const n = Number(v);
+  if (!Number.isFinite(n)) throw new Error(`context ${key} must be a number, got ${String(v)}`);
+  return n;
+}
+
+function integerIn(key: string, n: number, min: number, max: number): number {
+  if (!Number.isInteger(n) || n < min || n > max) throw new Error(`context ${key} must be an integer ${min}..${max}, got ${n}`);
+  return n;
+}
+
+export function limitsFromContext(scope: Construct): Limits {
+  const longPoll = integerIn('longPollReservedConcurrency', numberContext(scope, 'longPollReservedConcurrency') ?? 20, 1, 1000);
+  return {
+    longPollReservedConcurrency: longPoll,
+    consumerMaxConcurrency(q: QueueDef): number | undefined {
+      const key = maxConcurrencyContextKey(q.name);
+      const given = numberContext(scope, key);
+      // SQS event sources take 2..1000.
+      if (given !== undefined) return integerIn(key, given, 2, 1000);
+      if (q.maxConcurrency !== undefined) return Math.max(2, q.maxConcurrency);
+      if (q.access.bedrock || q.access.transcribe) return QUOTA_BOUND_DEFAULT_CONCURRENCY;
+      return undefined;
+    },
+    // WAF rate-based rules take 10..2,000,000,000 per evaluation window.
+    wafRatePer5Min: integerIn('wafRatePer5Min', numberContext(scope, 'wafRatePer5Min') ?? 6000, 10, 2_000_000_000),
+    wafSignupRatePer5Min: integerIn('wafSignupRatePer5Min', numberContext(scope, 'wafSignupRatePer5Min') ?? 20, 10, 2_000_000_000),
+  };
+}
+
+export function modelsFromContext(scope: Construct): ModelSettings {
+  const bedrockModelId = (scope.node.tryGetContext('bedrockModelId') as string | undefined) || DEFAULT_BEDROCK_MODEL_ID;
+  const annotationModelId = (scope.node.tryGetContext('annotationModelId') as string | undefined) || bedrockModelId;
+  for (const id of [bedrockModelId, annotationModelId]) {
+    if (!/^[a-z0-9.:-]+$/i.test(id)) throw new Error(`Bedrock model ids are like amazon.nova-pro-v1:0, got ${id}`);
+  }
+  return { bedrockModelId, annotationModelId };
+}

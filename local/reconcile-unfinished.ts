@@ -1,0 +1,177 @@
+/**
+ * The start-up reconcilers of the local runtime (D64): after a stop that saved no queue snapshot
+ * (SIGKILL, power loss), the table still says what was accepted and not finished, and these put it
+ * back on the queues. They run before the pollers and stream pipes start, and every consumer they
+ * feed is idempotent (the same work is never done twice; a webhook may arrive again, always with
+ * the same event id):
+ *
+ * - uploads: every submission `pending_score` (or `awaiting_upload` whose objects have landed) gets
+ *   the S3 "Object Created" event of each of its stored objects again; scoring and annotation skip
+ *   what they already did and take the verdict once both are done;
+ * - webhooks: every event whose delivery is unfinished: one never fanned out gets its stream
+ *   record again (fan-out); a pending delivery gets its attempt message again, under the token the
+ *   delivery holds (so exactly one chain goes on); an aggregate left behind is rewritten;
+ * - sandbox: every unfinished simulation gets its next tick again; a test job whose simulation
+ *   never started gets its `job.created` record again.
+ *
+ * No index lists "unfinished" items across tenants, so each reconciler reads the table once with a
+ * filtered, projected Scan. It runs only after an unclean stop, on a local table.
+ */
+import { GetCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { marshall } from '@aws-sdk/util-dynamodb';
+import { randomUUID } from 'node:crypto';
+import { db, tableName } from '../shared/db/client';
+import { keys } from '../shared/db/keys';
+import { matchesPattern, PIPES } from '../shared/manifest/wiring';
+import { headObject } from '../shared/storage/s3';
+import { writeAggregate, type DeliveryEntry } from '../shared/webhooks/delivery-store';
+import type { AttemptMessage } from '../shared/webhooks/queue';
+import type { PlannedUpload } from '../shared/work/model';
+import type { ReconcileContext, Reconciler } from './reconcilers';
+
+type Item = Record<string, unknown>;
+
+async function* scan(filter: string, values: Record<string, unknown>, names: Record<string, string> = {}): AsyncGenerator<Item> {
+  let start: Record<string, unknown> | undefined;
+  do {
+    const page = await db().send(
+      new ScanCommand({
+        TableName: tableName(),
+        FilterExpression: filter,
+        ExpressionAttributeValues: values,
+        ...(Object.keys(names).length ? { ExpressionAttributeNames: names } : {}),
+        ExclusiveStartKey: start,
+        ConsistentRead: true,
+      }),
+    );
+    for (const item of page.Items ?? []) yield item;
+    start = page.LastEvaluatedKey;
+  } while (start);
+}
+
+/** The S3 "Object Created" event EventBridge delivers for an object of the bucket. */
+export function objectCreatedEvent(ctx: Pick<ReconcileContext, 'bucketName' | 'account' | 'region'>, key: string, size: number) {
+  return {
+    version: '0',
+    id: randomUUID(),
+    'detail-type': 'Object Created',
+    source: 'aws.s3',
+    account: ctx.account,
+    time: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'),
+    region: ctx.region,
+    resources: [`arn:aws:s3:::${ctx.bucketName}`],
+    detail: {
+      version: '0',
+      bucket: { name: ctx.bucketName },
+      object: { key, size, etag: '', sequencer: '0' },
+      'request-id': 'reconciler',
+      requester: ctx.account,
+      'source-ip-address': '127.0.0.1',
+      reason: 'PutObject',
+    },
+  };
+}
+
+/** The stream record a pipe delivers for the INSERT of `item`. */
+function insertRecord(item: Item) {
+  return {
+    eventID: randomUUID(),
+    eventName: 'INSERT',
+    eventVersion: '1.1',
+    eventSource: 'aws:dynamodb',
+    dynamodb: {
+      Keys: marshall({ PK: item.PK, SK: item.SK }),
+      NewImage: marshall(item, { removeUndefinedValues: true, convertClassInstanceToMap: true }),
+      StreamViewType: 'NEW_AND_OLD_IMAGES',
+    },
+  };
+}
+
+/** Sends `item`'s INSERT record to the pipes that match it (optionally only to `only`). */
+async function replayInsert(ctx: ReconcileContext, item: Item, only?: string): Promise<number> {
+  const record = insertRecord(item);
+  const pipes = PIPES.filter((p) => (!only || p.target === only) && matchesPattern(p.filter, record));
+  for (const p of pipes) await ctx.send(p.target, JSON.stringify(record));
+  return pipes.length;
+}
+
+export const uploadsReconciler: Reconciler = {
+  name: 'unscored-uploads',
+  async run(ctx) {
+    let routed = 0;
+    const subs = scan('entity = :e AND #s IN (:ps, :au)', { ':e': 'submission', ':ps': 'pending_score', ':au': 'awaiting_upload' }, { '#s': 'status' });
+    for await (const sub of subs) {
+      for (const u of (sub.uploads ?? []) as PlannedUpload[]) {
+        const head = await headObject(u.key);
+        if (!head) continue; // not uploaded yet: the worker's upload will start the pipeline
+        await ctx.route(objectCreatedEvent(ctx, u.key, head.size));
+        routed++;
+      }
+    }
+    ctx.log.info(`reconciler unscored-uploads: ${routed} stored files sent to scoring and annotation again`);
+  },
+};
+
+export const webhooksReconciler: Reconciler = {
+  name: 'undelivered-events',
+  async run(ctx) {
+    let fanOuts = 0;
+    let attempts = 0;
+    for await (const ev of scan('entity = :e AND delivery_status = :p', { ':e': 'event', ':p': 'pending' })) {
+      const deliveries = ev.deliveries as Record<string, DeliveryEntry> | undefined;
+      if (!deliveries) {
+        fanOuts += await replayInsert(ctx, ev, 'webhooks'); // never fanned out
+        continue;
+      }
+      // Written before fan-outs claimed their deliveries: a first attempt without a token.
+      const unclaimed = Object.values(deliveries).some((d) => d.status === 'pending' && d.attempts === 0 && !d.next_token);
+      if (unclaimed) fanOuts += await replayInsert(ctx, ev, 'webhooks');
+      const pending = Object.entries(deliveries).filter(([, d]) => d.status === 'pending' && d.next_token);
+      if (!pending.length && !unclaimed) {
+        await writeAggregate(ev); // every delivery finished; only the aggregate was left behind
+        continue;
+      }
+      for (const [endpointId, d] of pending) {
+        const msg: AttemptMessage = {
+          kind: 'webhook.attempt',
+          event_id: ev.id as string,
+          endpoint_id: endpointId,
+          org_id: ev.org_id as string,
+          environment: ev.environment as AttemptMessage['environment'],
+          token: d.next_token!,
+          expect_attempts: d.attempts,
+          retry_index: d.attempts,
+          replay: false,
+          due_at: d.next_attempt_at ?? new Date().toISOString(),
+          created_ms: Date.now(),
+        };
+        await ctx.send('webhooks', JSON.stringify(msg));
+        attempts++;
+      }
+    }
+    ctx.log.info(`reconciler undelivered-events: ${fanOuts} events fanned out again, ${attempts} pending deliveries re-enqueued`);
+  },
+};
+
+export const sandboxReconciler: Reconciler = {
+  name: 'sandbox-simulations',
+  async run(ctx) {
+    let ticks = 0;
+    let starts = 0;
+    for await (const s of scan('entity = :e AND finished = :null', { ':e': 'sandbox_state', ':null': null })) {
+      await ctx.send('sandbox', JSON.stringify({ kind: 'sandbox.tick', job_id: s.job_id, seq: s.seq }));
+      ticks++;
+    }
+    const created = scan('entity = :e AND #t = :t AND environment = :env', { ':e': 'event', ':t': 'job.created', ':env': 'test' }, { '#t': 'type' });
+    for await (const ev of created) {
+      const jobId = ev.job_id as string | null;
+      if (!jobId) continue;
+      const state = await db().send(new GetCommand({ TableName: tableName(), Key: keys.sandboxState(jobId) }));
+      if (!state.Item) starts += await replayInsert(ctx, ev, 'sandbox');
+    }
+    ctx.log.info(`reconciler sandbox-simulations: ${ticks} simulations resumed, ${starts} started`);
+  },
+};
+
+/** Registered by the local runtime, in this order. */
+export const UNFINISHED_WORK: readonly Reconciler[] = [uploadsReconciler, webhooksReconciler, sandboxReconciler];

@@ -1,0 +1,67 @@
+/** Responses of the file and submission routes (buyer side). */
+import * as z from 'zod';
+import { id, ts, tsOrNull } from './common';
+import { REASON_CODES } from '../../scoring/types';
+
+/** Why a verdict is what it is (docs/scoring.md); `[]` when approved, null before any verdict. */
+export const reasonCodes = z
+  .array(z.enum(REASON_CODES))
+  .nullable()
+  .describe('Why the verdict is what it is: [] when approved; what fell short otherwise; null while there is no verdict');
+
+export const keyframe = z.looseObject({
+  index: z.number().int(),
+  timestamp_seconds: z.number().nullable(),
+  width: z.number().int().nullable(),
+  height: z.number().int().nullable(),
+  download_url: z.string(),
+  download_url_expires_at: ts,
+});
+
+export const file = z
+  .looseObject({
+    object: z.literal('file'),
+    id: id('file'),
+    job_id: z.string(),
+    submission_id: z.string(),
+    original_filename: z.string(),
+    content_type: z.string(),
+    size_bytes: z.number().int(),
+    duration_seconds: z.number().nullable(),
+    width: z.number().int().nullable(),
+    height: z.number().int().nullable(),
+    content_hash: z.string().describe('`sha256:` followed by the hex SHA-256 of the bytes'),
+    captured_at: tsOrNull,
+    ai_star_rating: z.number().int().min(1).max(5),
+    device_info: z.looseObject({}).nullable(),
+    worker_region: z.string().nullable(),
+    download_url: z.string().describe('Signed URL, valid until download_url_expires_at (7 days)'),
+    download_url_expires_at: ts,
+    annotations: z.looseObject({}).nullable().describe('Labels by content type (see the README); null for policy violations'),
+    keyframes: z.array(keyframe).nullable(),
+    created_at: ts,
+  })
+  .meta({ id: 'File' });
+
+export const SUBMISSION_STATUS = ['awaiting_upload', 'pending_score', 'approved', 'rejected', 'retry_pending'] as const;
+
+export const submission = z
+  .looseObject({
+    id: id('sub'),
+    object: z.literal('submission'),
+    job_id: z.string(),
+    worker_id: z.string(),
+    status: z.enum(SUBMISSION_STATUS),
+    ai_star_rating: z.number().int().nullable(),
+    ai_reasoning: z.string().nullable(),
+    dimensions: z.looseObject({}).nullable(),
+    reason_codes: reasonCodes.optional(),
+    file_url: z.string().nullable(),
+    file_ids: z.array(z.string()),
+    content_type: z.string().nullable(),
+    size_bytes: z.number().int().nullable(),
+    files_count: z.number().int(),
+    submitted_at: tsOrNull,
+    scored_at: tsOrNull,
+  })
+  .meta({ id: 'Submission' });

@@ -1,0 +1,54 @@
+/**
+ * The one parser of Bedrock Converse replies, for scoring, image annotation and the speech
+ * derivations alike: the text blocks of the answer → the JSON object inside (fenced ```json
+ * block first, else the outermost `{…}`) → a zod schema. Any failure is a BedrockOutputError that
+ * keeps the raw text for the logs.
+ */
+import type { ConverseCommandOutput } from '@aws-sdk/client-bedrock-runtime';
+import type * as z from 'zod';
+
+export class BedrockOutputError extends Error {
+  constructor(
+    message: string,
+    readonly rawText: string,
+  ) {
+    super(message);
+    this.name = 'BedrockOutputError';
+  }
+}
+
+/** The JSON object inside a model answer: fenced block first, else the outermost {...}. */
+export function extractJson(text: string): unknown {
+  const fenced = /```(?:json)?\s*([\s\S]*?)```/i.exec(text);
+  const candidate = fenced ? fenced[1]!.trim() : text.trim();
+  const start = candidate.indexOf('{');
+  const end = candidate.lastIndexOf('}');
+  if (start < 0 || end <= start) throw new Error('no JSON object in the answer');
+  return JSON.parse(candidate.slice(start, end + 1));
+}
+
+/** The text blocks of a Converse answer, joined. */
+export function replyText(out: ConverseCommandOutput): string {
+  return (out.output?.message?.content ?? [])
+    .map((b) => ('text' in b && typeof b.text === 'string' ? b.text : ''))
+    .join('\n')
+    .trim();
+}
+
+/** A Converse answer validated against `schema` (throws BedrockOutputError). */
+export function parseModelReply<S extends z.ZodType>(out: ConverseCommandOutput, schema: S): z.output<S> {
+  const text = replyText(out);
+  if (!text) throw new BedrockOutputError(`model returned no text (stopReason ${out.stopReason ?? 'unknown'})`, '');
+  let json: unknown;
+  try {
+    json = extractJson(text);
+  } catch (e) {
+    throw new BedrockOutputError(`model answer is not JSON: ${(e as Error).message}`, text);
+  }
+  const parsed = schema.safeParse(json);
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
+    throw new BedrockOutputError(`model answer failed validation: ${issues}`, text);
+  }
+  return parsed.data;
+}

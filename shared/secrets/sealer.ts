@@ -1,0 +1,141 @@
+/**
+ * Sealed secrets (D63, issue 11.1): envelope encryption of secrets that must be recoverable (webhook
+ * endpoint signing secrets) or that a stored response holds (one-time secrets in idempotency
+ * records). Each value is encrypted with AES-256-GCM under a data key; the data key is stored
+ * beside the ciphertext, encrypted by a key-encryption key that never leaves its keeper:
+ *
+ * - `kms` (deployed, `KMS_KEY_ID`): GenerateDataKey / Decrypt on the stack's KMS key. KMS keeps
+ *   every earlier version of a rotated key, and the key id stored with each value names the key
+ *   that wrapped it, so old values stay readable after a rotation or a change of key.
+ * - `local` (the embedded runtime): a keyring in the data folder's secrets file; rotating it adds
+ *   a key and makes it current, and the older keys stay for opening older values.
+ *
+ * Sealed form: `s2.<key id>.<encrypted data key>.<iv>.<tag>.<ciphertext>` (base64url parts). The
+ * `aad` binds a value to its owner (an endpoint id, an idempotency record): moved elsewhere, it
+ * does not open.
+ */
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { localKeyProvider, openLegacyV1 } from './local-keyring';
+import { getSecret } from './index';
+import { kmsKeyProvider } from './kms';
+
+/** The keeper of the key-encryption key. */
+export interface KeyProvider {
+  readonly name: 'kms' | 'local';
+  /** A fresh 32-byte data key, in plaintext and wrapped, and the id of the key that wrapped it. */
+  generateDataKey(): Promise<{ keyId: string; plaintext: Buffer; encrypted: Buffer }>;
+  /** Unwrap a data key wrapped by `keyId`. */
+  decryptDataKey(keyId: string, encrypted: Buffer): Promise<Buffer>;
+}
+
+/** A data key taken ahead of time: seals synchronously (e.g. while a transaction is being built). */
+export interface PreparedSeal {
+  seal(plain: string, aad: string): string;
+}
+
+export interface Sealer {
+  readonly provider: string;
+  seal(plain: string, aad: string): Promise<string>;
+  open(sealed: string, aad: string): Promise<string>;
+  prepare(): Promise<PreparedSeal>;
+}
+
+const PREFIX = 's2';
+const b64 = (b: Buffer) => b.toString('base64url');
+const unb64 = (s: string) => Buffer.from(s, 'base64url');
+
+export function isSealed(v: unknown): v is string {
+  return typeof v === 'string' && v.startsWith(`${PREFIX}.`);
+}
+
+function sealWith(dk: { keyId: string; plaintext: Buffer; encrypted: Buffer }, plain: string, aad: string): string {
+  const iv = randomBytes(12);
+  const c = createCipheriv('aes-256-gcm', dk.plaintext, iv);
+  c.setAAD(Buffer.from(aad, 'utf8'));
+  const ct = Buffer.concat([c.update(plain, 'utf8'), c.final()]);
+  return [PREFIX, b64(Buffer.from(dk.keyId, 'utf8')), b64(dk.encrypted), b64(iv), b64(c.getAuthTag()), b64(ct)].join('.');
+}
+
+export function parseSealed(sealed: string): { keyId: string; encrypted: Buffer; iv: Buffer; tag: Buffer; ct: Buffer } {
+  const parts = sealed.split('.');
+  if (parts.length !== 6 || parts[0] !== PREFIX) throw new Error('not a sealed value');
+  const [, kid, edk, iv, tag, ct] = parts as [string, string, string, string, string, string];
+  return { keyId: unb64(kid).toString('utf8'), encrypted: unb64(edk), iv: unb64(iv), tag: unb64(tag), ct: unb64(ct) };
+}
+
+export function aesGcmOpen(key: Buffer, iv: Buffer, tag: Buffer, ct: Buffer, aad: string): string {
+  const d = createDecipheriv('aes-256-gcm', key, iv);
+  d.setAAD(Buffer.from(aad, 'utf8'));
+  d.setAuthTag(tag);
+  return Buffer.concat([d.update(ct), d.final()]).toString('utf8');
+}
+
+/** How long an unwrapped data key is kept in memory (fewer KMS calls on the delivery path). */
+const CACHE_MS = 5 * 60_000;
+
+export function envelopeSealer(keys: KeyProvider, opts: { reuseDataKeyMs?: number } = {}): Sealer {
+  const reuseMs = opts.reuseDataKeyMs ?? CACHE_MS;
+  let current: { dk: { keyId: string; plaintext: Buffer; encrypted: Buffer }; until: number } | null = null;
+  const unwrapped = new Map<string, { key: Buffer; until: number }>();
+
+  async function dataKey() {
+    const t = Date.now();
+    if (current && current.until > t) return current.dk;
+    const dk = await keys.generateDataKey();
+    current = reuseMs > 0 ? { dk, until: t + reuseMs } : null;
+    return dk;
+  }
+
+  return {
+    provider: keys.name,
+    async seal(plain, aad) {
+      return sealWith(await dataKey(), plain, aad);
+    },
+    async prepare() {
+      const dk = await dataKey();
+      return { seal: (plain, aad) => sealWith(dk, plain, aad) };
+    },
+    async open(sealed, aad) {
+      const p = parseSealed(sealed);
+      const cacheKey = `${p.keyId}\n${b64(p.encrypted)}`;
+      const t = Date.now();
+      let key = unwrapped.get(cacheKey);
+      if (!key || key.until <= t) {
+        key = { key: await keys.decryptDataKey(p.keyId, p.encrypted), until: t + CACHE_MS };
+        if (unwrapped.size > 1000) unwrapped.clear();
+        unwrapped.set(cacheKey, key);
+      }
+      return aesGcmOpen(key.key, p.iv, p.tag, p.ct, aad);
+    },
+  };
+}
+
+let cached: { id: string; sealer: Sealer } | null = null;
+
+/**
+ * The sealer of this process: KMS when the function was given the key (`KMS_KEY_ID`), the data
+ * folder's keyring in the local runtime. Deployed without `KMS_KEY_ID` it refuses, so a function
+ * that was not granted the key fails loudly instead of storing anything in the clear.
+ */
+export function sealer(): Sealer {
+  const local = process.env.RUNTIME === 'local';
+  const id = local ? `local:${process.env.LOCAL_SECRETS_FILE ?? ''}` : `kms:${process.env.KMS_KEY_ID ?? ''}`;
+  if (cached?.id === id) return cached.sealer;
+  let s: Sealer;
+  if (local) {
+    // Locally the keyring is a file read: no data key is reused, so a rotation applies at once.
+    const inner = envelopeSealer(localKeyProvider(), { reuseDataKeyMs: 0 });
+    s = {
+      ...inner,
+      open: async (sealed, aad) => (sealed.startsWith('v1:') ? openLegacyV1(sealed, aad, await getSecret('cursor')) : inner.open(sealed, aad)),
+    };
+  } else if (process.env.KMS_KEY_ID) s = envelopeSealer(kmsKeyProvider({ keyId: process.env.KMS_KEY_ID }));
+  else throw new Error('KMS_KEY_ID is not set: this function was not granted the sealing key (access.kms in its manifest entry)');
+  cached = { id, sealer: s };
+  return s;
+}
+
+/** Tests and the local runtime call this after changing the environment or the keyring. */
+export function resetSealer(): void {
+  cached = null;
+}

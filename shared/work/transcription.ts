@@ -1,0 +1,110 @@
+/**
+ * The transcription stage (D65): Amazon Transcribe's "Transcribe Job State Change" event
+ * (EventBridge rule `transcription-done` → queue `transcription`) for a job the scoring stage
+ * started. It reads the output document Transcribe wrote to the bucket, derives topics, keywords
+ * and emotion tone with the Bedrock text model (audio), records the result in the file's part,
+ * and sends the upload's Object Created event to the scoring queue again, so that the scoring
+ * stage scores the file with its transcript and the fan-in takes the verdict (D54).
+ *
+ * A FAILED job leaves the speech fields null with Transcribe's reason and scoring goes on without a
+ * transcript. Failures here (S3, Bedrock) throw: retried with backoff, then the DLQ (D66).
+ * Idempotent: the result is written only while the transcription is pending; a redelivered event
+ * whose file is not yet scored sends the scoring event again (harmless: scoring skips done work).
+ */
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { config } from '../config';
+import { db, tableName } from '../db/client';
+import { keys } from '../db/keys';
+import { logger } from '../logger';
+import { sendMessage } from '../queues';
+import { categoryOf } from '../media/sniff';
+import { getObjectBytes } from '../storage/s3';
+import { deriveFromTranscript, parseJobName, parseTranscribeOutput, transcriptKeyFor, type SpeechDerived, type TranscriptionState } from '../speech';
+import { locateFile, PoisonMessage, type StageOutcome } from './pipeline';
+
+export interface TranscribeJobEvent {
+  jobName: string;
+  status: 'COMPLETED' | 'FAILED';
+  failureReason: string | null;
+}
+
+export function parseTranscribeEvent(body: string): TranscribeJobEvent {
+  let ev: { source?: string; 'detail-type'?: string; detail?: { TranscriptionJobName?: string; TranscriptionJobStatus?: string; FailureReason?: string } };
+  try {
+    ev = JSON.parse(body);
+  } catch {
+    throw new PoisonMessage('message body is not JSON');
+  }
+  const name = ev?.detail?.TranscriptionJobName;
+  const status = ev?.detail?.TranscriptionJobStatus;
+  if (ev?.source !== 'aws.transcribe' || ev['detail-type'] !== 'Transcribe Job State Change' || typeof name !== 'string' || (status !== 'COMPLETED' && status !== 'FAILED')) {
+    throw new PoisonMessage('not a Transcribe job state change (COMPLETED or FAILED)');
+  }
+  return { jobName: name, status, failureReason: typeof ev.detail?.FailureReason === 'string' ? ev.detail.FailureReason : null };
+}
+
+/** The event the scoring stage reads, for an upload key (the shape of S3's Object Created). */
+export function objectCreatedEvent(key: string) {
+  return {
+    version: '0',
+    source: 'media.transcription',
+    'detail-type': 'Object Created',
+    detail: { bucket: { name: config().bucketName }, object: { key } },
+  };
+}
+
+const NO_DERIVATION: SpeechDerived = {
+  topics: null,
+  keywords: null,
+  emotion_tone: null,
+  model: null,
+  unavailable: {},
+};
+
+export async function transcriptionDone(ev: TranscribeJobEvent): Promise<StageOutcome> {
+  const ref = parseJobName(ev.jobName);
+  if (!ref) return 'ignored';
+  const found = await locateFile(ref);
+  if (!found) return 'ignored';
+  const { sub, upload, part } = found;
+  if (part.transcription?.status !== 'pending' || part.transcription.job_name !== ev.jobName) {
+    if (part.transcription && part.transcription.status !== 'pending' && !part.score) await sendMessage('scoring', objectCreatedEvent(upload.key));
+    return 'skipped';
+  }
+  let state: TranscriptionState;
+  if (ev.status === 'COMPLETED') {
+    const doc = JSON.parse((await getObjectBytes(transcriptKeyFor(ev.jobName))).toString('utf8')) as unknown;
+    const speech = parseTranscribeOutput(doc);
+    const derived = categoryOf(upload.content_type) === 'audio' ? await deriveFromTranscript(speech) : NO_DERIVATION;
+    const models = ['amazon-transcribe (language identification, speaker diarization)'];
+    if (derived.model) models.push(`${derived.model} (topics, keywords, emotion_tone)`);
+    state = { status: 'completed', provider: 'transcribe', job_name: ev.jobName, speech, derived, models };
+  } else {
+    state = { status: 'unavailable', reason: `Amazon Transcribe could not transcribe the file: ${ev.failureReason ?? 'no reason given in its event'}` };
+  }
+  const written = await recordTranscription(sub.id, sub.round!, upload.file_id, ev.jobName, state);
+  await sendMessage('scoring', objectCreatedEvent(upload.key));
+  logger.info('transcription recorded, scoring resumes', { submission_id: sub.id, job_name: ev.jobName, status: state.status });
+  return written ? 'stored' : 'skipped';
+}
+
+/** Writes the result only while this job is the file's pending transcription of the current round. */
+async function recordTranscription(subId: string, round: string, fileId: string, jobName: string, state: TranscriptionState): Promise<boolean> {
+  try {
+    await db().send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: keys.submission(subId),
+        UpdateExpression: 'SET #p.#f.#t = :state',
+        ConditionExpression: '#r = :r AND #p.#f.#t.#s = :pending AND #p.#f.#t.#j = :job',
+        ExpressionAttributeNames: { '#p': 'parts', '#f': fileId, '#t': 'transcription', '#r': 'round', '#s': 'status', '#j': 'job_name' },
+        ExpressionAttributeValues: { ':state': JSON.parse(JSON.stringify(state)), ':r': round, ':pending': 'pending', ':job': jobName },
+      }),
+    );
+    return true;
+  } catch (e) {
+    if (e instanceof ConditionalCheckFailedException || (e as Error).name === 'ConditionalCheckFailedException') return false;
+    throw e;
+  }
+}

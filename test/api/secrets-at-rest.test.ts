@@ -1,0 +1,124 @@
+/**
+ * One-time secrets at rest (issue 11.1) and the scope of anonymous idempotency records (11.2), on the
+ * local runtime: every table item is scanned after secrets were created and rotated under
+ * Idempotency-Keys; a replay still hands the secret back to the caller who created it, and only to
+ * that caller.
+ */
+import { request as httpRequest } from 'node:http';
+import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { db } from '../../shared/db/client';
+import { startTestRuntime, type TestRuntime } from '../support/harness';
+import { idemKey, uniqueEmail } from '../support/buyers';
+
+let rt: TestRuntime;
+beforeAll(async () => {
+  rt = await startTestRuntime({ enablePollers: false });
+});
+afterAll(() => rt.stop());
+
+/** A request from another loopback address (127.0.0.2): another caller, as the server sees it. */
+function fromOtherAddress(path: string, body: unknown, headers: Record<string, string>): Promise<{ status: number; json: any }> {
+  const u = new URL(rt.url + path);
+  const data = JSON.stringify(body);
+  return new Promise((ok, fail) => {
+    const req = httpRequest(
+      { host: u.hostname, port: u.port, path: u.pathname, method: 'POST', localAddress: '127.0.0.2', headers: { ...headers, 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(data)) } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => ok({ status: res.statusCode ?? 0, json: JSON.parse(Buffer.concat(chunks).toString('utf8') || 'null') }));
+      },
+    );
+    req.on('error', fail);
+    req.end(data);
+  });
+}
+
+async function scanAll(): Promise<string[]> {
+  const out: string[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const page = await db().send(new ScanCommand({ TableName: rt.tableName, ExclusiveStartKey: start, ConsistentRead: true }));
+    for (const it of page.Items ?? []) out.push(JSON.stringify(it));
+    start = page.LastEvaluatedKey;
+  } while (start);
+  return out;
+}
+
+/** POST twice with one key: both answers must carry the same secret (the replay opens the sealed record). */
+async function twice(path: string, body: unknown, key?: string) {
+  const headers = { 'Idempotency-Key': idemKey() };
+  const first = await rt.request('POST', path, { key, body, headers });
+  const again = await rt.request('POST', path, { key, body, headers });
+  expect(again.headers['idempotent-replayed']).toBe('true');
+  expect(again.json).toEqual(first.json);
+  return first;
+}
+
+test('no one-time secret is stored in plaintext anywhere in the table, and replays still return it (issue 11.1)', async () => {
+  const secrets: string[] = [];
+  const signup = await twice('/v1/auth/signup', { name: 'Sealed Co', email: uniqueEmail('sealed') });
+  expect(signup.status).toBe(201);
+  const live = signup.json.api_key.secret as string;
+  secrets.push(live, signup.json.test_api_key.secret);
+
+  const created = await twice('/v1/api_keys', { name: 'ci' }, live);
+  expect(created.status).toBe(200);
+  secrets.push(created.json.secret);
+  const rotated = await twice(`/v1/api_keys/${created.json.id}/rotate`, undefined, live);
+  expect(rotated.status).toBe(200);
+  secrets.push(rotated.json.secret);
+
+  const endpoint = await twice('/v1/webhook_endpoints', { url: 'http://127.0.0.1:9/hooks', events: ['*'] }, live);
+  expect(endpoint.status).toBe(201);
+  secrets.push(endpoint.json.secret);
+  const rotatedEndpoint = await twice(`/v1/webhook_endpoints/${endpoint.json.id}/rotate_secret`, undefined, live);
+  expect(rotatedEndpoint.status).toBe(200);
+  secrets.push(rotatedEndpoint.json.secret);
+
+  const worker = await twice('/internal/worker/auth/signup', { name: 'Wendy', email: uniqueEmail('worker') });
+  expect(worker.status).toBe(201);
+  secrets.push(worker.json.token);
+
+  expect(secrets.every((s) => typeof s === 'string' && s.length >= 32)).toBe(true);
+  const items = await scanAll();
+  for (const s of secrets) {
+    // Neither the secret nor its random part (without the well-known prefix) appears in any item.
+    const random = s.replace(/^(svc_(live|test)_sk_|svc_wkr_|whsec_)/, '');
+    const leaks = items.filter((i) => i.includes(random));
+    expect({ secret: s.slice(0, 12), leaks }).toEqual({ secret: s.slice(0, 12), leaks: [] });
+  }
+});
+
+describe('anonymous idempotency records are scoped to the caller (issue 11.2)', () => {
+  test('a second signup with the same key and body from another address gets no secret', async () => {
+    const body = { name: 'First Caller', email: uniqueEmail('first') };
+    const headers = { 'Idempotency-Key': idemKey() };
+    const first = await rt.request('POST', '/v1/auth/signup', { body, headers });
+    expect(first.status).toBe(201);
+    const other = await fromOtherAddress('/v1/auth/signup', body, headers);
+    expect(other.status).toBe(409);
+    expect(other.json.error.details[0].code).toBe('email_taken');
+    expect(JSON.stringify(other.json)).not.toContain(first.json.api_key.secret);
+    expect(JSON.stringify(other.json)).not.toContain(first.json.test_api_key.secret);
+  });
+
+  test('the first caller still gets its replay with the secrets', async () => {
+    const body = { name: 'First Caller', email: uniqueEmail('first') };
+    const headers = { 'Idempotency-Key': idemKey() };
+    const first = await rt.request('POST', '/v1/auth/signup', { body, headers });
+    const again = await rt.request('POST', '/v1/auth/signup', { body, headers });
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.json.api_key.secret).toBe(first.json.api_key.secret);
+  });
+
+  test('a second worker signup with the same key and body from another address gets no token', async () => {
+    const body = { name: 'Wendy', email: uniqueEmail('wk') };
+    const headers = { 'Idempotency-Key': idemKey() };
+    const first = await rt.request('POST', '/internal/worker/auth/signup', { body, headers });
+    expect(first.status).toBe(201);
+    const other = await fromOtherAddress('/internal/worker/auth/signup', body, headers);
+    expect(other.status).toBe(409);
+    expect(JSON.stringify(other.json)).not.toContain(first.json.token);
+  });
+});

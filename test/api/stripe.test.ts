@@ -1,0 +1,226 @@
+/**
+ * The Stripe payment provider (D62) on the local runtime, against a local server speaking Stripe's
+ * API (test/support/stripe-wire.ts) and with events signed by the SDK's own test-header helper.
+ */
+import { randomBytes } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import Stripe from 'stripe';
+import { resetSecrets } from '../../shared/secrets';
+import { setPaymentProvider, disabledProvider } from '../../shared/billing/provider';
+import { stripeProvider } from '../../shared/payments/stripe';
+import { ledgerState, listEvents } from '../domain/ledger-fixtures';
+import { jobBody, newBuyer, post, startBillingRuntime, type Buyer } from './billing-support';
+import { startFakeStripe, type FakeStripe } from '../support/stripe-wire';
+import type { TestRuntime } from '../support/harness';
+
+const WEBHOOK_SECRET = `whsec_${randomBytes(16).toString('hex')}`;
+const sdk = new Stripe('sk_test_signing_only');
+
+let rt: TestRuntime & { stopAll(): Promise<void> };
+let stripe: FakeStripe;
+let restore: () => void;
+
+beforeAll(async () => {
+  rt = await startBillingRuntime();
+  stripe = await startFakeStripe();
+  // The `stripe` secret, as the stack provides it (locally: the data folder's secrets file).
+  const file = process.env.LOCAL_SECRETS_FILE!;
+  const values = JSON.parse(readFileSync(file, 'utf8')) as Record<string, string>;
+  values.stripe = JSON.stringify({ secret_key: 'sk_test_wire', webhook_secret: WEBHOOK_SECRET });
+  writeFileSync(file, JSON.stringify(values));
+  resetSecrets();
+  restore = setPaymentProvider(stripeProvider({ wire: { host: stripe.host, port: stripe.port, protocol: 'http' } }));
+});
+afterAll(async () => {
+  restore?.();
+  await stripe?.close();
+  await rt?.stopAll();
+});
+
+const principal = (b: Buyer, env: 'live' | 'test' = 'live') => ({ kind: 'api_key' as const, orgId: b.orgId, keyId: 'key_x', env, scopes: [], previousSecret: false });
+const credits = async (key: string) => (await rt.request('GET', '/v1/billing/credits', { key })).json.available_cents as number;
+
+function completedEvent(cs: { id: string }, opts: { paymentIntent?: string; paymentMethod?: string } = {}) {
+  const pi = opts.paymentIntent ?? `pi_${randomBytes(8).toString('hex')}`;
+  stripe.paymentMethodOf.set(pi, opts.paymentMethod ?? 'pm_card_visa');
+  const stripeSession = stripe.requests.filter((r) => r.path === '/v1/checkout/sessions').find((r) => r.form.client_reference_id === cs.id);
+  return JSON.stringify({
+    id: `evt_${randomBytes(12).toString('hex')}`,
+    object: 'event',
+    type: 'checkout.session.completed',
+    api_version: '2026-10-28.endive',
+    created: Math.floor(Date.now() / 1000),
+    livemode: false,
+    data: {
+      object: {
+        id: `cs_test_${randomBytes(8).toString('hex')}`,
+        object: 'checkout.session',
+        mode: 'payment',
+        status: 'complete',
+        payment_status: 'paid',
+        payment_intent: pi,
+        customer: stripeSession?.form.customer ?? null,
+        client_reference_id: cs.id,
+        metadata: { checkout_session_id: cs.id },
+      },
+    },
+  });
+}
+
+const deliver = (payload: string, signature = sdk.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET })) =>
+  rt.request('POST', '/v1/billing/stripe/webhook', { body: payload, headers: { 'Content-Type': 'application/json', 'Stripe-Signature': signature } });
+
+async function purchase(b: Buyer, amount: number) {
+  const r = await post(rt, b.live, '/v1/billing/credits/purchase', { amount_cents: amount });
+  expect(r.status).toBe(200);
+  return r.json;
+}
+
+async function expectIdentities(b: Buyer) {
+  const s = await ledgerState(principal(b), []);
+  expect(s.available).toBe(s.availableFromRows);
+  expect(s.held).toBe(s.heldFromRows);
+  expect(s.lotsRemaining).toBe(s.available);
+}
+
+test('a purchase opens a Stripe Checkout Session in payment mode that saves the card; checkout_url is Stripe-hosted', async () => {
+  const b = await newBuyer(rt);
+  stripe.requests.length = 0;
+  const cs = await purchase(b, 5_000);
+  expect(cs).toMatchObject({ object: 'checkout_session', status: 'open', amount_cents: 5_000, bonus_cents: 500 });
+  expect(cs.checkout_url).toMatch(/^https:\/\/checkout\.stripe\.com\/c\/pay\/cs_test_/);
+  const [customer, session] = stripe.requests;
+  expect(customer).toMatchObject({ method: 'POST', path: '/v1/customers', form: { 'metadata[organization_id]': b.orgId } });
+  expect(session).toMatchObject({
+    method: 'POST',
+    path: '/v1/checkout/sessions',
+    idempotencyKey: `checkout-${cs.id}`,
+    form: expect.objectContaining({
+      mode: 'payment',
+      client_reference_id: cs.id,
+      'metadata[checkout_session_id]': cs.id,
+      'payment_intent_data[setup_future_usage]': 'off_session',
+      'line_items[0][price_data][unit_amount]': '5000',
+      'line_items[0][price_data][currency]': 'usd',
+    }),
+  });
+  expect(session!.form.customer).toMatch(/^cus_/);
+});
+
+test('the organization keeps one Stripe customer across purchases', async () => {
+  const b = await newBuyer(rt);
+  await purchase(b, 1_000);
+  stripe.requests.length = 0;
+  await purchase(b, 1_000);
+  expect(stripe.requests.map((r) => r.path)).toEqual(['/v1/checkout/sessions']);
+});
+
+test('checkout.session.completed, correctly signed, credits the purchase and bonus once and emits credits.purchased', async () => {
+  const b = await newBuyer(rt);
+  const before = await credits(b.live);
+  const cs = await purchase(b, 5_000);
+  const r = await deliver(completedEvent(cs));
+  expect(r.status).toBe(200);
+  expect(await credits(b.live)).toBe(before + 5_500);
+  expect((await listEvents(principal(b))).filter((e) => e === 'credits.purchased')).toHaveLength(1);
+  await expectIdentities(b);
+});
+
+test('a Stripe event with a bad signature is 400 with the error envelope and credits nothing', async () => {
+  const b = await newBuyer(rt);
+  const before = await credits(b.live);
+  const cs = await purchase(b, 5_000);
+  const payload = completedEvent(cs);
+  const forged = await deliver(payload, sdk.webhooks.generateTestHeaderString({ payload, secret: 'whsec_not_ours' }));
+  const unsigned = await rt.request('POST', '/v1/billing/stripe/webhook', { body: payload, headers: { 'Content-Type': 'application/json' } });
+  const tampered = await deliver(payload.replace('"paid"', '"paid" '), sdk.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET }));
+  for (const r of [forged, unsigned, tampered]) {
+    expect(r.status).toBe(400);
+    expect(r.json.error).toMatchObject({ type: 'invalid_request', request_id: r.headers['x-request-id'] });
+  }
+  expect(await credits(b.live)).toBe(before);
+  expect(await listEvents(principal(b))).not.toContain('credits.purchased');
+});
+
+test('the same Stripe event delivered twice (and concurrently) credits once', async () => {
+  const b = await newBuyer(rt);
+  const before = await credits(b.live);
+  const cs = await purchase(b, 2_500);
+  const payload = completedEvent(cs);
+  const results = await Promise.all([deliver(payload), deliver(payload), deliver(payload)]);
+  const later = await deliver(payload);
+  expect([...results, later].map((r) => r.status)).toEqual([200, 200, 200, 200]);
+  expect(await credits(b.live)).toBe(before + 2_625);
+  expect((await listEvents(principal(b))).filter((e) => e === 'credits.purchased')).toHaveLength(1);
+  await expectIdentities(b);
+});
+
+test('a declined off-session top-up emits credits.auto_top_up_failed and grants nothing', async () => {
+  const b = await newBuyer(rt);
+  stripe.declining.add('pm_card_declines_later');
+  const cs = await purchase(b, 1_000);
+  expect((await deliver(completedEvent(cs, { paymentMethod: 'pm_card_declines_later' }))).status).toBe(200); // 1250 available
+  await rt.request('PATCH', '/v1/organization/settings', { key: b.live, body: { auto_top_up_enabled: true, auto_top_up_amount_cents: 2_500 } });
+  stripe.requests.length = 0;
+  const job = await post(rt, b.live, '/v1/jobs', jobBody({ files_needed: 15, price_per_file_cents: 20 })); // 1250 → 950: crosses 1000
+  expect(job.status).toBe(201);
+  expect(await credits(b.live)).toBe(950);
+  const charge = stripe.requests.find((r) => r.path === '/v1/payment_intents');
+  expect(charge?.form).toMatchObject({ amount: '2500', currency: 'usd', payment_method: 'pm_card_declines_later', off_session: 'true', confirm: 'true' });
+  const events = await listEvents(principal(b));
+  expect(events.filter((e) => e === 'credits.auto_top_up_failed')).toHaveLength(1);
+  expect(events).not.toContain('credits.auto_topped_up');
+  const failed = await rt.request('GET', '/v1/webhook_events?type=credits.auto_top_up_failed', { key: b.live });
+  expect(failed.json.data[0].data).toEqual({ amount_cents: 2_500, reason: 'insufficient_funds' });
+  await expectIdentities(b);
+});
+
+test('an accepted off-session top-up charges the saved card of the customer and grants the top-up', async () => {
+  const b = await newBuyer(rt);
+  const cs = await purchase(b, 1_000);
+  await deliver(completedEvent(cs, { paymentMethod: 'pm_card_visa' }));
+  await rt.request('PATCH', '/v1/organization/settings', { key: b.live, body: { auto_top_up_enabled: true, auto_top_up_amount_cents: 2_500 } });
+  await post(rt, b.live, '/v1/jobs', jobBody({ files_needed: 15, price_per_file_cents: 20 }));
+  expect(await credits(b.live)).toBe(950 + 2_625);
+  expect((await listEvents(principal(b))).filter((e) => e === 'credits.auto_topped_up')).toHaveLength(1);
+  await expectIdentities(b);
+});
+
+test('a test key purchase is test mode: completed at once, test balance only, Stripe never asked', async () => {
+  const b = await newBuyer(rt);
+  const live = await credits(b.live);
+  stripe.requests.length = 0;
+  const r = await post(rt, b.test, '/v1/billing/credits/purchase', { amount_cents: 1_000 });
+  expect(r.status).toBe(200);
+  expect(r.json).toMatchObject({ object: 'checkout_session', status: 'paid', checkout_url: null, total_credits_cents: 1_000 });
+  expect(await credits(b.test)).toBe(1_000);
+  expect(await credits(b.live)).toBe(live);
+  expect(stripe.requests).toEqual([]);
+});
+
+describe('a deployment without payments (PAYMENTS_PROVIDER=disabled)', () => {
+  let undo: () => void;
+  beforeAll(() => {
+    undo = setPaymentProvider(disabledProvider);
+  });
+  afterAll(() => undo());
+
+  test('a live purchase is refused with 503 service_unavailable and no checkout link', async () => {
+    const b = await newBuyer(rt, { verified: false });
+    const r = await post(rt, b.live, '/v1/billing/credits/purchase', { amount_cents: 1_000 });
+    expect(r.status).toBe(503);
+    expect(r.json.error).toMatchObject({ type: 'service_unavailable', details: [{ code: 'payments_disabled' }] });
+    expect(r.text).not.toContain('checkout_url');
+  });
+
+  test('test keys still buy test credits', async () => {
+    const b = await newBuyer(rt, { verified: false });
+    const r = await post(rt, b.test, '/v1/billing/credits/purchase', { amount_cents: 1_000 });
+    expect([r.status, r.json.status]).toEqual([200, 'paid']);
+  });
+
+  test('the Stripe webhook route answers 404 when Stripe is not the provider', async () => {
+    const r = await rt.request('POST', '/v1/billing/stripe/webhook', { body: '{}', headers: { 'Stripe-Signature': 't=1,v1=00' } });
+    expect(r.status).toBe(404);
+  });
+});

@@ -1,0 +1,187 @@
+/**
+ * What a platform team operates (issue 13): alarms that reach someone, limits, edges, lifecycle,
+ * and templates with headroom. Synthesized once; every rule is checked against the manifest.
+ */
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import { ROUTES, type RouteDef } from '../../shared/manifest/routes';
+import { PIPES, QUEUES, RULES, SCHEDULES } from '../../shared/manifest/wiring';
+import { TABLE_DEF } from '../../shared/db/table';
+import { METRIC, METRICS_NAMESPACE } from '../../shared/observability/metrics';
+import { maxConcurrencyContextKey, QUOTA_BOUND_DEFAULT_CONCURRENCY } from '../../lib/settings';
+import { flatten, synthesize, type Resource } from './support';
+
+const synthesized = synthesize({ transcriptionMaxConcurrency: 7, annotationMaxConcurrency: 3, longPollReservedConcurrency: 30 });
+const resources = flatten(synthesized);
+const template = Template.fromJSON({ Resources: resources }, { skipCyclicalDependenciesCheck: true });
+const ofType = (type: string): [string, Resource][] => Object.entries(resources).filter(([, r]) => r.Type === type);
+const alarms = ofType('AWS::CloudWatch::Alarm').map(([, a]) => a);
+const topicId = ofType('AWS::SNS::Topic')[0]![0];
+
+const fnOf = (description: (d: string) => boolean): [string, Resource] => {
+  const found = ofType('AWS::Lambda::Function').filter(([, r]) => description(String(r.Properties.Description)));
+  expect(found).toHaveLength(1);
+  return found[0]!;
+};
+const routeFn = (r: RouteDef) => fnOf((d) => d.endsWith(`(${r.id})`));
+const alarmsOn = (dimensionValue: unknown) =>
+  alarms.filter((a) => JSON.stringify(a.Properties.Dimensions ?? a.Properties.Metrics ?? []).includes(JSON.stringify(dimensionValue)));
+
+describe('alarms reach someone', () => {
+  test('one SNS topic, e-mail subscription from context alarmEmail, and every alarm notifies it', () => {
+    expect(ofType('AWS::SNS::Topic')).toHaveLength(1);
+    template.hasResourceProperties('AWS::SNS::Subscription', { Protocol: 'email', Endpoint: 'oncall@example.com', TopicArn: { Ref: topicId } });
+    expect(alarms.length).toBeGreaterThan(0);
+    for (const a of alarms) expect(a.Properties.AlarmActions).toEqual([{ Ref: topicId }]);
+  });
+
+  test('the topic accepts only TLS (a deny on aws:SecureTransport=false)', () => {
+    template.hasResourceProperties('AWS::SNS::TopicPolicy', {
+      PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })]) },
+    });
+  });
+
+  test('every function alarms on errors and on throttles', () => {
+    for (const [id] of ofType('AWS::Lambda::Function')) {
+      const on = alarmsOn({ Name: 'FunctionName', Value: { Ref: id } });
+      expect([id, on.map((a) => a.Properties.MetricName).sort()]).toEqual([id, ['Errors', 'Throttles']]);
+    }
+  });
+
+  test('every route alarms on its p99 latency, the long poll above its budget', () => {
+    const latency = alarms.filter((a) => a.Properties.MetricName === 'Latency');
+    for (const r of ROUTES) {
+      const mine = latency.filter((a) => a.Properties.Dimensions.some((d: any) => d.Name === 'Resource' && d.Value === r.path) && a.Properties.Dimensions.some((d: any) => d.Name === 'Method' && d.Value === r.method));
+      expect([r.id, mine.length]).toEqual([r.id, 1]);
+      expect(mine[0]!.Properties.ExtendedStatistic).toBe('p99');
+      if (r.longPoll) expect(mine[0]!.Properties.Threshold).toBeGreaterThan(25_000);
+      else expect(mine[0]!.Properties.Threshold).toBeLessThanOrEqual(10_000);
+    }
+  });
+
+  test('the API alarms on 5XX answers and the table on throttled reads or writes of it and every index', () => {
+    expect(alarms.filter((a) => a.Properties.MetricName === '5XXError')).toHaveLength(1);
+    const throttle = alarms.find((a) => JSON.stringify(a.Properties.Metrics ?? []).includes('WriteThrottleEvents'))!;
+    for (const g of TABLE_DEF.gsis) expect(JSON.stringify(throttle.Properties.Metrics)).toContain(g.name);
+    expect(JSON.stringify(throttle.Properties.Metrics)).toContain('ReadThrottleEvents');
+  });
+
+  test('every dead-letter queue (queues, rules, pipes, schedules) has a depth alarm, and every queue an age alarm', () => {
+    const dlqs = ofType('AWS::SQS::Queue').filter(([id]) => /Dlq/.test(id));
+    expect(dlqs).toHaveLength(QUEUES.length + RULES.length + PIPES.length + SCHEDULES.length);
+    for (const [id] of dlqs) {
+      const on = alarmsOn({ Name: 'QueueName', Value: { 'Fn::GetAtt': [id, 'QueueName'] } });
+      expect([id, on.map((a) => a.Properties.MetricName)]).toEqual([id, ['ApproximateNumberOfMessagesVisible']]);
+    }
+    const age = alarms.filter((a) => a.Properties.MetricName === 'ApproximateAgeOfOldestMessage');
+    expect(age).toHaveLength(QUEUES.length);
+  });
+
+  test('the dashboard shows uploads, verdicts, queue depths, webhook success and ledger movements from the EMF metrics', () => {
+    const [, dash] = ofType('AWS::CloudWatch::Dashboard')[0]!;
+    const body = JSON.stringify(dash.Properties.DashboardBody);
+    for (const fragment of ['MatchedEvents', 'submission.approved', 'submission.rejected', 'ApproximateNumberOfMessagesVisible', METRIC.webhookAttempts, METRIC.ledgerMovements, METRIC.ledgerCents, METRICS_NAMESPACE]) {
+      expect([fragment, body.includes(fragment)]).toEqual([fragment, true]);
+    }
+  });
+});
+
+describe('limits', () => {
+  test('long-poll routes have reserved concurrency (context longPollReservedConcurrency); other routes none', () => {
+    for (const r of ROUTES) {
+      const [, fn] = routeFn(r);
+      expect([r.id, fn.Properties.ReservedConcurrentExecutions]).toEqual([r.id, r.longPoll ? 30 : undefined]);
+    }
+  });
+
+  test('quota-bound consumers (Bedrock, Transcribe) have a maximum concurrency, from context when given', () => {
+    for (const q of QUEUES) {
+      const [fnId] = fnOf((d) => d === `Consumer of the ${q.name} queue`);
+      const [, esm] = ofType('AWS::Lambda::EventSourceMapping').find(([, m]) => JSON.stringify(m.Properties.FunctionName) === JSON.stringify({ Ref: fnId }))!;
+      const given = { [maxConcurrencyContextKey('transcription')]: 7, [maxConcurrencyContextKey('annotation')]: 3 }[maxConcurrencyContextKey(q.name)];
+      const expected = given ?? q.maxConcurrency ?? (q.access.bedrock || q.access.transcribe ? QUOTA_BOUND_DEFAULT_CONCURRENCY : undefined);
+      expect([q.name, esm.Properties.ScalingConfig?.MaximumConcurrency]).toEqual([q.name, expected]);
+      if (q.access.bedrock || q.access.transcribe) expect(esm.Properties.ScalingConfig.MaximumConcurrency).toBeDefined();
+    }
+  });
+
+  test('every queue hides a received message for at least 6 × its consumer timeout', () => {
+    for (const q of QUEUES) {
+      const [, fn] = fnOf((d) => d === `Consumer of the ${q.name} queue`);
+      const [, esm] = ofType('AWS::Lambda::EventSourceMapping').find(([, m]) => JSON.stringify(m.Properties.FunctionName).includes(fnOf((d) => d === `Consumer of the ${q.name} queue`)[0]))!;
+      const queueId = (esm.Properties.EventSourceArn['Fn::GetAtt'] as string[])[0]!;
+      expect(resources[queueId]!.Properties.VisibilityTimeout).toBeGreaterThanOrEqual(6 * fn.Properties.Timeout);
+    }
+  });
+
+  test('every schedule and rule target has a dead-letter queue', () => {
+    for (const [, rule] of ofType('AWS::Events::Rule')) {
+      for (const t of rule.Properties.Targets) expect([rule.Properties.Description, t.DeadLetterConfig?.Arn]).toEqual([rule.Properties.Description, expect.anything()]);
+    }
+  });
+});
+
+describe('edges', () => {
+  test('a regional WAF web ACL on the API stage: AWS common rules, a per-IP rate rule, and a tighter one on the signup routes', () => {
+    const [aclId, acl] = ofType('AWS::WAFv2::WebACL')[0]!;
+    expect(acl.Properties.Scope).toBe('REGIONAL');
+    const rules = acl.Properties.Rules as any[];
+    expect(rules.map((r) => r.Statement.ManagedRuleGroupStatement?.Name).filter(Boolean)).toEqual(['AWSManagedRulesCommonRuleSet']);
+    const rate = rules.filter((r) => r.Statement.RateBasedStatement);
+    const signup = rate.find((r) => r.Statement.RateBasedStatement.ScopeDownStatement)!;
+    const general = rate.find((r) => !r.Statement.RateBasedStatement.ScopeDownStatement)!;
+    expect(signup.Statement.RateBasedStatement.Limit).toBeLessThan(general.Statement.RateBasedStatement.Limit);
+    for (const r of ROUTES.filter((x) => x.principal === 'none' && x.rateLimit.startsWith('signup'))) {
+      expect(JSON.stringify(signup.Statement.RateBasedStatement.ScopeDownStatement)).toContain(r.path);
+    }
+    const [, assoc] = ofType('AWS::WAFv2::WebACLAssociation')[0]!;
+    expect(assoc.Properties.WebACLArn).toEqual({ 'Fn::GetAtt': [aclId, 'Arn'] });
+    const stageId = ofType('AWS::ApiGateway::Stage')[0]![0];
+    expect(JSON.stringify(assoc.Properties.ResourceArn)).toContain(`"/stages/",{"Ref":"${stageId}"}`);
+  });
+
+  test('execution logs at ERROR without request bodies, access logs on', () => {
+    template.hasResourceProperties('AWS::ApiGateway::Stage', {
+      MethodSettings: Match.arrayWith([Match.objectLike({ LoggingLevel: 'ERROR', DataTraceEnabled: false })]),
+      AccessLogSetting: Match.objectLike({ DestinationArn: Match.anyValue() }),
+    });
+  });
+
+  test('the media bucket writes S3 server access logs to a separate, TLS-only, encrypted bucket', () => {
+    const [mediaId, media] = ofType('AWS::S3::Bucket').find(([id]) => id.startsWith('DataMediaBucket'))!;
+    const logBucketId = media.Properties.LoggingConfiguration.DestinationBucketName.Ref as string;
+    expect(logBucketId).not.toBe(mediaId);
+    expect(resources[logBucketId]!.Properties.BucketEncryption).toBeDefined();
+  });
+});
+
+describe('lifecycle', () => {
+  const [, media] = ofType('AWS::S3::Bucket').find(([id]) => id.startsWith('DataMediaBucket'))!;
+  const rules = media.Properties.LifecycleConfiguration.Rules as any[];
+
+  test('rejected uploads (tagged by the pipeline) are deleted after the 7-day override window', () => {
+    const r = rules.find((x) => x.TagFilters)!;
+    expect(r.TagFilters).toEqual([{ Key: 'verdict', Value: 'rejected' }]);
+    expect(r.ExpirationInDays).toBeGreaterThanOrEqual(7);
+  });
+
+  test('exports are deleted after 7 days and incomplete multipart uploads after 1 day; nothing else expires', () => {
+    expect(rules.find((x) => x.Prefix === 'exports/')!.ExpirationInDays).toBe(7);
+    expect(rules.find((x) => x.AbortIncompleteMultipartUpload)!.AbortIncompleteMultipartUpload.DaysAfterInitiation).toBe(1);
+    // Approved files (uploads/ without the rejected tag) and keyframes have no expiry.
+    expect(rules.filter((x) => x.ExpirationInDays !== undefined && !x.TagFilters && x.Prefix !== 'exports/')).toEqual([]);
+  });
+});
+
+describe('structure with headroom', () => {
+  test('no template holds more than 450 resources, and each domain stack has room for ten more routes', () => {
+    const counts = [...synthesized.templates].map(([name, t]) => [name, Object.keys(t.resources).length] as const);
+    const perRoute = Math.ceil(
+      Object.keys(synthesized.templates.get('TestStack/ApiFunctions')!.resources).length / ROUTES.filter((r) => !/^functions\/(webhooks|billing)\//.test(r.handler)).length,
+    );
+    for (const [name, n] of counts) {
+      expect([name, n <= 450]).toEqual([name, true]);
+      if (name !== 'TestStack') expect([name, n + 10 * perRoute <= 450]).toEqual([name, true]);
+    }
+    expect(counts.map(([n]) => n).sort()).toEqual(['TestStack', 'TestStack/ApiFunctions', 'TestStack/BillingFunctions', 'TestStack/PipelineFunctions', 'TestStack/WebhooksFunctions']);
+  });
+});

@@ -1,0 +1,145 @@
+/**
+ * The typed client (packages/client) against the local stack: a retried call reuses its
+ * Idempotency-Key (and the service replays instead of acting twice), lists iterate every item
+ * once, waitForJob returns on completion, errors are typed and carry the envelope.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Marketplace, NotFoundError, ValidationError, type ApiKey } from '../../packages/client/src';
+import { startTestRuntime, type TestRuntime } from '../support/harness';
+import { signupBuyer, type TestBuyer } from '../support/buyers';
+import { contractFetch } from './support';
+
+let rt: TestRuntime;
+let buyer: TestBuyer;
+beforeAll(async () => {
+  rt = await startTestRuntime({ sandboxDelaySeconds: 0 });
+  buyer = await signupBuyer(rt, 'Client Co');
+});
+afterAll(async () => {
+  await rt?.stop();
+});
+
+const jobBody = { type: 'data_collection' as const, description: 'Photos of colourful shapes for the client tests', files_needed: 2, accepted_formats: ['image/jpeg'], price_per_file_cents: 25 };
+
+test('a retried POST reuses its Idempotency-Key: the service replays the first answer and creates one key', async () => {
+  const log: { method: string; url: string; headers: Record<string, string> }[] = [];
+  const inner = contractFetch(rt.url, log);
+  let dropped = 0;
+  // The first answer is lost on the way back (after the service acted), like a reset connection.
+  const lossy: typeof fetch = async (input, init) => {
+    const res = await inner(input, init);
+    if (init?.method === 'POST' && dropped++ === 0) throw new TypeError('fetch failed', { cause: { code: 'ECONNRESET' } });
+    return res;
+  };
+  const retries: string[] = [];
+  const mm = new Marketplace({ apiKey: buyer.live, baseUrl: rt.url, fetch: lossy, retryBaseMs: 10, onRetry: (r) => retries.push(r.reason) });
+  const res = await mm.http.call<ApiKey>('POST', '/v1/api_keys', { body: { name: 'retried', scopes: ['jobs:read'] } });
+  expect(res.status).toBe(200);
+  expect(res.headers['idempotent-replayed']).toBe('true');
+  expect(retries).toEqual(['connection failed']);
+  const posts = log.filter((l) => l.method === 'POST');
+  expect(posts).toHaveLength(2);
+  expect(posts[0]!.headers['idempotency-key']).toBeTruthy();
+  expect(posts[1]!.headers['idempotency-key']).toBe(posts[0]!.headers['idempotency-key']);
+  const all = await new Marketplace({ apiKey: buyer.live, baseUrl: rt.url }).apiKeys.list().toArray();
+  expect(all.filter((k) => k.name === 'retried').map((k) => k.id)).toEqual([res.body.id]);
+});
+
+test('two logical calls get two different keys', async () => {
+  const log: { method: string; url: string; headers: Record<string, string> }[] = [];
+  const mm = new Marketplace({ apiKey: buyer.live, baseUrl: rt.url, fetch: contractFetch(rt.url, log) });
+  const a = await mm.apiKeys.create({ name: 'a' });
+  const b = await mm.apiKeys.create({ name: 'a' });
+  expect(a.id).not.toBe(b.id);
+  const keys = log.filter((l) => l.method === 'POST').map((l) => l.headers['idempotency-key']);
+  expect(new Set(keys).size).toBe(2);
+});
+
+describe('retries against a server speaking the wire format', () => {
+  let server: Server;
+  let url: string;
+  const seen: { key: string | undefined; at: number }[] = [];
+  let script: { status: number; headers?: Record<string, string>; body: unknown }[] = [];
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      seen.push({ key: req.headers['idempotency-key'] as string | undefined, at: Date.now() });
+      const next = script.shift() ?? { status: 500, body: { error: { type: 'internal_error', message: 'script ran out', request_id: 'req_x' } } };
+      res.writeHead(next.status, { 'Content-Type': 'application/json', ...next.headers }).end(JSON.stringify(next.body));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(() => new Promise<void>((r) => server.close(() => r())));
+  beforeEach(() => {
+    seen.length = 0;
+  });
+  const err = (type: string, code?: string) => ({ error: { type, message: type, request_id: 'req_1', ...(code ? { details: [{ message: code, code }] } : {}) } });
+
+  test('429 waits at least Retry-After, 409 idempotency_key_in_use and 503 are retried, all with the same key', async () => {
+    script = [
+      { status: 429, headers: { 'Retry-After': '1' }, body: err('rate_limit_exceeded') },
+      { status: 409, headers: { 'Retry-After': '1' }, body: err('conflict', 'idempotency_key_in_use') },
+      { status: 503, body: err('internal_error') },
+      { status: 201, body: { object: 'job', id: 'job_1' } },
+    ];
+    const mm = new Marketplace({ apiKey: 'k', baseUrl: url, retryBaseMs: 5, maxRetries: 3 });
+    const job = await mm.jobs.create(jobBody);
+    expect(job.id).toBe('job_1');
+    expect(seen).toHaveLength(4);
+    expect(new Set(seen.map((s) => s.key)).size).toBe(1);
+    expect(seen[1]!.at - seen[0]!.at).toBeGreaterThanOrEqual(1000);
+  });
+
+  test('a 409 idempotency_conflict or a 400 is not retried, and surfaces as a typed error', async () => {
+    script = [{ status: 400, body: { error: { type: 'validation_error', message: 'bad', request_id: 'req_2', details: [{ field: 'files_needed', message: 'too small' }] } } }];
+    const mm = new Marketplace({ apiKey: 'k', baseUrl: url, retryBaseMs: 5 });
+    const e = await mm.jobs.create(jobBody).catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(ValidationError);
+    expect(e).toMatchObject({ status: 400, type: 'validation_error', requestId: 'req_2', details: [{ field: 'files_needed' }] });
+    expect(seen).toHaveLength(1);
+  });
+
+  test('retries stop after maxRetries and the last error is thrown', async () => {
+    script = [500, 502, 503].map((status) => ({ status, body: err('internal_error') }));
+    const mm = new Marketplace({ apiKey: 'k', baseUrl: url, retryBaseMs: 1, maxRetries: 2 });
+    await expect(mm.jobs.get('job_1')).rejects.toMatchObject({ name: 'InternalError', status: 503 });
+    expect(seen).toHaveLength(3);
+  });
+});
+
+test('pagination visits every item exactly once, across pages', async () => {
+  const b = await signupBuyer(rt, 'Many keys');
+  const retries: string[] = [];
+  const mm = new Marketplace({ apiKey: b.live, baseUrl: rt.url, fetch: contractFetch(rt.url), onRetry: (r) => retries.push(`${r.reason} ${r.delayMs}`) });
+  const created: string[] = [];
+  for (let i = 0; i < 23; i++) created.push((await mm.apiKeys.create({ name: `k${i}`, scopes: ['jobs:read'] })).id);
+  const pages: number[] = [];
+  for await (const page of mm.apiKeys.list({ limit: 10 }).pages()) pages.push(page.data.length);
+  expect(pages).toEqual([10, 10, 5]); // 23 + the two signup keys
+  const ids = await mm.apiKeys.list({ limit: 10 }).toArray().then((ks) => ks.map((k) => k.id));
+  expect(new Set(ids).size).toBe(ids.length);
+  expect(ids).toEqual(expect.arrayContaining([...created, b.liveKeyId, b.testKeyId]));
+  expect(ids).toHaveLength(25);
+  expect(retries).toEqual([]);
+});
+
+test('waitForJob long-polls and returns the completed job (sandbox)', async () => {
+  const log: { method: string; url: string; headers: Record<string, string> }[] = [];
+  const mm = new Marketplace({ apiKey: buyer.test, baseUrl: rt.url, fetch: contractFetch(rt.url, log) });
+  const job = await mm.jobs.create(jobBody);
+  const done = await mm.jobs.waitForJob(job.id, { timeoutMs: 90_000 });
+  expect(done.status).toBe('completed');
+  expect(done.files_approved).toBe(2);
+  expect(log.filter((l) => l.method === 'GET').some((l) => /^wait=\d+$/.test(l.headers.prefer ?? ''))).toBe(true);
+  const files = await mm.jobs.files(job.id).toArray();
+  expect(files).toHaveLength(2);
+});
+
+test('errors are typed exceptions carrying the envelope', async () => {
+  const mm = new Marketplace({ apiKey: buyer.test, baseUrl: rt.url });
+  const e = await mm.jobs.get('job_01ARZ3NDEKTSV4RRFFQ69G5FAV').catch((x: unknown) => x);
+  expect(e).toBeInstanceOf(NotFoundError);
+  expect((e as NotFoundError).envelope?.error.type).toBe('not_found');
+  expect((e as NotFoundError).requestId).toMatch(/^req_/);
+});

@@ -1,0 +1,102 @@
+/**
+ * D64: after a killed run, the start-up reconcilers put back on the queues what the table says is
+ * unfinished, and nothing else: an event never fanned out gets its stream record again, a pending
+ * delivery its attempt message under the token it holds, a finished event with a stale aggregate
+ * is repaired; an unfinished sandbox run gets its next tick. (The whole path, with the pipeline,
+ * is test/local/stop-and-restart.test.ts.)
+ */
+import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { db, tableName } from '../../shared/db/client';
+import { keys } from '../../shared/db/keys';
+import { Tx } from '../../shared/db/tx';
+import { emit } from '../../shared/outbox';
+import { getEvent, newEntry } from '../../shared/webhooks/dispatcher';
+import { sandboxReconciler, webhooksReconciler } from '../../local/reconcile-unfinished';
+import { silentLog } from '../../local/log';
+import type { ReconcileContext } from '../../local/reconcilers';
+import { startTestRuntime, type TestRuntime } from '../support/harness';
+
+let rt: TestRuntime;
+beforeAll(async () => {
+  rt = await startTestRuntime({ enablePollers: false, enableStreams: false });
+});
+afterAll(async () => {
+  await rt?.stop();
+});
+
+function context(): ReconcileContext & { sent: { queue: string; body: any }[] } {
+  const sent: { queue: string; body: any }[] = [];
+  return {
+    sent,
+    send: async (queue, body) => void sent.push({ queue, body: JSON.parse(body) }),
+    route: async () => [],
+    bucketName: rt.bucketName,
+    account: '000000000000',
+    region: 'us-east-1',
+    log: silentLog,
+  };
+}
+
+async function newEvent(orgId: string, type: 'job.completed' | 'job.created' = 'job.completed', env: 'live' | 'test' = 'live', jobId?: string) {
+  const tx = new Tx();
+  const id = emit(tx, { orgId, env, type, data: { job_id: jobId ?? 'job_x' }, jobId: jobId ?? null }).id;
+  await tx.commit();
+  return id;
+}
+
+const setDeliveries = (id: string, deliveries: Record<string, unknown>, status = 'pending') =>
+  db().send(
+    new UpdateCommand({
+      TableName: tableName(),
+      Key: keys.event(id),
+      UpdateExpression: 'SET deliveries = :d, delivery_status = :s, dv = :dv',
+      ExpressionAttributeValues: { ':d': deliveries, ':s': status, ':dv': 5 },
+    }),
+  );
+
+it('unfinished events go back to the webhooks queue, each in the form that resumes it; finished ones do not', async () => {
+  const org = `org_rec${Date.now()}`;
+  const never = await newEvent(org);
+  const retrying = await newEvent(org);
+  const due = new Date(Date.now() + 60_000).toISOString();
+  await setDeliveries(retrying, {
+    we_ok: { ...newEntry(new Date()), status: 'delivered', attempts: 1, next_token: null },
+    we_retry: { ...newEntry(new Date(due), 'tok-1'), attempts: 2 },
+  });
+  const stale = await newEvent(org);
+  await setDeliveries(stale, { we_ok: { ...newEntry(new Date()), status: 'delivered', attempts: 1, next_token: null } });
+  const done = await newEvent(org);
+  await setDeliveries(done, { we_ok: { ...newEntry(new Date()), status: 'delivered', attempts: 1, next_token: null } }, 'delivered');
+
+  const ctx = context();
+  await webhooksReconciler.run(ctx);
+  const mine = ctx.sent.filter((m) => JSON.stringify(m.body).includes(org));
+  expect(mine.every((m) => m.queue === 'webhooks')).toBe(true);
+  const fanOuts = mine.filter((m) => m.body.eventName === 'INSERT').map((m) => m.body.dynamodb.NewImage.id.S);
+  expect(fanOuts).toEqual([never]);
+  const attempts = mine.filter((m) => m.body.kind === 'webhook.attempt');
+  expect(attempts).toEqual([
+    {
+      queue: 'webhooks',
+      body: expect.objectContaining({ event_id: retrying, endpoint_id: 'we_retry', token: 'tok-1', expect_attempts: 2, retry_index: 2, due_at: due, replay: false }),
+    },
+  ]);
+  expect((await getEvent(stale))!.delivery_status).toBe('delivered'); // the aggregate, repaired
+});
+
+it('an unfinished sandbox run gets its next tick; a test job whose run never started gets its job.created again', async () => {
+  const running = `job_recrun${Date.now()}`;
+  await db().send(new PutCommand({ TableName: tableName(), Item: { ...keys.sandboxState(running), entity: 'sandbox_state', job_id: running, seq: 3, finished: null } }));
+  const finished = `job_recfin${Date.now()}`;
+  await db().send(new PutCommand({ TableName: tableName(), Item: { ...keys.sandboxState(finished), entity: 'sandbox_state', job_id: finished, seq: 9, finished: 'completed' } }));
+  const notStarted = `job_recnew${Date.now()}`;
+  const created = await newEvent(`org_rec${Date.now()}`, 'job.created', 'test', notStarted);
+
+  const ctx = context();
+  await sandboxReconciler.run(ctx);
+  expect(ctx.sent.filter((m) => m.body.kind === 'sandbox.tick' && [running, finished].includes(m.body.job_id))).toEqual([
+    { queue: 'sandbox', body: { kind: 'sandbox.tick', job_id: running, seq: 3 } },
+  ]);
+  const starts = ctx.sent.filter((m) => m.body.eventName === 'INSERT');
+  expect(starts.map((m) => [m.queue, m.body.dynamodb.NewImage.id.S])).toContainEqual(['sandbox', created]);
+});

@@ -1,0 +1,129 @@
+/** Sealed secrets (D63, issue 11.1): envelope encryption, key rotation, the KMS adapter on the wire. */
+import { KMSClient } from '@aws-sdk/client-kms';
+import { envelopeSealer, parseSealed, resetSealer, sealer } from '../../shared/secrets/sealer';
+import { kmsKeyProvider, ENCRYPTION_CONTEXT } from '../../shared/secrets/kms';
+import { resetSecrets } from '../../shared/secrets';
+import { ensureLocalSecrets, rotateLocalSealingKey } from '../../local/secrets';
+import { newWebhookSecret } from '../../shared/webhooks/secrets';
+import { startFakeKms, type FakeKms } from '../support/kms-wire';
+
+describe('local sealer (the data folder keyring)', () => {
+  let file: string;
+  beforeAll(() => {
+    process.env.RUNTIME = 'local';
+    file = ensureLocalSecrets(null).file;
+    process.env.LOCAL_SECRETS_FILE = file;
+    resetSecrets();
+    resetSealer();
+  });
+
+  test('a sealed secret round-trips and does not contain the secret', async () => {
+    const s = newWebhookSecret();
+    const sealed = await sealer().seal(s, 'we_A');
+    expect(sealed).not.toContain(s);
+    expect(sealed).not.toContain(s.slice(6, 30));
+    expect(await sealer().open(sealed, 'we_A')).toBe(s);
+  });
+
+  test('a sealed value is bound to its owner: moved to another, it does not open', async () => {
+    const sealed = await sealer().seal('secret', 'we_A');
+    await expect(sealer().open(sealed, 'we_B')).rejects.toThrow();
+  });
+
+  test('rotating the keyring keeps every older value readable and seals new values with the new key', async () => {
+    const before = await sealer().seal('old secret', 'we_A');
+    const newKey = rotateLocalSealingKey(file);
+    resetSecrets();
+    resetSealer();
+    const after = await sealer().seal('new secret', 'we_A');
+    expect(parseSealed(after).keyId).toBe(`local/${newKey}`);
+    expect(parseSealed(before).keyId).not.toBe(`local/${newKey}`);
+    expect(await sealer().open(before, 'we_A')).toBe('old secret');
+    expect(await sealer().open(after, 'we_A')).toBe('new secret');
+  });
+
+  test('a value sealed under a key missing from the keyring does not open', async () => {
+    const sealed = await sealer().seal('x', 'a');
+    process.env.LOCAL_SECRETS_FILE = ensureLocalSecrets(null).file; // another data folder
+    resetSecrets();
+    resetSealer();
+    await expect(sealer().open(sealed, 'a')).rejects.toThrow(/not in the local keyring/);
+    process.env.LOCAL_SECRETS_FILE = file;
+    resetSecrets();
+    resetSealer();
+  });
+
+  test('deployed without KMS_KEY_ID the sealer refuses instead of storing anything in the clear', () => {
+    process.env.RUNTIME = 'aws';
+    delete process.env.KMS_KEY_ID;
+    resetSealer();
+    expect(() => sealer()).toThrow(/KMS_KEY_ID/);
+    process.env.RUNTIME = 'local';
+    resetSealer();
+  });
+});
+
+describe('KMS sealer against the KMS wire protocol', () => {
+  let kms: FakeKms;
+  let client: KMSClient;
+  beforeAll(async () => {
+    kms = await startFakeKms();
+    client = new KMSClient({ endpoint: kms.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'AKIDTEST', secretAccessKey: 'test' } });
+  });
+  afterAll(async () => {
+    client.destroy();
+    await kms.close();
+  });
+
+  test('sealing asks GenerateDataKey for an AES_256 key of the configured key with the encryption context', async () => {
+    const arn = kms.createKey();
+    const s = envelopeSealer(kmsKeyProvider({ keyId: arn, client }));
+    kms.requests.length = 0;
+    const sealed = await s.seal('whsec_abc', 'we_1');
+    expect(kms.requests).toEqual([
+      { target: 'TrentService.GenerateDataKey', body: { KeyId: arn, KeySpec: 'AES_256', EncryptionContext: { ...ENCRYPTION_CONTEXT } } },
+    ]);
+    expect(parseSealed(sealed).keyId).toBe(arn);
+    expect(sealed).not.toContain('whsec_abc');
+  });
+
+  test('opening asks Decrypt with the stored key id and the encrypted data key, once per data key', async () => {
+    const arn = kms.createKey();
+    const sealed = await envelopeSealer(kmsKeyProvider({ keyId: arn, client })).seal('whsec_abc', 'we_1');
+    const reader = envelopeSealer(kmsKeyProvider({ keyId: arn, client }));
+    kms.requests.length = 0;
+    expect(await reader.open(sealed, 'we_1')).toBe('whsec_abc');
+    expect(await reader.open(sealed, 'we_1')).toBe('whsec_abc');
+    expect(kms.requests).toHaveLength(1);
+    expect(kms.requests[0]).toEqual({
+      target: 'TrentService.Decrypt',
+      body: { KeyId: arn, CiphertextBlob: parseSealed(sealed).encrypted.toString('base64'), EncryptionContext: { ...ENCRYPTION_CONTEXT } },
+    });
+  });
+
+  test('after an automatic rotation of the KMS key, values sealed before still open', async () => {
+    const arn = kms.createKey();
+    const old = await envelopeSealer(kmsKeyProvider({ keyId: arn, client })).seal('before rotation', 'we_1');
+    kms.rotate(arn);
+    const s = envelopeSealer(kmsKeyProvider({ keyId: arn, client }));
+    const fresh = await s.seal('after rotation', 'we_1');
+    expect(await s.open(old, 'we_1')).toBe('before rotation');
+    expect(await s.open(fresh, 'we_1')).toBe('after rotation');
+  });
+
+  test('after the stack moves to another key, values sealed under the old key still open (the key id travels with them)', async () => {
+    const oldArn = kms.createKey();
+    const old = await envelopeSealer(kmsKeyProvider({ keyId: oldArn, client })).seal('under the old key', 'we_1');
+    const s = envelopeSealer(kmsKeyProvider({ keyId: kms.createKey(), client }));
+    expect(await s.open(old, 'we_1')).toBe('under the old key');
+  });
+
+  test('data keys are reused for a few minutes, so a burst of seals costs one KMS call', async () => {
+    const s = envelopeSealer(kmsKeyProvider({ keyId: kms.createKey(), client }));
+    kms.requests.length = 0;
+    await s.seal('a', '1');
+    await s.seal('b', '2');
+    (await s.prepare()).seal('c', '3');
+    expect(kms.requests.filter((r) => r.target === 'TrentService.GenerateDataKey')).toHaveLength(1);
+  });
+});
