@@ -18,6 +18,7 @@
  * others re-read and answer 409 `invalid_state`, so money moves once.
  */
 import { addMs, now, nowIso, DAY_MS } from '../clock';
+import { REASON_CODES, type ReasonCode } from '../scoring/types';
 import { keys } from '../db/keys';
 import { Tx } from '../db/tx';
 import { newId } from '../ids';
@@ -40,19 +41,7 @@ import { addWithdrawal, deleteWithdrawnObjects, StaleRead, type Withdrawal } fro
 
 export const OVERRIDE_WINDOW_MS = 7 * DAY_MS;
 /** D68's reason codes and `other`. */
-export const OVERRIDE_REASON_CODES = [
-  'low_relevance',
-  'low_quality',
-  'instructions_not_followed',
-  'resolution_too_low',
-  'duration_out_of_bounds',
-  'duplicate',
-  'near_duplicate',
-  'location_mismatch',
-  'policy_violation',
-  'unreadable_media',
-  'other',
-] as const;
+export const OVERRIDE_REASON_CODES = [...REASON_CODES, 'other'] as const;
 export type OverrideReasonCode = (typeof OVERRIDE_REASON_CODES)[number];
 
 export interface OverrideInput {
@@ -87,6 +76,16 @@ export function overrideConflict(sub: SubmissionItem, job: JobItem | undefined, 
   }
   return null;
 }
+
+/**
+ * The submission's `reason_codes` after the override (D68 codes only): [] when approved; the
+ * buyer's code when rejected (none for `other`, which the override record still carries).
+ */
+function codesAfter(status: string, input: OverrideInput): ReasonCode[] {
+  if (status !== 'rejected' || !input.reason_code || input.reason_code === 'other') return [];
+  return [input.reason_code];
+}
+const statusAfterOverride = (input: OverrideInput) => (input.decision === 'approve' ? 'approved' : 'rejected');
 
 /** The override record shown on the submission. */
 const overrideRecord = (input: OverrideInput, at: string) => ({
@@ -125,7 +124,7 @@ function submissionUpdate(tx: Tx, sub: SubmissionItem, status: string, input: Ov
     values: {
       ':ost': status,
       ':orec': overrideRecord(input, at),
-      ':orc': status === 'rejected' ? [input.reason_code ?? 'other'] : [],
+      ':orc': codesAfter(status, input),
       ':ot': at,
       ':oprev': sub.status,
       ':oround': sub.round,
@@ -262,7 +261,7 @@ export async function overrideSubmission(ctx: MutationContext, first: Submission
       ...sub,
       status: input.decision === 'approve' ? 'approved' : 'rejected',
       override: overrideRecord(input, at),
-      reason_codes: input.decision === 'approve' ? [] : [input.reason_code ?? 'other'],
+      reason_codes: codesAfter(statusAfterOverride(input), input),
       file_ids: input.decision === 'approve' ? sub.uploads.map((u) => u.file_id) : [],
     };
     const view = presentSubmission(after, await approvedFileUrl(after));

@@ -157,7 +157,7 @@ export function submissionItem(job: JobItem, submissionId: string, files: number
     scored_at: nowIso(),
     created_at: nowIso(),
     ...extra,
-  } as SubmissionItem & Key;
+  } as unknown as SubmissionItem & Key;
 }
 
 /** A rejected submission (no charge, no slot held), as a pre-check rejection leaves it. */
