@@ -42,6 +42,29 @@ test('the README has runnable walkthroughs for the API, jobs, the sandbox, worke
   }
 });
 
+async function bash(script: string): Promise<{ code: number | null; out: string }> {
+  const child = spawn('bash', ['-c', script], { cwd: work, env: { ...process.env, B: rt.url, OTP: '123456' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (out += c.toString()));
+  const code = await new Promise<number | null>((res) => child.on('close', res));
+  return { code, out };
+}
+
+test("a refused signup (the email exists, as on a reused data folder) fails in one readable line, not a Node TypeError", async () => {
+  const helpers = bashBlocks(README)[0]!;
+  const signup = `S=$(api -X POST $B/v1/auth/signup -d '{"name":"Twice","email":"twice-${Date.now()}@example.test"}')`;
+  const first = await bash(['set -euo pipefail', helpers, signup, 'echo "$S" | json test_api_key.secret'].join('\n'));
+  expect(first.code).toBe(0);
+  const again = await bash(['set -euo pipefail', helpers, signup, 'echo "$S" | json test_api_key.secret'].join('\n'));
+  expect(again.code).not.toBe(0);
+  expect(again.out).toContain('"type":"conflict"');
+  expect(again.out).not.toMatch(/TypeError|at Object\.|node:internal/);
+  // Without set -e, as pasted into a terminal: the json helper names what it got instead.
+  const pasted = await bash([helpers, `echo '{"error":{"type":"conflict","message":"exists"}}' | json test_api_key.secret`].join('\n'));
+  expect(pasted.out.trim()).toBe('no test_api_key.secret in: {"error":{"type":"conflict","message":"exists"}}');
+});
+
 test("every ```bash block of the README runs as written, in order, against a fresh stack", async () => {
   const script = ['set -euo pipefail', ...bashBlocks(README)].join('\n');
   const child = spawn('bash', ['-c', script], {

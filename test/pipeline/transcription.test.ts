@@ -1,0 +1,143 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import type { ConverseCommandOutput } from '@aws-sdk/client-bedrock-runtime';
+import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
+import { BedrockScorer } from '../../shared/scoring';
+import { setScorerFactory } from '../../shared/work/pipeline';
+import { TranscribeTranscriber, setSpeechModelClient, setTranscriberFactory, transcriptKeyFor } from '../../shared/speech';
+import { RULES, matchesPattern } from '../../shared/manifest/wiring';
+import { audioFixtures, hasFfmpeg } from '../fixtures/media';
+import { accept, createJob, liveBuyer, signupWorker, uploadFile } from './support';
+
+const reply = (text: string): ConverseCommandOutput => ({
+  $metadata: { httpStatusCode: 200 },
+  output: { message: { role: 'assistant', content: [{ text }] } },
+  stopReason: 'end_turn',
+  usage: { inputTokens: 500, outputTokens: 60, totalTokens: 560 },
+  metrics: { latencyMs: 1200 },
+});
+
+// D65 as deployed, run on the local stack with the two services that cannot run here stood in for
+// at their SDK clients: the Transcribe adapter sends StartTranscriptionJob to a stub, the test then
+// writes the output document (written to the published format) where Transcribe would and
+// delivers the "Transcribe Job State Change" event to the transcription queue as the EventBridge
+// rule would; Bedrock answers in the published Converse format. The verdict waits for the
+// transcript (D54), the audio prompt carries it, and the File's annotations hold it.
+(hasFfmpeg() ? describe : describe.skip)('pipeline: audio is scored and annotated with its Amazon Transcribe transcript', () => {
+  let rt: TestRuntime;
+  let s3: S3Client;
+  let sqs: SQSClient;
+  const started: any[] = [];
+  const prompts: string[] = [];
+  beforeAll(async () => {
+    process.env.LOCAL_FIXED_OTP = '123456';
+    rt = await startTestRuntime();
+    const creds = { accessKeyId: 'local', secretAccessKey: 'local' };
+    s3 = new S3Client({ endpoint: rt.s3Endpoint, forcePathStyle: true, region: 'us-east-1', credentials: creds });
+    sqs = new SQSClient({ endpoint: rt.sqsEndpoint, region: 'us-east-1', credentials: creds });
+    setTranscriberFactory(() => new TranscribeTranscriber({ send: async (cmd: any) => (started.push(cmd.input), {}) }));
+    setScorerFactory(
+      () =>
+        new BedrockScorer({
+          client: {
+            send: async (cmd: any) => {
+              prompts.push(cmd.input.messages[0].content.map((c: any) => c.text ?? '').join('\n'));
+              return reply('{"relevance": 5, "quality": 4, "instruction_compliance": 4, "reasoning": "A customer orders croissants at a bakery counter, as asked."}');
+            },
+          },
+        }),
+    );
+    setSpeechModelClient({ send: async () => reply('{"topics":["bakery order"],"keywords":["croissants","bakery"],"emotion_tone":"positive"}') });
+  });
+  afterAll(async () => {
+    setTranscriberFactory(null);
+    setScorerFactory(null);
+    setSpeechModelClient(null);
+    s3?.destroy();
+    sqs?.destroy();
+    await rt?.stop();
+  });
+
+  it('upload → Transcribe job started, verdict waits → transcript arrives → scored with it → File annotated with it', async () => {
+    const buyer = await liveBuyer(rt);
+    const job = await createJob(rt, buyer.live, { files_needed: 1, accepted_formats: ['audio/wav'], price_per_file_cents: 30, description: 'Customers ordering at a bakery counter.' });
+    const w = await signupWorker(rt);
+    const a = await accept(rt, w.token, job.id);
+    expect((await uploadFile(rt, w.token, a.json.id, audioFixtures.wav(3), 'audio/wav', 'order.wav')).status).toBe(202);
+
+    await waitFor(() => started.length === 1, { timeoutMs: 60_000, intervalMs: 200 });
+    const jobName = started[0].TranscriptionJobName as string;
+    expect(started[0]).toMatchObject({ IdentifyLanguage: true, Settings: { ShowSpeakerLabels: true }, OutputBucketName: rt.bucketName, OutputKey: transcriptKeyFor(jobName) });
+    // Waiting for the transcript: no verdict, no provider call.
+    expect((await rt.request('GET', `/internal/worker/submissions/${a.json.id}`, { key: w.token })).json.status).toBe('pending_score');
+    expect(prompts).toHaveLength(0);
+
+    // Transcribe writes its output document, then EventBridge delivers the job state change.
+    const doc = readFileSync(join(__dirname, '..', 'fixtures', 'transcribe-output.published-format.two-speakers.json'));
+    await s3.send(new PutObjectCommand({ Bucket: rt.bucketName, Key: transcriptKeyFor(jobName), Body: doc, ContentType: 'application/json' }));
+    const event = {
+      version: '0',
+      id: 'b1e3c7a0-0000-4000-8000-000000000001',
+      'detail-type': 'Transcribe Job State Change',
+      source: 'aws.transcribe',
+      account: '111122223333',
+      time: new Date().toISOString(),
+      region: 'us-east-1',
+      resources: [],
+      detail: { TranscriptionJobName: jobName, TranscriptionJobStatus: 'COMPLETED' },
+    };
+    const rule = RULES.find((r) => r.name === 'transcription-done')!;
+    expect(matchesPattern(rule.pattern, event)).toBe(true);
+    await sqs.send(new SendMessageCommand({ QueueUrl: rt.queues.get(rule.targets[0]!)!.url, MessageBody: JSON.stringify(event) }));
+
+    const done = await waitFor(
+      async () => {
+        const r = await rt.request('GET', `/internal/worker/submissions/${a.json.id}`, { key: w.token });
+        return r.json.status !== 'pending_score' ? r.json : null;
+      },
+      { timeoutMs: 60_000, intervalMs: 700 },
+    );
+    expect(done).toMatchObject({ status: 'approved', ai_star_rating: 4, reason_codes: [] });
+    expect(prompts).toHaveLength(1);
+    expect(prompts[0]).toContain('<<<TRANSCRIPT\nWelcome to the bakery. What would you like? Two croissants, please.\nTRANSCRIPT>>>');
+
+    const f = (await rt.request('GET', `/v1/jobs/${job.id}/files`, { key: buyer.live })).json.data[0];
+    expect(f.annotations).toMatchObject({ type: 'audio', speaker_count: 2, language: 'en', topics: ['bakery order'], keywords: ['croissants', 'bakery'], emotion_tone: 'positive' });
+    expect(f.annotations.transcript.segments.map((s: any) => s.speaker)).toEqual(['spk_0', 'spk_1']);
+    expect(f.annotations.annotation_model).toMatch(/amazon-transcribe/);
+    for (const k of ['transcript', 'language', 'speaker_count', 'topics', 'keywords', 'emotion_tone']) expect(f.annotations.unavailable?.[k]).toBeUndefined();
+    expect(f.annotations.unavailable.speaker_demographics).toEqual(expect.any(String));
+  });
+
+  it('a failed Transcribe job leaves the speech fields null with its reason; the file is still scored, the prompt says why', async () => {
+    const buyer = await liveBuyer(rt);
+    const job = await createJob(rt, buyer.live, { files_needed: 1, accepted_formats: ['audio/wav'], price_per_file_cents: 30 });
+    const w = await signupWorker(rt);
+    const a = await accept(rt, w.token, job.id);
+    const before = started.length;
+    expect((await uploadFile(rt, w.token, a.json.id, audioFixtures.wav(2), 'audio/wav', 'order.wav')).status).toBe(202);
+    await waitFor(() => started.length === before + 1, { timeoutMs: 60_000, intervalMs: 200 });
+    const jobName = started[before].TranscriptionJobName as string;
+    const event = {
+      'detail-type': 'Transcribe Job State Change',
+      source: 'aws.transcribe',
+      detail: { TranscriptionJobName: jobName, TranscriptionJobStatus: 'FAILED', FailureReason: 'The media format provided does not match the detected media format.' },
+    };
+    await sqs.send(new SendMessageCommand({ QueueUrl: rt.queues.get('transcription')!.url, MessageBody: JSON.stringify(event) }));
+    const done = await waitFor(
+      async () => {
+        const r = await rt.request('GET', `/internal/worker/submissions/${a.json.id}`, { key: w.token });
+        return r.json.status !== 'pending_score' ? r.json : null;
+      },
+      { timeoutMs: 60_000, intervalMs: 700 },
+    );
+    expect(done.status).toBe('approved');
+    expect(prompts[prompts.length - 1]).toMatch(/No transcript is available \(Amazon Transcribe could not transcribe the file: The media format provided/);
+    const f = (await rt.request('GET', `/v1/jobs/${job.id}/files`, { key: buyer.live })).json.data[0];
+    expect(f.annotations.transcript).toBeNull();
+    expect(f.annotations.unavailable.transcript).toMatch(/^Amazon Transcribe could not transcribe the file: The media format/);
+    expect(f.annotations.annotation_model).not.toMatch(/amazon-transcribe/);
+  });
+});
