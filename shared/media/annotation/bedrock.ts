@@ -20,6 +20,7 @@ import { DEFAULT_BEDROCK_MODEL_ID, bedrockTimeoutMs, type ConverseClient } from 
 import { parseModelReply } from '../../scoring/bedrock-reply';
 import { POSITIONS, round4, type Position } from './derive';
 import type { AnnotationProvider, DescribeInput, SemanticParts } from './types';
+import { traced } from '../../observability/tracer';
 
 const unit = z
   .union([z.number(), z.string().trim().regex(/^\d+(\.\d+)?$/).transform(Number)])
@@ -115,7 +116,7 @@ export class BedrockAnnotationProvider implements AnnotationProvider {
 
   async describeImage(input: DescribeInput): Promise<SemanticParts> {
     const { BedrockRuntimeClient, ConverseCommand } = await import('@aws-sdk/client-bedrock-runtime');
-    this.client ??= new BedrockRuntimeClient({});
+    this.client ??= traced(new BedrockRuntimeClient({}));
     const req = buildAnnotationRequest(this.modelId, await input.jpeg(), input.facts, this.opts.maxTokens);
     return parseAnnotationOutput(await this.client.send(new ConverseCommand(req), { abortSignal: AbortSignal.timeout(bedrockTimeoutMs()) }), this.modelId);
   }
