@@ -18,8 +18,8 @@ import type { Tx } from '../db/tx';
 import type { Env } from '../types';
 import { logger } from '../logger';
 import type { ReasonCode } from '../scoring/types';
-import { perceptualHash, isPerceptualHash } from './phash';
-import { findNearDuplicate, addToNearDuplicateIndex, removeFromNearDuplicateIndex, NEAR_DUPLICATE_MAX_DISTANCE } from './neardup';
+import { perceptualHash } from './phash';
+import { findNearDuplicate, NEAR_DUPLICATE_MAX_DISTANCE } from './neardup';
 import { checkLocation, jobPoint } from './location';
 
 export { NEAR_DUPLICATE_MAX_DISTANCE };
@@ -46,7 +46,7 @@ export interface TrustInput {
   metadata: { content_hash: string; latitude?: number | null; longitude?: number | null };
 }
 
-const hexOf = (contentHash: string) => contentHash.replace(/^sha256:/, '');
+import { hexOf } from './indexes';
 
 async function approvedInTenant(orgId: string, env: Env, contentHash: string): Promise<boolean> {
   if (!contentHash) return false;
@@ -85,46 +85,4 @@ export async function trustChecks(input: TrustInput): Promise<{ failures: TrustF
   return { failures, attrs: { perceptual_hash: hash, location_verified: 'mismatch' in loc ? false : loc.verified } };
 }
 
-export interface ApprovedFileRef {
-  fileId: string;
-  submissionId: string;
-  jobId: string;
-  contentHash: string;
-  perceptualHash: string | null | undefined;
-  contentType: string;
-}
-
-/**
- * Inside the approval transaction: the tenant's duplicate-bytes guard (labelled `hash:org:<file>`,
- * so a concurrent approval of identical bytes fails it like the job's guard) and the
- * near-duplicate buckets of the approved images.
- */
-export function addApprovalIndexes(tx: Tx, orgId: string, env: Env, files: ApprovedFileRef[], at: string): void {
-  for (const f of files) {
-    if (!f.contentHash) continue;
-    tx.create(`hash:org:${f.fileId}`, {
-      ...keys.tenantContentHash(orgId, env, hexOf(f.contentHash)),
-      entity: 'tenant_content_hash',
-      org_id: orgId,
-      environment: env,
-      job_id: f.jobId,
-      file_id: f.fileId,
-      submission_id: f.submissionId,
-      created_at: at,
-    });
-  }
-  const images = files.filter((f) => f.contentType.startsWith('image/') && isPerceptualHash(f.perceptualHash));
-  addToNearDuplicateIndex(tx, orgId, env, images.map((f) => ({ fileId: f.fileId, hash: f.perceptualHash! })));
-}
-
-/** Inside a withdrawal: the file no longer blocks identical or similar uploads. */
-export function removeApprovalIndexes(tx: Tx, orgId: string, env: Env, files: ApprovedFileRef[]): void {
-  for (const f of files) {
-    if (!f.contentHash) continue;
-    const mine = { condition: 'attribute_not_exists(PK) OR file_id = :f', values: { ':f': f.fileId } };
-    tx.delete(`unhash:org:${f.fileId}`, keys.tenantContentHash(orgId, env, hexOf(f.contentHash)), mine);
-    tx.delete(`unhash:job:${f.fileId}`, keys.jobContentHash(f.jobId, hexOf(f.contentHash)), mine);
-  }
-  const images = files.filter((f) => f.contentType.startsWith('image/') && isPerceptualHash(f.perceptualHash));
-  removeFromNearDuplicateIndex(tx, orgId, env, images.map((f) => ({ fileId: f.fileId, hash: f.perceptualHash! })));
-}
+export { addApprovalIndexes, removeApprovalIndexes, type ApprovedFileRef } from './indexes';

@@ -23,7 +23,7 @@ import { db, tableName } from '../db/client';
 import { keys, type Key } from '../db/keys';
 import type { Tx } from '../db/tx';
 import type { Env } from '../types';
-import { hammingDistance } from './phash';
+import { hammingDistance } from './hash';
 
 export const NEAR_DUPLICATE_MAX_DISTANCE = 9;
 const BAND_WIDTHS = [13, 13, 13, 13, 12] as const;

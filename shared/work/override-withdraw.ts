@@ -19,7 +19,7 @@ import type { Tx } from '../db/tx';
 import { logger } from '../logger';
 import { deleteObjects } from '../storage/s3';
 import { addReversal } from '../ledger/reversal';
-import { removeApprovalIndexes } from '../trust';
+import { removeApprovalIndexes } from '../trust/indexes';
 import type { JobItem } from '../jobs/model';
 import type { SubmissionItem } from './model';
 

@@ -32,7 +32,7 @@ import { categoryOf, freeSlots, type Category, type JobItem } from '../jobs/mode
 import { addApprovalCharges, approvalAllowed } from '../ledger/escrow';
 import { REVERSIBLE_STATUSES } from '../ledger/reversal';
 import { approvedFileUrl, fileItem } from '../files';
-import { addApprovalIndexes } from '../trust';
+import { addApprovalIndexes } from '../trust/indexes';
 import { reconcileAvailability } from './slots';
 import { getSubmissionItem } from './reservations';
 import { approvedRef } from './verdict';

@@ -37,7 +37,7 @@ import { reasonCodesFromDimensions, sortReasonCodes, type Dimensions, type Reaso
 import { policyFinding, policyRejection } from '../scoring/policy';
 import { withSpeech } from '../speech/annotate';
 import { fileItem } from '../files';
-import { addApprovalIndexes } from '../trust';
+import { addApprovalIndexes } from '../trust/indexes';
 import { addSlotChange, reconcileAvailability, withJobRetry } from './slots';
 import { getSubmissionItem, reservationItem } from './reservations';
 import { RESERVATION_MS, type FilePart, type SubmissionItem } from './model';
