@@ -1,7 +1,7 @@
 /**
  * API Gateway (REST, Lambda proxy integration) locally: routes each request through the route
  * manifest to its handler module, with the same APIGatewayProxyEvent and result handling, and the
- * same limits (D61), so what would fail deployed fails here first:
+ * same limits (D61, local/http-limits.ts), so what would fail deployed fails here first:
  * - request headers above 10 KiB: 431; a body above API Gateway's 10 MB: 413;
  * - a multipart body above 4 MiB: 413 `use_presigned_upload` (checked by Content-Length when sent,
  *   else while the body streams in), nothing reaches the handler;
@@ -15,30 +15,28 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { matchRoute, routeLogicalName, type RouteDef } from '../shared/manifest/routes';
-import { newId } from '../shared/ids';
-import type { ErrorDetail } from '../shared/errors';
-import { isMultipart, MAX_MULTIPART_BODY_BYTES, multipartTooLarge } from '../shared/work/upload-limits';
+import { isMultipart, multipartTooLarge } from '../shared/work/upload-limits';
+import {
+  bodyLimitFor,
+  BodyTooLarge,
+  DEFAULT_TIMEOUTS,
+  eventPayloadBytes,
+  LAMBDA_PAYLOAD_BYTES,
+  MAX_HEADER_BYTES,
+  rawEnvelopeResponse,
+  readBody,
+  refuseBody,
+  writeErrorEnvelope,
+  type IntegrationTimeouts,
+} from './http-limits';
 import { handlerModuleExists, lambdaContext, loadHandler, LOCAL_ACCOUNT_ID } from './lambda';
 import type { Log } from './log';
 
-/** API Gateway's payload limit (10 MB). */
-export const MAX_BODY_BYTES = 10 * 1024 * 1024;
-/** Lambda's synchronous invocation payload limit, request and response (6 MB). */
-export const LAMBDA_PAYLOAD_BYTES = 6 * 1024 * 1024;
-/** API Gateway's limit on the request line and headers (10 KiB); larger answers 431. */
-export const MAX_HEADER_BYTES = 10 * 1024;
-/** A refused body is drained up to this much so the client can read the answer; beyond, the connection closes. */
-const DRAIN_LIMIT_BYTES = 256 * 1024 * 1024;
+export { LAMBDA_PAYLOAD_BYTES, MAX_BODY_BYTES, MAX_HEADER_BYTES, writeErrorEnvelope, type IntegrationTimeouts } from './http-limits';
+const writeEnvelope = writeErrorEnvelope;
+
 export const STAGE = 'local';
 const API_ID = 'local';
-
-export interface IntegrationTimeouts {
-  /** API Gateway's integration time-out (29 s). */
-  standardMs: number;
-  /** D20: a long-poll holds up to 60 s, so those routes get a longer budget. */
-  longPollMs: number;
-}
-export const DEFAULT_TIMEOUTS: IntegrationTimeouts = { standardMs: 29_000, longPollMs: 65_000 };
 
 const TEXT_TYPES = [/^text\//, /^application\/(.+\+)?json\b/, /^application\/(.+\+)?xml\b/, /^application\/x-www-form-urlencoded\b/, /^application\/javascript\b/];
 
@@ -178,101 +176,6 @@ export function writeProxyResult(res: ServerResponse, result: APIGatewayProxyRes
   res.end(body);
 }
 
-/** The D4 error envelope and its headers, with a fresh request id. */
-function envelope(type: string, message: string, details?: ErrorDetail[]): { body: string; requestId: string } {
-  const requestId = newId('request');
-  return { requestId, body: JSON.stringify({ error: { type, message, request_id: requestId, ...(details ? { details } : {}) } }) };
-}
-
-/** An error envelope (D4) answered by the adapter itself (or a local page), with its own request id. */
-export function writeErrorEnvelope(
-  res: ServerResponse,
-  status: number,
-  type: string,
-  message: string,
-  headers: Record<string, string> = {},
-  details?: ErrorDetail[],
-): void {
-  if (res.headersSent) return void res.end();
-  const { body, requestId } = envelope(type, message, details);
-  res.writeHead(status, { ...headers, 'Content-Type': 'application/json', 'X-Request-Id': requestId, 'Content-Length': String(Buffer.byteLength(body)) });
-  res.end(body);
-}
-const writeEnvelope = writeErrorEnvelope;
-
-/** A body refused for its size: which limit, and whether it was read to its end (drained). */
-class BodyTooLarge extends Error {
-  constructor(
-    readonly limit: BodyLimit,
-    readonly drained: boolean,
-  ) {
-    super('body too large');
-  }
-}
-
-interface BodyLimit {
-  bytes: number;
-  refuse(): { status: number; type: string; message: string; details?: ErrorDetail[] };
-}
-
-const GATEWAY_LIMIT: BodyLimit = {
-  bytes: MAX_BODY_BYTES,
-  refuse: () => ({
-    status: 413,
-    type: 'invalid_request',
-    message: `The request body exceeds ${MAX_BODY_BYTES} bytes, the API's limit.`,
-    details: [{ field: 'body', code: 'body_too_large', message: `at most ${MAX_BODY_BYTES} bytes` }],
-  }),
-};
-
-const MULTIPART_LIMIT: BodyLimit = {
-  bytes: MAX_MULTIPART_BODY_BYTES,
-  refuse: () => {
-    const e = multipartTooLarge();
-    return { status: e.status, type: e.type, message: e.message, details: e.details };
-  },
-};
-
-/** The limit of a request's body: 4 MiB for multipart uploads (D61), else API Gateway's 10 MB. */
-export function bodyLimitFor(contentType: string | undefined): BodyLimit {
-  return isMultipart(contentType) ? MULTIPART_LIMIT : GATEWAY_LIMIT;
-}
-
-/**
- * Reads the body up to the limit. Above it (by Content-Length up front, else while streaming), the
- * rest is read and dropped up to DRAIN_LIMIT_BYTES so the client gets to read the refusal.
- */
-function readBody(req: IncomingMessage, limit: BodyLimit): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const declared = Number(req.headers['content-length'] ?? 0);
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let tooLarge = declared > limit.bytes;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit.bytes) tooLarge = true;
-      if (tooLarge) {
-        chunks.length = 0;
-        if (size > DRAIN_LIMIT_BYTES) {
-          req.pause();
-          reject(new BodyTooLarge(limit, false));
-        }
-      } else chunks.push(chunk);
-    });
-    req.on('end', () => (tooLarge ? reject(new BodyTooLarge(limit, true)) : resolve(Buffer.concat(chunks))));
-    req.on('error', reject);
-  });
-}
-
-function refuseBody(res: ServerResponse, err: BodyTooLarge): void {
-  const r = err.limit.refuse();
-  // Not drained (beyond DRAIN_LIMIT_BYTES): the connection cannot be reused.
-  writeEnvelope(res, r.status, r.type, r.message, err.drained ? {} : { Connection: 'close' }, r.details);
-  if (!err.drained) res.once('finish', () => res.socket?.destroy());
-}
-
-/** The bytes Lambda would receive for this event (its JSON). */
-export const eventPayloadBytes = (event: APIGatewayProxyEvent) => Buffer.byteLength(JSON.stringify(event));
 
 /** A local-only page (e.g. a payment provider's checkout); returns true when it answered. */
 export type LocalPage = (req: IncomingMessage, res: ServerResponse) => boolean | Promise<boolean>;
@@ -303,14 +206,6 @@ export interface HttpServerOptions {
   loadHandler?: typeof loadHandler;
 }
 
-/** A raw HTTP/1.1 answer in the envelope, for errors found before Node made a request of the bytes. */
-function rawEnvelopeResponse(status: number, reason: string, type: string, message: string): string {
-  const { body, requestId } = envelope(type, message);
-  return (
-    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nX-Request-Id: ${requestId}\r\n` +
-    `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
-  );
-}
 
 class IntegrationTimeout extends Error {}
 

@@ -15,6 +15,7 @@ export const EVENT_TYPES = [
   'submission.approved',
   'submission.rejected',
   'submission.scored',
+  'submission.overridden',
   'job.created',
   'job.completed',
   'job.cancelled',
@@ -25,6 +26,8 @@ export const EVENT_TYPES = [
   'credits.auto_top_up_failed',
   'credits.expiring_soon',
   'credits.expired',
+  'export.completed',
+  'export.failed',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

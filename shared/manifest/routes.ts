@@ -40,7 +40,8 @@ export type ResourceKind =
   | 'webhook_endpoint'
   | 'webhook_event'
   | 'worker_job'
-  | 'worker_submission';
+  | 'worker_submission'
+  | 'export';
 
 /** Least-privilege access a handler needs; the stack turns it into grants through helpers. */
 export interface RouteAccess extends KeyAccess {
@@ -174,6 +175,21 @@ export const ROUTES: readonly RouteDef[] = [
     resource: { param: 'job_id', kind: 'job' },
     access: { ...LIST, cdnSign: true }, // signs file_url (a CDN URL: no bucket access)
   }),
+  // --- Dataset exports (D73) ---
+  buyer('jobs.exports.create', 'POST', '/v1/jobs/{job_id}/exports', 'functions/exports/create.ts', 'jobs:read', {
+    resource: { param: 'job_id', kind: 'job' },
+    access: { table: 'write', sendTo: ['exports'] },
+    successStatus: 202,
+  }),
+  buyer('jobs.exports.list', 'GET', '/v1/jobs/{job_id}/exports', 'functions/exports/list.ts', 'jobs:read', {
+    resource: { param: 'job_id', kind: 'job' },
+    access: { ...LIST, cdnSign: true }, // signs download_url (a CDN URL: no bucket access)
+  }),
+  buyer('exports.get', 'GET', '/v1/exports/{export_id}', 'functions/exports/get.ts', 'jobs:read', {
+    longPoll: true,
+    resource: { param: 'export_id', kind: 'export' },
+    access: { table: 'read', cdnSign: true }, // signs download_url (a CDN URL: no bucket access)
+  }),
   buyer('files.refresh_url', 'POST', '/v1/files/{file_id}/refresh_url', 'functions/files/refresh-url.ts', 'jobs:read', {
     idempotency: 'optional',
     resource: { param: 'file_id', kind: 'file' },
@@ -188,6 +204,12 @@ export const ROUTES: readonly RouteDef[] = [
   buyer('submissions.get', 'GET', '/v1/submissions/{submission_id}', 'functions/submissions/get.ts', 'jobs:read', {
     resource: { param: 'submission_id', kind: 'submission' },
     access: { table: 'read', cdnSign: true }, // signs file_url (a CDN URL: no bucket access)
+  }),
+  // D71: the buyer's override of a verdict (scope jobs:write); deletes the withdrawn objects and
+  // signs file_url.
+  buyer('submissions.override', 'POST', '/v1/submissions/{submission_id}/override', 'functions/submissions/override.ts', 'jobs:write', {
+    resource: { param: 'submission_id', kind: 'submission' },
+    access: { table: 'write', bucket: 'read-write', cdnSign: true },
   }),
 
   // --- API keys (D5, D6) ---

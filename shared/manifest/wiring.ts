@@ -113,6 +113,8 @@ export interface ScheduleDef {
 export const BUCKET_PREFIXES = {
   uploads: 'uploads/',
   keyframes: 'keyframes/',
+  /** Dataset exports (D73): written by the `exports` consumer, never start the pipeline. */
+  exports: 'exports/',
   /** Amazon Transcribe output documents (D65), `transcripts/<job name>.json` */
   transcripts: 'transcripts/',
 } as const;
@@ -218,12 +220,28 @@ export const QUEUES: readonly QueueDef[] = [
     // with sharp (shared/sandbox/unique-bytes.ts).
     native: { packages: ['sharp'], files: [{ from: 'samples', to: 'samples', env: 'SANDBOX_SAMPLES_DIR' }] },
   },
+  {
+    // D73: builds one dataset export per message (sent by POST /v1/jobs/{id}/exports), streaming
+    // the job's Files to S3 as a multipart upload in bounded memory. A failure the consumer sees
+    // marks the export failed (export.failed) at once; the DLQ keeps what even that could not record.
+    name: 'exports',
+    consumer: 'functions/pipeline/export.ts',
+    // 6 × the consumer time-out (AWS guidance); a run that died is retried after an hour.
+    visibilityTimeoutSeconds: 3600,
+    maxReceiveCount: 3,
+    batchSize: 1,
+    consumerTimeoutSeconds: 600,
+    consumerMemoryMb: 1024,
+    dlqAlarmThreshold: 1,
+    // Writes the export to the bucket; JSONL and COCO carry each File's signed download URL.
+    access: { table: 'write', bucket: 'read-write', cdnSign: true },
+  },
 ];
 
 export const RULES: readonly RuleDef[] = [
   {
     name: 'upload-created',
-    description: 'S3 ObjectCreated under uploads/ fans out to scoring and annotation in parallel (D54)',
+    description: 'S3 ObjectCreated under uploads/ fans out to scoring and annotation in parallel',
     source: 'bucket',
     pattern: {
       source: ['aws.s3'],
@@ -234,7 +252,7 @@ export const RULES: readonly RuleDef[] = [
   },
   {
     name: 'transcription-done',
-    description: 'Amazon Transcribe job state changes (completed or failed) of our jobs resume scoring (D65)',
+    description: 'Amazon Transcribe job state changes (completed or failed) of our jobs resume scoring',
     source: 'transcribe',
     pattern: {
       source: ['aws.transcribe'],
@@ -251,13 +269,13 @@ export const RULES: readonly RuleDef[] = [
 export const PIPES: readonly PipeDef[] = [
   {
     name: 'outbox-to-webhooks',
-    description: 'Every event written by the outbox (D35) goes to the webhook dispatcher',
+    description: 'Every event written by the outbox goes to the webhook dispatcher',
     filter: { eventName: ['INSERT'], dynamodb: { NewImage: { entity: { S: ['event'] } } } },
     target: 'webhooks',
   },
   {
     name: 'sandbox-jobs',
-    description: 'Test-environment job.created events start the simulated worker (D40)',
+    description: 'Test-environment job.created events start the simulated worker',
     filter: {
       eventName: ['INSERT'],
       dynamodb: {
@@ -275,7 +293,7 @@ export const PIPES: readonly PipeDef[] = [
 export const SCHEDULES: readonly ScheduleDef[] = [
   {
     name: 'reservation-sweep',
-    description: 'Frees expired slot reservations (D23) without any request',
+    description: 'Frees expired slot reservations without any request',
     everyMinutes: 1,
     handler: 'functions/scheduled/reservation-sweep.ts',
     timeoutSeconds: 55,
@@ -283,7 +301,7 @@ export const SCHEDULES: readonly ScheduleDef[] = [
   },
   {
     name: 'credit-expiry-sweep',
-    description: 'Expires free-tier and bonus lots, warns 30 days ahead (D33)',
+    description: 'Expires free-tier and bonus lots, warns 30 days ahead',
     everyMinutes: 60,
     handler: 'functions/scheduled/credit-expiry-sweep.ts',
     timeoutSeconds: 300,

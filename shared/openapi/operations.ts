@@ -12,6 +12,7 @@ import { apiKey, auditEvent, me, phoneVerificationConfirmed, phoneVerificationSt
 import { balance, checkoutSession, transaction } from './schemas/billing';
 import { endpoint, event } from './schemas/webhooks';
 import { presignedUploads, workerJob, workerSignup, workerSubmission } from './schemas/worker';
+import { exportObject } from './schemas/exports';
 
 export interface Content {
   /** Media type → zod schema (JSON) or a raw JSON Schema (HTML, CSS, …). */
@@ -108,6 +109,19 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     success: ok(job),
     errors: { 409: 'The job is not completed, or already rated.' },
   },
+  'jobs.exports.create': {
+    summary: "Export a job's files as one dataset file (JSON Lines, COCO or CSV)",
+    tag: 'Exports',
+    description:
+      'Built in the background: the export starts `pending`; follow it with `GET /v1/exports/{export_id}` (long-poll) or the `export.completed` / `export.failed` events. `min_score` (default 3) keeps the files rated at least that many stars, as the files list does.',
+    success: { 202: { description: 'Accepted; the export is pending', body: exportObject } },
+  },
+  'jobs.exports.list': { summary: "List a job's exports, newest first", tag: 'Exports', success: ok(list(exportObject)) },
+  'exports.get': {
+    summary: 'Get an export; long-poll with `Prefer: wait=N` until its status changes',
+    tag: 'Exports',
+    success: ok(exportObject),
+  },
   'jobs.files.list': {
     summary: "List a job's approved files with fresh download URLs",
     tag: 'Files',
@@ -124,6 +138,16 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   'submissions.list': { summary: 'List submissions across jobs', tag: 'Submissions', success: ok(list(submission)) },
   'submissions.summary': { summary: 'Submission counts and ratings', tag: 'Submissions', success: ok(submissionSummary) },
   'submissions.get': { summary: 'Get a submission', tag: 'Submissions', success: ok(submission) },
+  'submissions.override': {
+    summary: 'Override a verdict within 7 days: approve a rejected or retry_pending submission, or reject an approved one',
+    tag: 'Submissions',
+    description:
+      'Once per submission, within 7 days of scored_at. Approving is a normal approval (Files, charge, payout). Rejecting withdraws the Files (their download URLs stop working), returns the price to the job\'s escrow as a `reversal` transaction, reverses the worker payout and reopens a completed job. See docs/trust.md.',
+    success: ok(submission),
+    errors: {
+      409: '`details[0].code`: `invalid_state` (wrong status, already overridden, or identical bytes already approved), `override_window_closed`, `job_cancelled`, `no_free_slot`.',
+    },
+  },
 
   'api_keys.create': { summary: 'Create an API key (the secret is shown once)', tag: 'API keys', success: ok(apiKey) },
   'api_keys.list': { summary: 'List API keys (secrets masked)', tag: 'API keys', success: ok(list(apiKey)) },

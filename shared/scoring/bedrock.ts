@@ -25,6 +25,7 @@ import * as z from 'zod';
 import { categoryOf, normalizeContentType } from '../media/sniff';
 import { clampStar, reasonCodesFromDimensions, type Dimensions, type ScoreResult, type Scorer, type ScoringInput } from './types';
 import { BedrockOutputError, DEFAULT_BEDROCK_MODEL_ID, bedrockTimeoutMs, extractJson, parseModelReply, type ConverseClient } from './bedrock-reply';
+import { traced } from '../observability/tracer';
 
 export { BedrockOutputError, DEFAULT_BEDROCK_MODEL_ID, bedrockTimeoutMs, extractJson, type ConverseClient };
 
@@ -196,7 +197,7 @@ export class BedrockScorer implements Scorer {
 
   async score(input: ScoringInput): Promise<ScoreResult> {
     const { BedrockRuntimeClient, ConverseCommand } = await import('@aws-sdk/client-bedrock-runtime');
-    this.client ??= new BedrockRuntimeClient({});
+    this.client ??= traced(new BedrockRuntimeClient({}));
     const out = await this.client.send(new ConverseCommand(await this.buildRequest(input)), { abortSignal: AbortSignal.timeout(bedrockTimeoutMs()) });
     return parseConverseOutput(out, this.modelId, input.job.min_star_rating);
   }

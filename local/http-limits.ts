@@ -1,0 +1,133 @@
+/**
+ * The limits the deployed API puts on a request, enforced by the local HTTP front (local/http.ts,
+ * D61), and the error envelope it answers with: API Gateway's 10 MB body and 10 KiB headers,
+ * Lambda's 6 MB payload each way (binary bodies count base64-encoded), the 4 MiB multipart upload
+ * limit, and the integration time-outs. A refused body is read to its end (up to a bound) so that
+ * the client reads the answer rather than a connection reset (issue 11.5).
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { APIGatewayProxyEvent } from 'aws-lambda';
+import { newId } from '../shared/ids';
+import type { ErrorDetail } from '../shared/errors';
+import { isMultipart, MAX_MULTIPART_BODY_BYTES, multipartTooLarge } from '../shared/work/upload-limits';
+
+/** API Gateway's payload limit (10 MB). */
+export const MAX_BODY_BYTES = 10 * 1024 * 1024;
+/** Lambda's synchronous invocation payload limit, request and response (6 MB). */
+export const LAMBDA_PAYLOAD_BYTES = 6 * 1024 * 1024;
+/** API Gateway's limit on the request line and headers (10 KiB); larger answers 431. */
+export const MAX_HEADER_BYTES = 10 * 1024;
+/** A refused body is drained up to this much so the client can read the answer; beyond, the connection closes. */
+export const DRAIN_LIMIT_BYTES = 256 * 1024 * 1024;
+
+export interface IntegrationTimeouts {
+  /** API Gateway's integration time-out (29 s). */
+  standardMs: number;
+  /** D20: a long-poll holds up to 60 s, so those routes get a longer budget. */
+  longPollMs: number;
+}
+export const DEFAULT_TIMEOUTS: IntegrationTimeouts = { standardMs: 29_000, longPollMs: 65_000 };
+
+/** The D4 error envelope and its headers, with a fresh request id. */
+export function envelope(type: string, message: string, details?: ErrorDetail[]): { body: string; requestId: string } {
+  const requestId = newId('request');
+  return { requestId, body: JSON.stringify({ error: { type, message, request_id: requestId, ...(details ? { details } : {}) } }) };
+}
+
+/** An error envelope (D4) answered by the adapter itself (or a local page), with its own request id. */
+export function writeErrorEnvelope(
+  res: ServerResponse,
+  status: number,
+  type: string,
+  message: string,
+  headers: Record<string, string> = {},
+  details?: ErrorDetail[],
+): void {
+  if (res.headersSent) return void res.end();
+  const { body, requestId } = envelope(type, message, details);
+  res.writeHead(status, { ...headers, 'Content-Type': 'application/json', 'X-Request-Id': requestId, 'Content-Length': String(Buffer.byteLength(body)) });
+  res.end(body);
+}
+
+/** A body refused for its size: which limit, and whether it was read to its end (drained). */
+export class BodyTooLarge extends Error {
+  constructor(
+    readonly limit: BodyLimit,
+    readonly drained: boolean,
+  ) {
+    super('body too large');
+  }
+}
+
+export interface BodyLimit {
+  bytes: number;
+  refuse(): { status: number; type: string; message: string; details?: ErrorDetail[] };
+}
+
+const GATEWAY_LIMIT: BodyLimit = {
+  bytes: MAX_BODY_BYTES,
+  refuse: () => ({
+    status: 413,
+    type: 'invalid_request',
+    message: `The request body exceeds ${MAX_BODY_BYTES} bytes, the API's limit.`,
+    details: [{ field: 'body', code: 'body_too_large', message: `at most ${MAX_BODY_BYTES} bytes` }],
+  }),
+};
+
+const MULTIPART_LIMIT: BodyLimit = {
+  bytes: MAX_MULTIPART_BODY_BYTES,
+  refuse: () => {
+    const e = multipartTooLarge();
+    return { status: e.status, type: e.type, message: e.message, details: e.details };
+  },
+};
+
+/** The limit of a request's body: 4 MiB for multipart uploads (D61), else API Gateway's 10 MB. */
+export function bodyLimitFor(contentType: string | undefined): BodyLimit {
+  return isMultipart(contentType) ? MULTIPART_LIMIT : GATEWAY_LIMIT;
+}
+
+/**
+ * Reads the body up to the limit. Above it (by Content-Length up front, else while streaming), the
+ * rest is read and dropped up to DRAIN_LIMIT_BYTES so the client gets to read the refusal.
+ */
+export function readBody(req: IncomingMessage, limit: BodyLimit): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(req.headers['content-length'] ?? 0);
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let tooLarge = declared > limit.bytes;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit.bytes) tooLarge = true;
+      if (tooLarge) {
+        chunks.length = 0;
+        if (size > DRAIN_LIMIT_BYTES) {
+          req.pause();
+          reject(new BodyTooLarge(limit, false));
+        }
+      } else chunks.push(chunk);
+    });
+    req.on('end', () => (tooLarge ? reject(new BodyTooLarge(limit, true)) : resolve(Buffer.concat(chunks))));
+    req.on('error', reject);
+  });
+}
+
+export function refuseBody(res: ServerResponse, err: BodyTooLarge): void {
+  const r = err.limit.refuse();
+  // Not drained (beyond DRAIN_LIMIT_BYTES): the connection cannot be reused.
+  writeErrorEnvelope(res, r.status, r.type, r.message, err.drained ? {} : { Connection: 'close' }, r.details);
+  if (!err.drained) res.once('finish', () => res.socket?.destroy());
+}
+
+/** The bytes Lambda would receive for this event (its JSON). */
+export const eventPayloadBytes = (event: APIGatewayProxyEvent) => Buffer.byteLength(JSON.stringify(event));
+
+/** A raw HTTP/1.1 answer in the envelope, for errors found before Node made a request of the bytes. */
+export function rawEnvelopeResponse(status: number, reason: string, type: string, message: string): string {
+  const { body, requestId } = envelope(type, message);
+  return (
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nX-Request-Id: ${requestId}\r\n` +
+    `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
+  );
+}
