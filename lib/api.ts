@@ -2,6 +2,7 @@ import { Duration, Stack, aws_apigateway as apigw, aws_logs as logs } from 'aws-
 import { Construct } from 'constructs';
 import { ROUTES, type RouteDef } from '../shared/manifest/routes';
 import { apiWaf } from './edges/waf';
+import { acknowledge } from './constructs/nag';
 import type { Limits } from './settings';
 
 /*
@@ -111,6 +112,8 @@ export class ApiGateway extends Construct {
       },
     });
     this.addGatewayResponses();
+    acknowledge(this.restApi, 'AwsSolutions-APIG2', 'Requests are validated by zod in the handlers, which answer the API error envelope with field details.');
+    acknowledge(this.restApi, 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]', 'The account-level role API Gateway needs to write access and execution logs.');
     apiWaf(this, 'Waf', { stage: this.restApi.deploymentStage, limits: props.limits });
 
     // Built from the id, not `restApi.url`, so functions do not depend on the deployment (which

@@ -19,6 +19,7 @@ import { QUEUES, SCHEDULES, type QueueDef, type ScheduleDef } from '../shared/ma
 import { STAGE_NAME, latencyThresholdMs, longPollTimeouts, type ApiGateway } from './api';
 import { bindBucket, bindKeyAccess, bindQueue, bindTable, grantBedrockInvoke, grantSms, type CdnResources, type KeyResources } from './constructs/grants';
 import { HouseFunction } from './constructs/house-function';
+import { acknowledge } from './constructs/nag';
 import { queueDomain, routeDomain, scheduleDomain, type Domain } from './domains';
 import { dlqAlarm, functionAlarms, methodLatencyAlarm } from './monitoring/alarms';
 import { deadLetterQueue, pascal, type Plumbing } from './plumbing';
@@ -109,6 +110,9 @@ export class DomainStack extends NestedStack {
       sourceArn: shared.api.restApi.arnForExecuteApi(route.method, route.path.replace(/\{[^}]+\}/g, '*'), STAGE_NAME),
     });
     this.methods.push(method);
+    const who = route.principal === 'none' ? 'open signup route, limited per IP by the WAF and the handler' : 'hashed API keys / worker tokens are checked by the handler middleware, so a revoke takes effect at once';
+    acknowledge(method, 'AwsSolutions-APIG4', `No API Gateway authorizer by design: ${who}.`);
+    acknowledge(method, 'AwsSolutions-COG4', 'No Cognito: callers are servers with API keys and workers with tokens, checked in the handler.');
     methodLatencyAlarm(method, shared.alarmAction, {
       apiName: shared.api.apiName,
       stage: STAGE_NAME,
@@ -172,6 +176,7 @@ export class DomainStack extends NestedStack {
     functionAlarms(fn, shared.alarmAction, `The ${def.name} schedule`);
     // A run EventBridge could not start (after its retries) is kept here, with an alarm.
     const dlq = deadLetterQueue(this, `${id}ScheduleDlq`);
+    acknowledge(dlq, 'AwsSolutions-SQS3', `This is the dead-letter queue of the ${def.name} schedule.`);
     dlqAlarm(this, `${id}ScheduleDlqAlarm`, dlq, shared.alarmAction, {
       threshold: 1,
       description: `EventBridge could not start the ${def.name} schedule (docs/operations.md)`,

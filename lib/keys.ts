@@ -13,6 +13,7 @@ import {
 import { Construct } from 'constructs';
 import type { SecretName } from '../shared/manifest/access';
 import { PROJECT_ROOT } from './constructs/house-function';
+import { acknowledge } from './constructs/nag';
 
 /**
  * What the platform team provides before the first deploy (docs/deploying.md), as context:
@@ -50,6 +51,7 @@ export class Keys extends Construct {
       enableKeyRotation: true,
       removalPolicy: RemovalPolicy.RETAIN,
     });
+    acknowledge(this.cursorSecret, 'AwsSolutions-SMG4', 'Rotated by an operator (docs/operations.md): a new key invalidates outstanding cursors, so it is done at a quiet hour.');
     this.secrets.set('cursor', this.cursorSecret);
     this.secrets.set('cdn-signing-key', importSecret(this, 'CdnSigningKey', props.cdnPrivateKeySecretArn));
     if (props.stripeSecretArn) this.secrets.set('stripe', importSecret(this, 'StripeSecret', props.stripeSecretArn));
@@ -149,6 +151,10 @@ export class Cdn extends Construct {
       httpVersion: cloudfront.HttpVersion.HTTP2_AND_3,
       enableIpv6: true,
     });
+    acknowledge(this.distribution, 'AwsSolutions-CFR1', 'Buyers download worldwide; every URL is signed and expires.');
+    acknowledge(this.distribution, 'AwsSolutions-CFR2', 'Signed URLs only: an unsigned request is refused at the edge before any origin fetch; the API has its WAF.');
+    acknowledge(this.distribution, 'AwsSolutions-CFR3', 'Origin reads are in the media bucket access logs; edge logs would need ACLs on the log bucket.');
+    acknowledge(this.distribution, 'AwsSolutions-CFR4', 'The default *.cloudfront.net certificate allows no minimum TLS version; a custom domain with TLSv1.2_2021 fixes it.');
   }
 
   /** `https://<distribution domain>`: the base of every download URL. */

@@ -14,6 +14,7 @@ import { Construct } from 'constructs';
 import { routeLogicalName } from '../shared/manifest/routes';
 import { PIPES, QUEUES, RULES, type EventPattern, type PipeDef, type QueueDef, type RuleDef } from '../shared/manifest/wiring';
 import { dlqAlarm } from './monitoring/alarms';
+import { acknowledge } from './constructs/nag';
 
 /** `upload-created` → `UploadCreated` (the manifest's own naming rule). */
 export const pascal = (name: string): string => routeLogicalName({ id: name });
@@ -95,6 +96,7 @@ export class Plumbing extends Construct {
     const id = pascal(def.name);
     // Failed deliveries from EventBridge to the queue (e.g. throttling beyond retries) land here.
     const deliveryDlq = deadLetterQueue(this, `${id}RuleDlq`);
+    acknowledge(deliveryDlq, 'AwsSolutions-SQS3', `This is the dead-letter queue of the ${def.name} rule's deliveries.`);
     this.allDeadLetterQueues.set(`${def.name} rule`, deliveryDlq);
     dlqAlarm(this, `${id}RuleDlqAlarm`, deliveryDlq, this.props.alarmAction, {
       threshold: 1,
@@ -127,6 +129,7 @@ export class Plumbing extends Construct {
     const id = pascal(def.name);
     const target = this.queue(def.target);
     const dlq = deadLetterQueue(this, `${id}PipeDlq`);
+    acknowledge(dlq, 'AwsSolutions-SQS3', `This is the dead-letter queue of the ${def.name} pipe.`);
     this.allDeadLetterQueues.set(`${def.name} pipe`, dlq);
     dlqAlarm(this, `${id}PipeDlqAlarm`, dlq, this.props.alarmAction, {
       threshold: 1,
@@ -139,6 +142,7 @@ export class Plumbing extends Construct {
       assumedBy: new iam.ServicePrincipal('pipes.amazonaws.com', { conditions: { StringEquals: { 'aws:SourceAccount': stack.account } } }),
     });
     this.props.table.grantStreamRead(role);
+    acknowledge(role, 'AwsSolutions-IAM5[Resource::*]', 'dynamodb:ListStreams has no resource ARN (CDK grantStreamRead).');
     target.grantSendMessages(role);
     dlq.grantSendMessages(role);
 

@@ -19,6 +19,7 @@ export const ID_PREFIXES = {
   audit: 'aud',
   lot: 'lot',
   payout: 'pay',
+  export: 'exp',
 } as const;
 export type IdKind = keyof typeof ID_PREFIXES;
 

@@ -25,6 +25,8 @@ export const EVENT_TYPES = [
   'credits.auto_top_up_failed',
   'credits.expiring_soon',
   'credits.expired',
+  'export.completed',
+  'export.failed',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

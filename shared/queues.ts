@@ -2,6 +2,7 @@
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { config, type Config } from './config';
 import { localCredentials } from './db/client';
+import { traced } from './observability/tracer';
 
 let client: SQSClient | null = null;
 let clientFor: Config | null = null;
@@ -9,10 +10,12 @@ let clientFor: Config | null = null;
 export function sqs(): SQSClient {
   const c = config();
   if (!client || clientFor !== c) {
-    client = new SQSClient({
-      region: c.region,
-      ...(c.sqsEndpoint ? { endpoint: c.sqsEndpoint, credentials: localCredentials } : {}),
-    });
+    client = traced(
+      new SQSClient({
+        region: c.region,
+        ...(c.sqsEndpoint ? { endpoint: c.sqsEndpoint, credentials: localCredentials } : {}),
+      }),
+    );
     clientFor = c;
   }
   return client;

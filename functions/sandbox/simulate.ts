@@ -9,7 +9,7 @@ import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { getJobItem } from '../../shared/jobs';
 import { startChain, tick } from '../../shared/sandbox/simulator';
 import { sendMessage } from '../../shared/queues';
-import { logger } from '../../shared/logger';
+import { logger, withInvocationScope } from '../../shared/logger';
 
 interface TickMessage {
   kind: 'sandbox.tick';
@@ -44,7 +44,7 @@ async function handleRecord(body: string): Promise<void> {
   }
 }
 
-export const handler = async (event: SQSEvent): Promise<SQSBatchResponse> => {
+export const handler = withInvocationScope(async (event: SQSEvent): Promise<SQSBatchResponse> => {
   const failures: SQSBatchResponse['batchItemFailures'] = [];
   for (const record of event.Records) {
     try {
@@ -55,4 +55,4 @@ export const handler = async (event: SQSEvent): Promise<SQSBatchResponse> => {
     }
   }
   return { batchItemFailures: failures };
-};
+});

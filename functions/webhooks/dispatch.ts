@@ -4,5 +4,6 @@
  */
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { dispatchBatch } from '../../shared/webhooks/dispatcher';
+import { withInvocationScope } from '../../shared/logger';
 
-export const handler = (event: SQSEvent): Promise<SQSBatchResponse> => dispatchBatch(event);
+export const handler = withInvocationScope((event: SQSEvent): Promise<SQSBatchResponse> => dispatchBatch(event));

@@ -3,6 +3,7 @@ import { Annotations, Duration, aws_lambda as lambda, aws_lambda_nodejs as nodej
 import type { Construct } from 'constructs';
 import type { NativeDeps } from '../../shared/manifest/wiring';
 import { FFMPEG_LAYER_ENV, bundlingFor, shippedFileEnv } from './native';
+import { acknowledge } from './nag';
 
 /** The repository root: handler modules in the manifests are relative to it. */
 export const PROJECT_ROOT = path.resolve(__dirname, '..', '..');
@@ -92,6 +93,9 @@ export class HouseFunction extends nodejs.NodejsFunction {
         environment: { ...nativeBundling.environment, ...bundling?.environment },
       },
     });
+    acknowledge(this, 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]', 'The standard execution role: writes to CloudWatch Logs only.');
+    acknowledge(this, 'AwsSolutions-IAM5[Resource::*]', 'X-Ray PutTraceSegments/PutTelemetryRecords (active tracing) have no resource ARN.');
+    acknowledge(this, 'AwsSolutions-L1', 'Pinned to Node.js 22: bundles target node22 and native packages are installed for it; upgraded deliberately.');
     if (native?.ffmpeg && !ffmpegLayer) {
       Annotations.of(this).addWarningV2(
         'media-marketplace:ffmpeg-missing',

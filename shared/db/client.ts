@@ -5,6 +5,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { config } from '../config';
+import { traced } from '../observability/tracer';
 
 let doc: DynamoDBDocumentClient | null = null;
 let raw: DynamoDBClient | null = null;
@@ -14,11 +15,13 @@ const localCredentials = { accessKeyId: 'local', secretAccessKey: 'local' };
 export function dynamo(): DynamoDBClient {
   if (!raw) {
     const c = config();
-    raw = new DynamoDBClient({
-      region: c.region,
-      ...(c.dynamoEndpoint ? { endpoint: c.dynamoEndpoint, credentials: localCredentials } : {}),
-      maxAttempts: 3,
-    });
+    raw = traced(
+      new DynamoDBClient({
+        region: c.region,
+        ...(c.dynamoEndpoint ? { endpoint: c.dynamoEndpoint, credentials: localCredentials } : {}),
+        maxAttempts: 3,
+      }),
+    );
   }
   return raw;
 }

@@ -56,6 +56,8 @@ export const keys = {
   /** D27 retry window of a `retry_pending` submission; swept like reservations (gsi.reservationExpiry). */
   retryWindow: (subId: string): Key => ({ PK: `SUB#${subId}`, SK: 'RETRY' }),
   file: (fileId: string): Key => ({ PK: `FILE#${fileId}`, SK: 'FILE' }),
+  /** A dataset export of one job (D73); its own partition, listed per job through gsi.export. */
+  export: (expId: string): Key => ({ PK: `EXP#${expId}`, SK: 'EXP' }),
 
   // ---------------------------------------------------------------- trust (D26, D69)
   /**
@@ -131,6 +133,8 @@ export const gsi = {
   }),
   /** GSI1: a job's files. */
   file: (jobId: string, fileId: string): Gsi => ({ GSI1PK: `JOB#${jobId}#FILES`, GSI1SK: fileId }),
+  /** GSI1: a job's exports (D73), newest first. */
+  export: (jobId: string, expId: string): Gsi => ({ GSI1PK: `JOB#${jobId}#EXPORTS`, GSI1SK: expId }),
   /** GSI1: a tenant's transactions by type (the `type` filter). */
   transaction: (org: string, env: Env, type: string, crtxId: string): Gsi => ({
     GSI1PK: `TX#${tenant(org, env)}#${type}`,
@@ -170,6 +174,7 @@ export const indexKeys = {
   tenantSubmissions: (org: string, env: Env) => ({ index: 'GSI2' as const, pk: `${tenant(org, env)}#SUBS` }),
   workerSubmissions: (wkr: string) => ({ index: 'GSI3' as const, pk: `WKR#${wkr}#SUBS` }),
   jobFiles: (jobId: string) => ({ index: 'GSI1' as const, pk: `JOB#${jobId}#FILES` }),
+  jobExports: (jobId: string) => ({ index: 'GSI1' as const, pk: `JOB#${jobId}#EXPORTS` }),
   tenantTransactions: (org: string, env: Env) => ({ index: null, pk: `TX#${tenant(org, env)}` }),
   tenantTransactionsByType: (org: string, env: Env, type: string) => ({
     index: 'GSI1' as const,

@@ -8,6 +8,7 @@ import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { routeById, type RouteDef } from '../manifest/routes';
 import { envelope } from './middlewares/envelope';
+import { withInvocationScope } from '../logger';
 import { authentication, authorization, rateLimit } from './middlewares/access';
 import { resource } from './middlewares/resource';
 import { validation, type Schemas } from './middlewares/validate';
@@ -77,7 +78,9 @@ export function route<S extends Schemas>(
     };
     return (await fn(req)) as unknown as APIGatewayProxyResult;
   };
-  return middy<APIGatewayProxyEvent, APIGatewayProxyResult>(inner, { timeoutEarlyInMillis: 0 })
+  // Observability: each invocation logs in its own scope (Lambda context, then the request id the
+  // envelope appends), so concurrent requests in one process never trade keys (issue 11.7).
+  const handler = middy<APIGatewayProxyEvent, APIGatewayProxyResult>(inner, { timeoutEarlyInMillis: 0 })
     .use(envelope(def))
     .use(authentication(def))
     .use(rateLimit(def))
@@ -85,4 +88,5 @@ export function route<S extends Schemas>(
     .use(resource(def))
     .use(validation(schemas))
     .use(idempotency(def)) as unknown as ApiHandler;
+  return withInvocationScope(handler);
 }

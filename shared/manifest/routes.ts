@@ -40,7 +40,8 @@ export type ResourceKind =
   | 'webhook_endpoint'
   | 'webhook_event'
   | 'worker_job'
-  | 'worker_submission';
+  | 'worker_submission'
+  | 'export';
 
 /** Least-privilege access a handler needs; the stack turns it into grants through helpers. */
 export interface RouteAccess extends KeyAccess {
@@ -173,6 +174,21 @@ export const ROUTES: readonly RouteDef[] = [
   buyer('jobs.submissions.list', 'GET', '/v1/jobs/{job_id}/submissions', 'functions/submissions/list-for-job.ts', 'jobs:read', {
     resource: { param: 'job_id', kind: 'job' },
     access: { ...LIST, cdnSign: true }, // signs file_url (a CDN URL: no bucket access)
+  }),
+  // --- Dataset exports (D73) ---
+  buyer('jobs.exports.create', 'POST', '/v1/jobs/{job_id}/exports', 'functions/exports/create.ts', 'jobs:read', {
+    resource: { param: 'job_id', kind: 'job' },
+    access: { table: 'write', sendTo: ['exports'] },
+    successStatus: 202,
+  }),
+  buyer('jobs.exports.list', 'GET', '/v1/jobs/{job_id}/exports', 'functions/exports/list.ts', 'jobs:read', {
+    resource: { param: 'job_id', kind: 'job' },
+    access: { ...LIST, cdnSign: true }, // signs download_url (a CDN URL: no bucket access)
+  }),
+  buyer('exports.get', 'GET', '/v1/exports/{export_id}', 'functions/exports/get.ts', 'jobs:read', {
+    longPoll: true,
+    resource: { param: 'export_id', kind: 'export' },
+    access: { table: 'read', cdnSign: true }, // signs download_url (a CDN URL: no bucket access)
   }),
   buyer('files.refresh_url', 'POST', '/v1/files/{file_id}/refresh_url', 'functions/files/refresh-url.ts', 'jobs:read', {
     idempotency: 'optional',

@@ -113,6 +113,8 @@ export interface ScheduleDef {
 export const BUCKET_PREFIXES = {
   uploads: 'uploads/',
   keyframes: 'keyframes/',
+  /** Dataset exports (D73): written by the `exports` consumer, never start the pipeline. */
+  exports: 'exports/',
   /** Amazon Transcribe output documents (D65), `transcripts/<job name>.json` */
   transcripts: 'transcripts/',
 } as const;
@@ -216,6 +218,22 @@ export const QUEUES: readonly QueueDef[] = [
     // The simulated worker uploads the sample media (shared/sandbox/samples.ts), each made unique
     // with sharp (shared/sandbox/unique-bytes.ts).
     native: { packages: ['sharp'], files: [{ from: 'samples', to: 'samples', env: 'SANDBOX_SAMPLES_DIR' }] },
+  },
+  {
+    // D73: builds one dataset export per message (sent by POST /v1/jobs/{id}/exports), streaming
+    // the job's Files to S3 as a multipart upload in bounded memory. A failure the consumer sees
+    // marks the export failed (export.failed) at once; the DLQ keeps what even that could not record.
+    name: 'exports',
+    consumer: 'functions/pipeline/export.ts',
+    // 6 × the consumer time-out (AWS guidance); a run that died is retried after an hour.
+    visibilityTimeoutSeconds: 3600,
+    maxReceiveCount: 3,
+    batchSize: 1,
+    consumerTimeoutSeconds: 600,
+    consumerMemoryMb: 1024,
+    dlqAlarmThreshold: 1,
+    // Writes the export to the bucket; JSONL and COCO carry each File's signed download URL.
+    access: { table: 'write', bucket: 'read-write', cdnSign: true },
   },
 ];
 

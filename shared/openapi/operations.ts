@@ -12,6 +12,7 @@ import { apiKey, auditEvent, me, phoneVerificationConfirmed, phoneVerificationSt
 import { balance, checkoutSession, transaction } from './schemas/billing';
 import { endpoint, event } from './schemas/webhooks';
 import { presignedUploads, workerJob, workerSignup, workerSubmission } from './schemas/worker';
+import { exportObject } from './schemas/exports';
 
 export interface Content {
   /** Media type → zod schema (JSON) or a raw JSON Schema (HTML, CSS, …). */
@@ -107,6 +108,19 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     tag: 'Jobs',
     success: ok(job),
     errors: { 409: 'The job is not completed, or already rated.' },
+  },
+  'jobs.exports.create': {
+    summary: "Export a job's files as one dataset file (JSON Lines, COCO or CSV)",
+    tag: 'Exports',
+    description:
+      'Built in the background: the export starts `pending`; follow it with `GET /v1/exports/{export_id}` (long-poll) or the `export.completed` / `export.failed` events. `min_score` (default 3) keeps the files rated at least that many stars, as the files list does.',
+    success: { 202: { description: 'Accepted; the export is pending', body: exportObject } },
+  },
+  'jobs.exports.list': { summary: "List a job's exports, newest first", tag: 'Exports', success: ok(list(exportObject)) },
+  'exports.get': {
+    summary: 'Get an export; long-poll with `Prefer: wait=N` until its status changes',
+    tag: 'Exports',
+    success: ok(exportObject),
   },
   'jobs.files.list': {
     summary: "List a job's approved files with fresh download URLs",

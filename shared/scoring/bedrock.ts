@@ -25,6 +25,7 @@ import * as z from 'zod';
 import { categoryOf, normalizeContentType } from '../media/sniff';
 import { clampStar, reasonCodesFromDimensions, type Dimensions, type ScoreResult, type Scorer, type ScoringInput } from './types';
 import { BedrockOutputError, extractJson, parseModelReply } from './bedrock-reply';
+import { traced } from '../observability/tracer';
 
 export { BedrockOutputError, extractJson };
 
@@ -212,7 +213,7 @@ export class BedrockScorer implements Scorer {
 
   async score(input: ScoringInput): Promise<ScoreResult> {
     const { BedrockRuntimeClient, ConverseCommand } = await import('@aws-sdk/client-bedrock-runtime');
-    this.client ??= new BedrockRuntimeClient({});
+    this.client ??= traced(new BedrockRuntimeClient({}));
     const out = await this.client.send(new ConverseCommand(await this.buildRequest(input)), { abortSignal: AbortSignal.timeout(bedrockTimeoutMs()) });
     return parseConverseOutput(out, this.modelId, input.job.min_star_rating);
   }

@@ -6,12 +6,13 @@
  */
 import { DecryptCommand, GenerateDataKeyCommand, KMSClient, type KMSClientConfig } from '@aws-sdk/client-kms';
 import type { KeyProvider } from './sealer';
+import { traced } from '../observability/tracer';
 
 /** Bound into every data key; a ciphertext made for another purpose does not decrypt here. */
 export const ENCRYPTION_CONTEXT = { purpose: 'sealed-secret', service: 'media-marketplace' } as const;
 
 export function kmsKeyProvider(opts: { keyId: string; client?: KMSClient; clientConfig?: KMSClientConfig }): KeyProvider {
-  const client = opts.client ?? new KMSClient(opts.clientConfig ?? {});
+  const client = opts.client ?? traced(new KMSClient(opts.clientConfig ?? {}));
   return {
     name: 'kms',
     async generateDataKey() {

@@ -5,6 +5,7 @@
  */
 import { config } from '../config';
 import { logger } from '../logger';
+import { traced } from '../observability/tracer';
 
 export interface SmsProvider {
   send(phone: string, text: string): Promise<void>;
@@ -25,7 +26,7 @@ const localProvider: SmsProvider = {
 const snsProvider: SmsProvider = {
   async send(phone, text) {
     const { SNSClient, PublishCommand } = await import('@aws-sdk/client-sns');
-    const client = new SNSClient({ region: config().region });
+    const client = traced(new SNSClient({ region: config().region }));
     await client.send(new PublishCommand({ PhoneNumber: phone, Message: text }));
     logger.info('sms sent', { phone_tail: phone.slice(-2) });
   },

@@ -9,6 +9,7 @@ import type { ConverseCommandInput } from '@aws-sdk/client-bedrock-runtime';
 import * as z from 'zod';
 import { DEFAULT_BEDROCK_MODEL_ID, bedrockTimeoutMs, type ConverseClient } from '../scoring/bedrock';
 import { parseModelReply } from '../scoring/bedrock-reply';
+import { traced } from '../observability/tracer';
 import { EMOTION_TONES, type SpeechDerived, type SpeechResult } from './types';
 
 export const SpeechDerivedSchema = z.object({
@@ -48,7 +49,7 @@ export async function deriveFromTranscript(speech: SpeechResult, opts: { client?
   }
   const modelId = opts.modelId ?? process.env.SPEECH_MODEL_ID ?? process.env.BEDROCK_MODEL_ID ?? DEFAULT_BEDROCK_MODEL_ID;
   const { BedrockRuntimeClient, ConverseCommand } = await import('@aws-sdk/client-bedrock-runtime');
-  const client = opts.client ?? clientOverride ?? (new BedrockRuntimeClient({}) as ConverseClient);
+  const client = opts.client ?? clientOverride ?? (traced(new BedrockRuntimeClient({})) as ConverseClient);
   const out = await client.send(new ConverseCommand(derivationRequest(modelId, speech)), { abortSignal: AbortSignal.timeout(bedrockTimeoutMs()) });
   const v = parseModelReply(out, SpeechDerivedSchema);
   return { topics: v.topics, keywords: v.keywords, emotion_tone: v.emotion_tone, model: `bedrock:${modelId}`, unavailable: {} };

@@ -19,6 +19,7 @@ import * as z from 'zod';
 import type { SpeechResult, StartRequest, StartResult, Transcriber, TranscriptSegment } from './types';
 
 import { BUCKET_PREFIXES, TRANSCRIBE_JOB_PREFIX } from '../manifest/wiring';
+import { traced } from '../observability/tracer';
 
 export { TRANSCRIBE_JOB_PREFIX };
 export const TRANSCRIPT_PREFIX = BUCKET_PREFIXES.transcripts;
@@ -68,7 +69,7 @@ export class TranscribeTranscriber implements Transcriber {
 
   async start(req: StartRequest): Promise<StartResult> {
     const { TranscribeClient, StartTranscriptionJobCommand } = await import('@aws-sdk/client-transcribe');
-    this.client ??= new TranscribeClient({}) as unknown as TranscribeClientLike;
+    this.client ??= traced(new TranscribeClient({})) as unknown as TranscribeClientLike;
     try {
       (await this.client.send(new StartTranscriptionJobCommand(startRequest(req)))) as StartTranscriptionJobCommandOutput;
     } catch (err) {

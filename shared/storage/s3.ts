@@ -16,6 +16,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { config } from '../config';
+import { traced } from '../observability/tracer';
 import { addMs, now } from '../clock';
 import { BUCKET_PREFIXES } from '../manifest/wiring';
 import { DOWNLOAD_URL_TTL_SECONDS, signDownloadUrl, type DownloadUrlOptions as CdnUrlOptions, type SignedUrl } from '../cdn';
@@ -31,17 +32,19 @@ let client: S3Client | null = null;
 export function s3(): S3Client {
   if (!client) {
     const c = config();
-    client = new S3Client({
-      region: c.region,
-      // D61: no flexible checksums unless an operation requires one (DeleteObjects). Otherwise the
-      // SDK puts the CRC32 of an EMPTY body into every pre-signed PUT URL, which S3 then refuses
-      // for any real body; and no response validation of checksums S3 did not compute.
-      requestChecksumCalculation: 'WHEN_REQUIRED',
-      responseChecksumValidation: 'WHEN_REQUIRED',
-      ...(c.s3Endpoint
-        ? { endpoint: c.s3Endpoint, forcePathStyle: true, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }
-        : {}),
-    });
+    client = traced(
+      new S3Client({
+        region: c.region,
+        // D61: no flexible checksums unless an operation requires one (DeleteObjects). Otherwise the
+        // SDK puts the CRC32 of an EMPTY body into every pre-signed PUT URL, which S3 then refuses
+        // for any real body; and no response validation of checksums S3 did not compute.
+        requestChecksumCalculation: 'WHEN_REQUIRED',
+        responseChecksumValidation: 'WHEN_REQUIRED',
+        ...(c.s3Endpoint
+          ? { endpoint: c.s3Endpoint, forcePathStyle: true, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }
+          : {}),
+      }),
+    );
   }
   return client;
 }

@@ -13,7 +13,7 @@
 import { ChangeMessageVisibilityCommand, GetQueueUrlCommand } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { config } from '../config';
-import { logger } from '../logger';
+import { logger, withChildLogScope, withInvocationScope } from '../logger';
 import { sqs } from '../queues';
 import { parseEvent, type StageOutcome } from './pipeline';
 
@@ -64,10 +64,10 @@ export function stageConsumer(stage: string, run: (key: string) => Promise<Stage
 
 /** A consumer of any message shape: `parse` throws on poison (retried, then the DLQ), `run` does the work. */
 export function messageConsumer<T>(stage: string, parse: (body: string) => T, run: (message: T) => Promise<StageOutcome>) {
-  return async (event: SQSEvent): Promise<SQSBatchResponse> => {
+  return withInvocationScope(async (event: SQSEvent): Promise<SQSBatchResponse> => {
     const failures: SQSBatchResponse['batchItemFailures'] = [];
     await Promise.all(
-      event.Records.map(async (record) => {
+      event.Records.map((record) => withChildLogScope({ stage, message_id: record.messageId }, async () => {
         try {
           const outcome = await run(parse(record.body));
           logger.debug(`${stage}: ${outcome}`, { message_id: record.messageId });
@@ -80,8 +80,8 @@ export function messageConsumer<T>(stage: string, parse: (body: string) => T, ru
           await backOff(record, stage);
           failures.push({ itemIdentifier: record.messageId });
         }
-      }),
+      })),
     );
     return { batchItemFailures: failures };
-  };
+  });
 }

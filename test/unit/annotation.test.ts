@@ -184,6 +184,13 @@ describe('image annotations from the local models', () => {
       expect(o.confidence).toBeLessThanOrEqual(1);
       expect(o.approximate_coverage).toBeGreaterThan(0);
       expect(o.approximate_coverage).toBeLessThanOrEqual(1);
+      // D73: the box in pixels, inside the image, its area matching the coverage.
+      const [x, y, w, h] = o.bbox!;
+      expect(x).toBeGreaterThanOrEqual(0);
+      expect(y).toBeGreaterThanOrEqual(0);
+      expect(x + w).toBeLessThanOrEqual(a.width + 0.01);
+      expect(y + h).toBeLessThanOrEqual(a.height + 0.01);
+      expect((w * h) / (a.width * a.height)).toBeCloseTo(o.approximate_coverage, 2);
     }
     expect(a.composition).toEqual(expect.any(String));
     expect(a.safety.pii_types).toContain('face');
@@ -231,8 +238,8 @@ describe('bedrock provider (Converse replies written to the published format, no
     const a = await annotateImage(sample('sample.jpg'), undefined, { provider });
     expect(a.annotation_provider).toBe('bedrock');
     expect(a.objects).toEqual([
-      { label: 'storefront', confidence: 0.92, position: 'center', approximate_coverage: 0.55 },
-      { label: 'bicycle', confidence: 0.71, position: 'bottom-left', approximate_coverage: 0.08 },
+      { label: 'storefront', confidence: 0.92, position: 'center', approximate_coverage: 0.55, bbox: null },
+      { label: 'bicycle', confidence: 0.71, position: 'bottom-left', approximate_coverage: 0.08, bbox: null },
     ]);
     expect(a.scene).toEqual({ setting: 'city street', indoor: false, confidence: 0.88 });
     expect(a.safety.violence_score).toBe(0.01);

@@ -26,8 +26,8 @@ describe('route manifest', () => {
     for (const r of ROUTES.filter((x) => x.path === '/v1/organization/settings')) expect(r.scope).toBe('any');
   });
 
-  test('only GET /v1/jobs/{job_id} long-polls (D20)', () => {
-    expect(ROUTES.filter((r) => r.longPoll).map((r) => r.id)).toEqual(['jobs.get']);
+  test('only GET /v1/jobs/{job_id} and GET /v1/exports/{export_id} long-poll (D20, D73)', () => {
+    expect(ROUTES.filter((r) => r.longPoll).map((r) => r.id)).toEqual(['jobs.get', 'exports.get']);
   });
 
   test('a literal segment wins over a parameter', () => {

@@ -4,7 +4,8 @@ import { envelopeSealer, parseSealed, resetSealer, sealer } from '../../shared/s
 import { kmsKeyProvider, ENCRYPTION_CONTEXT } from '../../shared/secrets/kms';
 import { resetSecrets } from '../../shared/secrets';
 import { ensureLocalSecrets, rotateLocalSealingKey } from '../../local/secrets';
-import { newWebhookSecret } from '../../shared/webhooks/secrets';
+import { createCipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
+import { newWebhookSecret, openEndpointSecret } from '../../shared/webhooks/secrets';
 import { startFakeKms, type FakeKms } from '../support/kms-wire';
 
 describe('local sealer (the data folder keyring)', () => {
@@ -48,6 +49,26 @@ describe('local sealer (the data folder keyring)', () => {
     resetSecrets();
     resetSealer();
     await expect(sealer().open(sealed, 'a')).rejects.toThrow(/not in the local keyring/);
+    process.env.LOCAL_SECRETS_FILE = file;
+    resetSecrets();
+    resetSealer();
+  });
+
+  test('an endpoint secret sealed by the first round (v1, key derived from the cursor key) still opens after the upgrade', async () => {
+    const cursorKey = 'legacy-cursor-key';
+    process.env.LOCAL_SECRETS_FILE = ensureLocalSecrets(null, { cursor: cursorKey }).file;
+    resetSecrets();
+    resetSealer();
+    // The first round's AES-256-GCM box, as it sealed: v1:<key id>:<iv>:<tag>:<ciphertext>, AAD = endpoint id.
+    const key = Buffer.from(hkdfSync('sha256', cursorKey, 'webhook-secret-key', 'local-runtime', 32));
+    const iv = randomBytes(12);
+    const c = createCipheriv('aes-256-gcm', key, iv);
+    c.setAAD(Buffer.from('we_legacy'));
+    const ct = Buffer.concat([c.update('whsec_legacy', 'utf8'), c.final()]);
+    const kid = createHash('sha256').update(key).digest('hex').slice(0, 8);
+    const v1 = ['v1', kid, iv.toString('base64'), c.getAuthTag().toString('base64'), ct.toString('base64')].join(':');
+    expect(await openEndpointSecret(v1, 'we_legacy')).toBe('whsec_legacy');
+    await expect(openEndpointSecret(v1, 'we_other')).rejects.toThrow();
     process.env.LOCAL_SECRETS_FILE = file;
     resetSecrets();
     resetSealer();

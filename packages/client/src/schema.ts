@@ -178,6 +178,44 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/jobs/{job_id}/exports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List a job's exports, newest first */
+        get: operations["jobs.exports.list"];
+        put?: never;
+        /**
+         * Export a job's files as one dataset file (JSON Lines, COCO or CSV)
+         * @description Built in the background: the export starts `pending`; follow it with `GET /v1/exports/{export_id}` (long-poll) or the `export.completed` / `export.failed` events. `min_score` (default 3) keeps the files rated at least that many stars, as the files list does.
+         */
+        post: operations["jobs.exports.create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/exports/{export_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get an export; long-poll with `Prefer: wait=N` until its status changes */
+        get: operations["exports.get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/files/{file_id}/refresh_url": {
         parameters: {
             query?: never;
@@ -951,6 +989,39 @@ export interface components {
             files_count: number;
             submitted_at: string | null;
             scored_at: string | null;
+        } & {
+            [key: string]: unknown;
+        };
+        Export: {
+            /** @constant */
+            object: "export";
+            /** @description `exp_` followed by a 26-character ULID */
+            id: string;
+            job_id: string;
+            /** @enum {string} */
+            format: "jsonl" | "coco" | "csv";
+            /**
+             * @description Moves pending → running → succeeded or failed, never back
+             * @enum {string}
+             */
+            status: "pending" | "running" | "succeeded" | "failed";
+            /** @description Files in the export (COCO: images); null until it succeeded */
+            file_count: number | null;
+            /** @description Size of the export file; null until it succeeded */
+            size_bytes: number | null;
+            /** @description Signed URL valid 7 days, fresh on every read; null until it succeeded */
+            download_url: string | null;
+            download_url_expires_at: string | null;
+            /** @description Why it failed; null otherwise */
+            error: ({
+                code: string;
+                message: string;
+            } & {
+                [key: string]: unknown;
+            }) | null;
+            /** @description ISO 8601 UTC timestamp with milliseconds, e.g. 2026-11-21T12:00:00.000Z */
+            created_at: string;
+            completed_at: string | null;
         } & {
             [key: string]: unknown;
         };
@@ -2404,6 +2475,329 @@ export interface operations {
             };
         };
     };
+    "jobs.exports.list": {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Service-Credits-Remaining": components["headers"]["X-Service-Credits-Remaining"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        object: "list";
+                        data: components["schemas"]["Export"][];
+                        has_more: boolean;
+                        /** @description Pass as `cursor` to get the next page; null on the last page. */
+                        next_cursor: string | null;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Invalid input: `details[]` names each field (missing Idempotency-Key included). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or revoked API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key lacks the `jobs:read` scope. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, malformed id, or a resource of another organization or environment. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Fields valid one by one but not together (e.g. a range whose start is after its end). */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected failure; retrying is safe. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "jobs.exports.create": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Up to 255 characters. The same key with the same body replays the first answer for 24 hours. */
+                "Idempotency-Key": components["parameters"]["IdempotencyKeyRequired"];
+            };
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    format: "jsonl" | "coco" | "csv";
+                    min_score?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Accepted; the export is pending */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Service-Credits-Remaining": components["headers"]["X-Service-Credits-Remaining"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Export"];
+                };
+            };
+            /** @description Invalid input: `details[]` names each field (missing Idempotency-Key included). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or revoked API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key lacks the `jobs:read` scope. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, malformed id, or a resource of another organization or environment. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Same Idempotency-Key with another body (`idempotency_conflict`), or while the first request runs (`details[0].code = idempotency_key_in_use`, with Retry-After). */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request body is larger than the gateway accepts. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Fields valid one by one but not together (e.g. a range whose start is after its end). */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected failure; retrying is safe. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "exports.get": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description `wait=N` (1..60): hold the answer until the status changes or N seconds pass. The answer says what was applied in Preference-Applied. */
+                Prefer?: components["parameters"]["PreferWait"];
+            };
+            path: {
+                export_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Service-Credits-Remaining": components["headers"]["X-Service-Credits-Remaining"];
+                    "Preference-Applied": components["headers"]["Preference-Applied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Export"];
+                };
+            };
+            /** @description Missing, invalid or revoked API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key lacks the `jobs:read` scope. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, malformed id, or a resource of another organization or environment. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected failure; retrying is safe. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     "files.refresh_url": {
         parameters: {
             query?: never;
@@ -3333,7 +3727,7 @@ export interface operations {
                 "application/json": {
                     url: string;
                     description?: string | null;
-                    events: ("submission.approved" | "submission.rejected" | "submission.scored" | "job.created" | "job.completed" | "job.cancelled" | "job.flagged" | "credits.purchased" | "credits.low_balance" | "credits.auto_topped_up" | "credits.auto_top_up_failed" | "credits.expiring_soon" | "credits.expired" | "*")[];
+                    events: ("submission.approved" | "submission.rejected" | "submission.scored" | "job.created" | "job.completed" | "job.cancelled" | "job.flagged" | "credits.purchased" | "credits.low_balance" | "credits.auto_topped_up" | "credits.auto_top_up_failed" | "credits.expiring_soon" | "credits.expired" | "export.completed" | "export.failed" | "*")[];
                 };
             };
         };
@@ -3605,7 +3999,7 @@ export interface operations {
                 "application/json": {
                     url?: string;
                     description?: string | null;
-                    events?: ("submission.approved" | "submission.rejected" | "submission.scored" | "job.created" | "job.completed" | "job.cancelled" | "job.flagged" | "credits.purchased" | "credits.low_balance" | "credits.auto_topped_up" | "credits.auto_top_up_failed" | "credits.expiring_soon" | "credits.expired" | "*")[];
+                    events?: ("submission.approved" | "submission.rejected" | "submission.scored" | "job.created" | "job.completed" | "job.cancelled" | "job.flagged" | "credits.purchased" | "credits.low_balance" | "credits.auto_topped_up" | "credits.auto_top_up_failed" | "credits.expiring_soon" | "credits.expired" | "export.completed" | "export.failed" | "*")[];
                     /** @enum {string} */
                     status?: "enabled" | "disabled";
                 };
@@ -3841,7 +4235,7 @@ export interface operations {
             query?: {
                 limit?: number;
                 cursor?: string;
-                type?: "submission.approved" | "submission.rejected" | "submission.scored" | "job.created" | "job.completed" | "job.cancelled" | "job.flagged" | "credits.purchased" | "credits.low_balance" | "credits.auto_topped_up" | "credits.auto_top_up_failed" | "credits.expiring_soon" | "credits.expired";
+                type?: "submission.approved" | "submission.rejected" | "submission.scored" | "job.created" | "job.completed" | "job.cancelled" | "job.flagged" | "credits.purchased" | "credits.low_balance" | "credits.auto_topped_up" | "credits.auto_top_up_failed" | "credits.expiring_soon" | "credits.expired" | "export.completed" | "export.failed";
                 delivery_status?: "pending" | "delivered" | "failed";
                 created_after?: string;
             };

@@ -39,6 +39,7 @@ const LOADERS: Record<ResourceKind, Loader> = {
     // D24: buyer routes never show a submission still awaiting its upload.
     visible: (item, p) => sameTenant(item, p) && item.status !== 'awaiting_upload',
   },
+  export: { idKind: 'export', noun: 'export', key: (id) => keys.export(id), visible: sameTenant },
   webhook_event: { idKind: 'event', noun: 'event', key: (id) => keys.event(id), visible: sameTenant },
   webhook_endpoint: {
     idKind: 'webhookEndpoint',

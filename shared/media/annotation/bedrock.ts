@@ -20,6 +20,7 @@ import { DEFAULT_BEDROCK_MODEL_ID, bedrockTimeoutMs, type ConverseClient } from 
 import { parseModelReply } from '../../scoring/bedrock-reply';
 import { POSITIONS, round4, type Position } from './derive';
 import type { AnnotationProvider, DescribeInput, SemanticParts } from './types';
+import { traced } from '../../observability/tracer';
 
 const unit = z
   .union([z.number(), z.string().trim().regex(/^\d+(\.\d+)?$/).transform(Number)])
@@ -88,12 +89,13 @@ export function parseAnnotationOutput(out: ConverseCommandOutput, modelId: strin
   const unavailable: Record<string, string> = {};
   if (!v.scene) unavailable.scene = 'the model could not tell the scene';
   if (!v.composition) unavailable.composition = 'the model could not tell the composition';
+  if (v.objects.length > 0) unavailable['objects.bbox'] = 'the model places objects by position and coverage, not by box';
   // D58: the model gives one confidence for the whole text, none per word: each word's confidence
   // is null with the reason, never a copy of the block's.
   const words = v.text?.full_text ? v.text.full_text.split(/\s+/).filter(Boolean).map((w) => ({ text: w, confidence: null })) : [];
   if (words.length) unavailable['text_extraction.words.confidence'] = 'the model reads text as a whole and gives no per-word confidence';
   return {
-    objects: v.objects,
+    objects: v.objects.map((o) => ({ ...o, bbox: null })),
     scene: v.scene,
     composition: v.composition,
     text_extraction: v.text === undefined ? undefined : { full_text: v.text?.full_text ?? '', words, ...(v.text ? { confidence: v.text.confidence } : {}) },
@@ -114,7 +116,7 @@ export class BedrockAnnotationProvider implements AnnotationProvider {
 
   async describeImage(input: DescribeInput): Promise<SemanticParts> {
     const { BedrockRuntimeClient, ConverseCommand } = await import('@aws-sdk/client-bedrock-runtime');
-    this.client ??= new BedrockRuntimeClient({});
+    this.client ??= traced(new BedrockRuntimeClient({}));
     const req = buildAnnotationRequest(this.modelId, await input.jpeg(), input.facts, this.opts.maxTokens);
     return parseAnnotationOutput(await this.client.send(new ConverseCommand(req), { abortSignal: AbortSignal.timeout(bedrockTimeoutMs()) }), this.modelId);
   }

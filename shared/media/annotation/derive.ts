@@ -56,6 +56,12 @@ export interface AnnotatedObject {
   confidence: number;
   position: Position;
   approximate_coverage: number;
+  /**
+   * D73: the detection box in pixels of the upright image (EXIF orientation applied),
+   * `[x, y, width, height]` from the top-left corner, clipped to the image, 2 decimals (the COCO
+   * `bbox`). Null when the model that found the object gives no box (`unavailable['objects.bbox']`).
+   */
+  bbox: [number, number, number, number] | null;
 }
 
 export interface Scene {
@@ -84,8 +90,25 @@ export function coverageOf(box: Detection['box']): number {
   return round4(clamp01(w * h));
 }
 
-export function toAnnotatedObject(d: Detection): AnnotatedObject {
-  return { label: d.label, confidence: round4(clamp01(d.confidence)), position: positionOf(d.box), approximate_coverage: coverageOf(d.box) };
+/** D73: a normalised box → `[x, y, width, height]` in pixels of a `width` × `height` image, clipped. */
+export function pixelBox(box: Detection['box'], width: number, height: number): [number, number, number, number] {
+  const x0 = clamp01(box[0]);
+  const y0 = clamp01(box[1]);
+  const x1 = clamp01(box[0] + box[2]);
+  const y1 = clamp01(box[1] + box[3]);
+  const r2 = (n: number) => Math.round(n * 100) / 100;
+  return [r2(x0 * width), r2(y0 * height), r2((x1 - x0) * width), r2((y1 - y0) * height)];
+}
+
+/** `view`: the full size of the upright image the box is normalised to, for `bbox` in pixels. */
+export function toAnnotatedObject(d: Detection, view: { width: number; height: number } | null = null): AnnotatedObject {
+  return {
+    label: d.label,
+    confidence: round4(clamp01(d.confidence)),
+    position: positionOf(d.box),
+    approximate_coverage: coverageOf(d.box),
+    bbox: view ? pixelBox(d.box, view.width, view.height) : null,
+  };
 }
 
 /** Composition string (rule in the header); null when there is no subject. */

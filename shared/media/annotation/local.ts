@@ -33,7 +33,12 @@ export function localSemantics(facts: DescribeInput['facts']): SemanticParts {
   const composition = objects || facts.faces ? compositionOf(subjects) : null;
   if (!composition) unavailable.composition = objects || facts.faces ? 'no detected subject to place' : 'no detector ran';
   unavailable.violence_score = 'no offline violence model is installed (nsfwjs classes: drawing, hentai, neutral, porn, sexy)';
-  return { objects: objects ? objects.map(toAnnotatedObject) : null, scene, composition, violence_score: null, model: localAnnotatorOf(facts), unavailable };
+  // Boxes are normalised to the upright view (EXIF orientation applied, downscaled for the
+  // detector); bbox is in pixels of the full-size upright image: the stored size, turned when the
+  // orientation swaps the sides.
+  const turned = facts.width !== facts.height && facts.view_width > facts.view_height !== facts.width > facts.height;
+  const view = turned ? { width: facts.height, height: facts.width } : { width: facts.width, height: facts.height };
+  return { objects: objects ? objects.map((o) => toAnnotatedObject(o, view)) : null, scene, composition, violence_score: null, model: localAnnotatorOf(facts), unavailable };
 }
 
 export class LocalAnnotationProvider implements AnnotationProvider {

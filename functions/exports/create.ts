@@ -1,0 +1,15 @@
+import * as z from 'zod';
+import { route } from '../../shared/http/route';
+import { createExport } from '../../shared/exports';
+import { EXPORT_FORMATS } from '../../shared/exports/model';
+
+const body = z.strictObject({
+  format: z.enum(EXPORT_FORMATS),
+  min_score: z.number().int().min(1).max(5).optional(),
+});
+
+// D73: 202 with the pending export; the `exports` queue consumer builds it.
+export const handler = route('jobs.exports.create', { body }, async (req) => ({
+  status: 202,
+  body: await createExport(req.ctx, req.buyer, req.resource, req.body),
+}));

@@ -1,0 +1,13 @@
+import { route } from '../../shared/http/route';
+import { presentExport, waitForExportChange } from '../../shared/exports';
+import { parsePreferWait } from '../../shared/jobs/wait';
+import type { ExportItem } from '../../shared/exports/model';
+
+// D73 with D20/D57: `Prefer: wait=N` holds until the status changes (or N s).
+export const handler = route('exports.get', {}, async (req) => {
+  const item = req.resource as unknown as ExportItem;
+  const wait = parsePreferWait(req.headers['prefer']);
+  if (wait === null) return { body: await presentExport(item) };
+  const current = await waitForExportChange(item, wait);
+  return { body: await presentExport(current), headers: { 'Preference-Applied': `wait=${wait}`, Vary: 'Prefer' } };
+});

@@ -1,0 +1,156 @@
+/**
+ * Builds one export (the `exports` queue consumer's work, D73): claims it (pending → running),
+ * streams the chosen format to the bucket as a multipart upload (`@aws-sdk/lib-storage` over a
+ * stream, so memory stays bounded by a few parts whatever the job's size), then records the
+ * outcome with its event in one transaction: succeeded + `export.completed`, or failed +
+ * `export.failed`.
+ *
+ * Delivery is at-least-once: a finished export is left alone; a run that died mid-way (a crash or
+ * a time-out) is run again from the start over the same object key, and after MAX_ATTEMPTS runs
+ * it is marked failed instead of being tried forever.
+ */
+import { Readable } from 'node:stream';
+import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { Upload } from '@aws-sdk/lib-storage';
+import { db, tableName } from '../db/client';
+import { keys, indexKeys } from '../db/keys';
+import { Tx } from '../db/tx';
+import { nowIso } from '../clock';
+import { config } from '../config';
+import { emit } from '../outbox';
+import { ConditionFailed } from '../errors';
+import { logger } from '../logger';
+import { s3 } from '../storage/s3';
+import { encoder, type Counter } from './formats';
+import { exportContentType, exportObjectKey, type ExportError, type ExportItem } from './model';
+
+/** Runs of one export before it is marked failed (a run that crashed or timed out counts). */
+export const MAX_ATTEMPTS = 2;
+/** Multipart part size (S3's minimum) and parts in flight: peak buffered output ≈ 3 × 5 MiB. */
+export const PART_SIZE = 5 * 1024 * 1024;
+const QUEUE_SIZE = 2;
+/** Files read per DynamoDB query page. */
+const PAGE_SIZE = 100;
+
+export async function getExportItem(id: string, consistent = true): Promise<ExportItem | undefined> {
+  const out = await db().send(new GetCommand({ TableName: tableName(), Key: keys.export(id), ConsistentRead: consistent }));
+  return out.Item as ExportItem | undefined;
+}
+
+/** The job's Files with ai_star_rating ≥ min_score, oldest first, one page at a time. */
+function filePages(jobId: string, minScore: number) {
+  return async function* (): AsyncGenerator<Record<string, unknown>[]> {
+    const ix = indexKeys.jobFiles(jobId);
+    let start: Record<string, unknown> | undefined;
+    do {
+      const out = await db().send(
+        new QueryCommand({
+          TableName: tableName(),
+          IndexName: ix.index,
+          KeyConditionExpression: 'GSI1PK = :pk',
+          FilterExpression: 'ai_star_rating >= :ms',
+          ExpressionAttributeValues: { ':pk': ix.pk, ':ms': minScore },
+          ScanIndexForward: true,
+          Limit: PAGE_SIZE,
+          ExclusiveStartKey: start,
+        }),
+      );
+      if (out.Items?.length) yield out.Items;
+      start = out.LastEvaluatedKey;
+    } while (start);
+  };
+}
+
+export type BuildOutcome = 'succeeded' | 'failed' | 'already_done' | 'missing';
+
+export async function buildExport(exportId: string): Promise<BuildOutcome> {
+  const item = await getExportItem(exportId);
+  if (!item) {
+    logger.warn('export: no such export; message dropped', { export_id: exportId });
+    return 'missing';
+  }
+  if (item.status === 'succeeded' || item.status === 'failed') return 'already_done';
+  if ((item.attempts ?? 0) >= MAX_ATTEMPTS) {
+    await finishFailed(item, { code: 'export_timed_out', message: 'Building the export did not finish; create a new export to try again.' });
+    return 'failed';
+  }
+  const running = await claim(item);
+  const count: Counter = { files: 0 };
+  let sizeBytes = 0;
+  const key = exportObjectKey(running);
+  try {
+    const chunks = encoder(running.format, running, filePages(running.job_id, Number(running.min_score)), count);
+    const body = Readable.from(
+      (async function* () {
+        for await (const c of chunks) {
+          sizeBytes += c.length;
+          yield c;
+        }
+      })(),
+      { objectMode: false, highWaterMark: 1024 * 1024 },
+    );
+    const upload = new Upload({
+      client: s3(),
+      params: { Bucket: config().bucketName, Key: key, Body: body, ContentType: exportContentType(running.format) },
+      partSize: PART_SIZE,
+      queueSize: QUEUE_SIZE,
+      leavePartsOnError: false,
+    });
+    await upload.done();
+  } catch (err) {
+    logger.error('export: writing failed', { export_id: exportId, error: err as Error });
+    await finishFailed(running, { code: 'export_failed', message: 'Writing the export failed; create a new export to try again.' });
+    return 'failed';
+  }
+  await finishSucceeded(running, { fileCount: count.files, sizeBytes, key });
+  return 'succeeded';
+}
+
+/** pending → running (or running again after a run that died), counting the attempt. */
+async function claim(item: ExportItem): Promise<ExportItem> {
+  const at = nowIso();
+  const attempts = (item.attempts ?? 0) + 1;
+  const tx = new Tx().update('export', keys.export(item.id), 'SET #s = :r, attempts = :a, started_at = :t, updated_at = :t', {
+    condition: '#s IN (:p, :r) AND (attribute_not_exists(attempts) OR attempts = :prev)',
+    names: { '#s': 'status' },
+    values: { ':r': 'running', ':p': 'pending', ':a': attempts, ':t': at, ':prev': item.attempts ?? 0 },
+  });
+  await tx.commit(); // ConditionFailed: another run claimed it meanwhile; the message is retried
+  return { ...item, status: 'running', attempts, started_at: at, updated_at: at };
+}
+
+const eventData = (e: ExportItem, fileCount: number | null) => ({ export_id: e.id, job_id: e.job_id, format: e.format, file_count: fileCount });
+
+async function finishSucceeded(e: ExportItem, r: { fileCount: number; sizeBytes: number; key: string }): Promise<void> {
+  const at = nowIso();
+  const tx = new Tx().update(
+    'export',
+    keys.export(e.id),
+    'SET #s = :ok, file_count = :n, size_bytes = :b, object_key = :k, completed_at = :t, updated_at = :t',
+    { condition: '#s = :r AND attempts = :a', names: { '#s': 'status' }, values: { ':ok': 'succeeded', ':n': r.fileCount, ':b': r.sizeBytes, ':k': r.key, ':t': at, ':r': 'running', ':a': e.attempts } },
+  );
+  emit(tx, { orgId: e.org_id, env: e.environment, type: 'export.completed', jobId: e.job_id, data: eventData(e, r.fileCount) });
+  await commitOnce(tx, e.id);
+}
+
+/** Marks the export failed with its event; from pending or running, once. */
+export async function finishFailed(e: ExportItem, error: ExportError): Promise<void> {
+  const at = nowIso();
+  const tx = new Tx().update('export', keys.export(e.id), 'SET #s = :f, #err = :e, completed_at = :t, updated_at = :t', {
+    condition: '#s IN (:p, :r)',
+    names: { '#s': 'status', '#err': 'error' },
+    values: { ':f': 'failed', ':e': error, ':t': at, ':p': 'pending', ':r': 'running' },
+  });
+  emit(tx, { orgId: e.org_id, env: e.environment, type: 'export.failed', jobId: e.job_id, data: eventData(e, null) });
+  await commitOnce(tx, e.id);
+}
+
+/** A failed condition means another run already recorded an outcome: nothing to do (logged). */
+async function commitOnce(tx: Tx, exportId: string): Promise<void> {
+  try {
+    await tx.commit();
+  } catch (err) {
+    if (!(err instanceof ConditionFailed)) throw err;
+    logger.info('export: outcome already recorded by another run', { export_id: exportId });
+  }
+}

@@ -1,0 +1,147 @@
+/**
+ * The three export formats (D73), each an async generator of output chunks over the job's Files,
+ * read page by page: nothing holds more than one page of Files and one chunk of output (COCO also
+ * keeps a map from File id to its integer image id, a few dozen bytes per image).
+ *
+ * - JSONL: one line per File, exactly the File object of the files list (fresh 7-day URLs).
+ * - CSV: a header row and one row per File of its scalar fields (device_info flattened to
+ *   `device_info.*` columns); RFC 4180 quoting; a text cell that a spreadsheet would run as a
+ *   formula (starting with = + - @, tab or CR) is prefixed with `'`.
+ * - COCO: `info`, `licenses`, `images` (image Files), `annotations` (one per detected object with a
+ *   box: `bbox` [x, y, width, height] in pixels, `area`, `iscrowd` 0, `score` = the detector's
+ *   confidence) and `categories` (one per label, ids in order of first appearance). Two passes over
+ *   the Files: images first, then annotations, restricted to the images of the first pass.
+ */
+import { presentFile } from '../files';
+import type { AnnotatedObject } from '../media/annotation/derive';
+import type { ExportFormat, ExportItem } from './model';
+
+type Item = Record<string, unknown>;
+/** Pages of File items of the export's job, oldest first, already filtered by min_score. */
+export type FilePages = () => AsyncIterable<Item[]>;
+
+export interface Counter {
+  files: number;
+}
+
+export function encoder(format: ExportFormat, exp: ExportItem, pages: FilePages, count: Counter): AsyncGenerator<Buffer> {
+  if (format === 'jsonl') return jsonl(pages, count);
+  if (format === 'csv') return csv(pages, count);
+  return coco(exp, pages, count);
+}
+
+const buf = (s: string) => Buffer.from(s, 'utf8');
+
+async function* jsonl(pages: FilePages, count: Counter): AsyncGenerator<Buffer> {
+  for await (const page of pages()) {
+    const files = await Promise.all(page.map(presentFile));
+    count.files += files.length;
+    yield buf(files.map((f) => `${JSON.stringify(f)}\n`).join(''));
+  }
+}
+
+// ---------------------------------------------------------------- CSV
+
+type FileObject = Awaited<ReturnType<typeof presentFile>>;
+
+/** The File's scalar fields, in the order of the File object. */
+export const CSV_COLUMNS: { name: string; get: (f: FileObject) => unknown }[] = [
+  { name: 'id', get: (f) => f.id },
+  { name: 'job_id', get: (f) => f.job_id },
+  { name: 'submission_id', get: (f) => f.submission_id },
+  { name: 'original_filename', get: (f) => f.original_filename },
+  { name: 'content_type', get: (f) => f.content_type },
+  { name: 'size_bytes', get: (f) => f.size_bytes },
+  { name: 'duration_seconds', get: (f) => f.duration_seconds },
+  { name: 'width', get: (f) => f.width },
+  { name: 'height', get: (f) => f.height },
+  { name: 'content_hash', get: (f) => f.content_hash },
+  { name: 'captured_at', get: (f) => f.captured_at },
+  { name: 'ai_star_rating', get: (f) => f.ai_star_rating },
+  { name: 'device_info.device_model', get: (f) => (f.device_info as Record<string, unknown> | null)?.device_model },
+  { name: 'device_info.device_os', get: (f) => (f.device_info as Record<string, unknown> | null)?.device_os },
+  { name: 'device_info.app_version', get: (f) => (f.device_info as Record<string, unknown> | null)?.app_version },
+  { name: 'worker_region', get: (f) => f.worker_region },
+  { name: 'download_url', get: (f) => f.download_url },
+  { name: 'download_url_expires_at', get: (f) => f.download_url_expires_at },
+  { name: 'created_at', get: (f) => f.created_at },
+];
+
+/** One CSV cell: empty for null, RFC 4180 quoting, and no formula a spreadsheet would run. */
+export function csvCell(v: unknown): string {
+  if (v === null || v === undefined) return '';
+  let s = String(v);
+  if (typeof v === 'string' && /^[=+\-@\t\r]/.test(s)) s = `'${s}`;
+  return /[",\r\n]/.test(s) || s !== s.trim() ? `"${s.replace(/"/g, '""')}"` : s;
+}
+
+const csvLine = (cells: unknown[]) => `${cells.map(csvCell).join(',')}\r\n`;
+
+async function* csv(pages: FilePages, count: Counter): AsyncGenerator<Buffer> {
+  yield buf(csvLine(CSV_COLUMNS.map((c) => c.name)));
+  for await (const page of pages()) {
+    const files = await Promise.all(page.map(presentFile));
+    count.files += files.length;
+    yield buf(files.map((f) => csvLine(CSV_COLUMNS.map((c) => c.get(f)))).join(''));
+  }
+}
+
+// ---------------------------------------------------------------- COCO
+
+const isImage = (f: Item) => typeof f.content_type === 'string' && f.content_type.startsWith('image/');
+
+async function* coco(exp: ExportItem, pages: FilePages, count: Counter): AsyncGenerator<Buffer> {
+  const info = {
+    description: `Dataset export ${exp.id} of job ${exp.job_id}`,
+    version: '1.0',
+    year: Number(exp.created_at.slice(0, 4)),
+    date_created: exp.created_at,
+    job_id: exp.job_id,
+    export_id: exp.id,
+  };
+  yield buf(`{"info":${JSON.stringify(info)},"licenses":[],"images":[`);
+  const imageIds = new Map<string, number>();
+  for await (const page of pages()) {
+    const images = await Promise.all(page.filter(isImage).map(presentFile));
+    const parts: string[] = [];
+    for (const f of images) {
+      const id = imageIds.size + 1;
+      imageIds.set(f.id, id);
+      parts.push(
+        JSON.stringify({
+          id,
+          file_name: f.original_filename,
+          width: f.width,
+          height: f.height,
+          date_captured: f.captured_at,
+          coco_url: f.download_url,
+          file_id: f.id,
+          content_hash: f.content_hash,
+        }),
+      );
+    }
+    if (parts.length) yield buf(`${imageIds.size > parts.length ? ',' : ''}${parts.join(',')}`);
+  }
+  count.files = imageIds.size;
+  yield buf('],"annotations":[');
+  const categories = new Map<string, number>();
+  let annId = 0;
+  for await (const page of pages()) {
+    const parts: string[] = [];
+    for (const f of page) {
+      const imageId = imageIds.get(f.id as string);
+      if (imageId === undefined) continue; // not an image, or approved after the first pass
+      const objects = ((f.annotations as { objects?: AnnotatedObject[] | null } | null)?.objects ?? []) as AnnotatedObject[];
+      for (const o of objects) {
+        if (!Array.isArray(o.bbox)) continue; // the model gave no box (e.g. positions only)
+        let cat = categories.get(o.label);
+        if (cat === undefined) categories.set(o.label, (cat = categories.size + 1));
+        const [, , w, h] = o.bbox;
+        parts.push(JSON.stringify({ id: ++annId, image_id: imageId, category_id: cat, bbox: o.bbox, area: Math.round(w * h * 100) / 100, iscrowd: 0, score: o.confidence }));
+      }
+    }
+    if (parts.length) yield buf(`${annId > parts.length ? ',' : ''}${parts.join(',')}`);
+  }
+  const cats = [...categories].map(([name, id]) => ({ id, name, supercategory: 'object' }));
+  yield buf(`],"categories":${JSON.stringify(cats)}}\n`);
+}

@@ -1,0 +1,118 @@
+/**
+ * Dataset exports (D73): create (202, then built by the `exports` queue consumer, see build.ts),
+ * read with long-poll, and the job's list. Scope `jobs:read`: an export changes no job and no
+ * money, it reads the job's Files.
+ */
+import { keys, gsi, indexKeys } from '../db/keys';
+import { Tx } from '../db/tx';
+import { queryPage, listBody } from '../db/query';
+import { binding } from '../http/schemas';
+import { newId } from '../ids';
+import { nowIso } from '../clock';
+import { audit } from '../audit';
+import { logger } from '../logger';
+import { sendMessage } from '../queues';
+import { recordResponse, type MutationContext } from '../context';
+import { WAIT_MAX_SECONDS } from '../jobs/wait';
+import { finishFailed, getExportItem } from './build';
+import { presentExport, TERMINAL_EXPORT_STATUSES, type ExportFormat, type ExportItem } from './model';
+import type { BuyerPrincipal } from '../types';
+
+export { presentExport, getExportItem };
+
+/** The message the create route sends to the `exports` queue. */
+export interface BuildMessage {
+  kind: 'export.build';
+  export_id: string;
+}
+
+/** Same default as the files list: Files rated 3 stars or more. */
+export const DEFAULT_MIN_SCORE = 3;
+
+export async function createExport(
+  ctx: MutationContext,
+  p: BuyerPrincipal,
+  job: Record<string, unknown>,
+  input: { format: ExportFormat; min_score?: number },
+) {
+  const id = newId('export');
+  const at = nowIso();
+  const jobId = job.id as string;
+  const item: ExportItem = {
+    id,
+    org_id: p.orgId,
+    environment: p.env,
+    job_id: jobId,
+    format: input.format,
+    min_score: input.min_score ?? DEFAULT_MIN_SCORE,
+    status: 'pending',
+    attempts: 0,
+    file_count: null,
+    size_bytes: null,
+    object_key: null,
+    error: null,
+    created_at: at,
+    updated_at: at,
+    started_at: null,
+    completed_at: null,
+  };
+  const view = await presentExport(item);
+  const tx = new Tx().create('export', { ...keys.export(id), ...gsi.export(jobId, id), entity: 'export', ...item });
+  audit(tx, {
+    orgId: p.orgId,
+    eventType: 'export.created',
+    actor: ctx.actor,
+    env: p.env,
+    resource: { type: 'export', id },
+    jobId,
+    requestId: ctx.requestId,
+    data: { format: item.format, min_score: item.min_score },
+  });
+  recordResponse(ctx, tx, view, 202);
+  await tx.commit();
+  try {
+    await sendMessage('exports', { kind: 'export.build', export_id: id } satisfies BuildMessage);
+  } catch (err) {
+    // Never left pending with nothing to build it: the export fails visibly, with its event.
+    logger.error('export: could not be queued', { export_id: id, error: err as Error });
+    await finishFailed(item, { code: 'export_not_queued', message: 'The export could not be queued; create a new export to try again.' });
+    return presentExport((await getExportItem(id))!);
+  }
+  return view;
+}
+
+/** GET /v1/jobs/{id}/exports: newest first, paginated like every list (D12). */
+export async function listExports(jobId: string, q: { limit: number; cursor?: string }) {
+  const ix = indexKeys.jobExports(jobId);
+  const page = await queryPage<ExportItem & Record<string, unknown>>({
+    index: ix.index,
+    pk: ix.pk,
+    limit: q.limit,
+    cursor: q.cursor,
+    binding: binding({ what: 'job_exports', job: jobId }),
+  });
+  return listBody(await Promise.all(page.items.map(presentExport)), page);
+}
+
+const FIRST_INTERVAL_MS = 250;
+const MAX_INTERVAL_MS = 2000;
+
+/**
+ * Long-poll (`Prefer: wait=N`, as for jobs): answers as soon as the status differs from the status
+ * at the start, at once when the export already succeeded or failed, else after N seconds.
+ */
+export async function waitForExportChange(item: ExportItem, seconds: number): Promise<ExportItem> {
+  const initial = item.status;
+  if (seconds <= 0 || TERMINAL_EXPORT_STATUSES.includes(initial)) return item;
+  const deadline = performance.now() + Math.min(seconds, WAIT_MAX_SECONDS) * 1000;
+  let interval = FIRST_INTERVAL_MS;
+  let current = item;
+  for (;;) {
+    const left = deadline - performance.now();
+    if (left <= 0) return current;
+    await new Promise((r) => setTimeout(r, Math.min(interval, left)));
+    interval = Math.min(interval * 2, MAX_INTERVAL_MS);
+    current = (await getExportItem(item.id, false)) ?? current;
+    if (current.status !== initial) return current;
+  }
+}

@@ -1,0 +1,81 @@
+/**
+ * Dataset exports (D73): the stored item and the `export` object.
+ *
+ * One item per export (`keys.export`, listed per job through `gsi.export`), written pending by the
+ * create route, moved to running and then to succeeded or failed by the `exports` consumer, each
+ * move conditioned on the status it leaves and carrying its event (outbox) in the same
+ * transaction. The bytes live in the bucket under `exports/<export id>/`; the download URL is
+ * signed fresh on every read and is never stored.
+ */
+import { BUCKET_PREFIXES } from '../manifest/wiring';
+import { presignGet } from '../storage/s3';
+import type { Env } from '../types';
+
+export const EXPORT_FORMATS = ['jsonl', 'coco', 'csv'] as const;
+export type ExportFormat = (typeof EXPORT_FORMATS)[number];
+export type ExportStatus = 'pending' | 'running' | 'succeeded' | 'failed';
+export const TERMINAL_EXPORT_STATUSES: readonly ExportStatus[] = ['succeeded', 'failed'];
+
+export interface ExportError {
+  code: string;
+  message: string;
+}
+
+export interface ExportItem {
+  id: string;
+  org_id: string;
+  environment: Env;
+  job_id: string;
+  format: ExportFormat;
+  /** Files with ai_star_rating ≥ min_score are exported (as in the files list). */
+  min_score: number;
+  status: ExportStatus;
+  /** Runs of the consumer that claimed it (a run that died mid-way is retried, then failed). */
+  attempts: number;
+  file_count: number | null;
+  size_bytes: number | null;
+  object_key: string | null;
+  error: ExportError | null;
+  created_at: string;
+  updated_at: string;
+  started_at: string | null;
+  completed_at: string | null;
+}
+
+const CONTENT_TYPES: Record<ExportFormat, string> = {
+  jsonl: 'application/x-ndjson',
+  coco: 'application/json',
+  csv: 'text/csv; charset=utf-8',
+};
+const EXTENSIONS: Record<ExportFormat, string> = { jsonl: 'jsonl', coco: 'json', csv: 'csv' };
+
+export const exportContentType = (f: ExportFormat) => CONTENT_TYPES[f];
+
+/** The name the download is saved under, e.g. `job_…-exp_….coco.json`. */
+export const exportFilename = (e: Pick<ExportItem, 'id' | 'job_id' | 'format'>) =>
+  `${e.job_id}-${e.id}${e.format === 'coco' ? '.coco' : ''}.${EXTENSIONS[e.format]}`;
+
+/** Bucket key of an export's bytes: `exports/<export id>/<file name>`. */
+export const exportObjectKey = (e: Pick<ExportItem, 'id' | 'job_id' | 'format'>) => `${BUCKET_PREFIXES.exports}${e.id}/${exportFilename(e)}`;
+
+/** The `export` object (D73); the URL fields are null until the export succeeded. */
+export async function presentExport(e: ExportItem) {
+  const url =
+    e.status === 'succeeded' && e.object_key
+      ? await presignGet(e.object_key, { filename: exportFilename(e), contentType: exportContentType(e.format) })
+      : null;
+  return {
+    object: 'export' as const,
+    id: e.id,
+    job_id: e.job_id,
+    format: e.format,
+    status: e.status,
+    file_count: e.file_count ?? null,
+    size_bytes: e.size_bytes ?? null,
+    download_url: url?.url ?? null,
+    download_url_expires_at: url?.expires_at ?? null,
+    error: e.error ?? null,
+    created_at: e.created_at,
+    completed_at: e.completed_at ?? null,
+  };
+}
