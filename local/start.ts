@@ -4,9 +4,11 @@
  * machine's cores, or the queue's own maximum). Data persists in DATA_DIR between restarts.
  *
  * Stopping loses nothing: Ctrl-C (SIGINT to the whole process group) and SIGTERM stop the pollers
- * after their current batch and save the queued messages (the emulator children ignore those
- * signals and are stopped by this process afterwards); after a SIGKILL, the start-up reconcilers
- * re-enqueue what the table says is unfinished (local/reconcilers.ts).
+ * after their current batch (a batch cut short goes back to its queue) and save the queued messages
+ * (the emulator children ignore those signals and are stopped by this process afterwards); after a
+ * SIGKILL, the start-up reconcilers re-enqueue what the table says is unfinished
+ * (local/reconcilers.ts). Run as `node --import tsx local/start.ts` (npm start): the tsx CLI's
+ * signal relay would SIGKILL a runtime slow to acknowledge the signal.
  */
 import { join } from 'node:path';
 import { JavaMissingError } from './dynamodb';

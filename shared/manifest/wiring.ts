@@ -240,7 +240,7 @@ export const QUEUES: readonly QueueDef[] = [
 export const RULES: readonly RuleDef[] = [
   {
     name: 'upload-created',
-    description: 'S3 ObjectCreated under uploads/ fans out to scoring and annotation in parallel (D54)',
+    description: 'S3 ObjectCreated under uploads/ fans out to scoring and annotation in parallel',
     source: 'bucket',
     pattern: {
       source: ['aws.s3'],
@@ -251,7 +251,7 @@ export const RULES: readonly RuleDef[] = [
   },
   {
     name: 'transcription-done',
-    description: 'Amazon Transcribe job state changes (completed or failed) of our jobs resume scoring (D65)',
+    description: 'Amazon Transcribe job state changes (completed or failed) of our jobs resume scoring',
     source: 'transcribe',
     pattern: {
       source: ['aws.transcribe'],
@@ -268,13 +268,13 @@ export const RULES: readonly RuleDef[] = [
 export const PIPES: readonly PipeDef[] = [
   {
     name: 'outbox-to-webhooks',
-    description: 'Every event written by the outbox (D35) goes to the webhook dispatcher',
+    description: 'Every event written by the outbox goes to the webhook dispatcher',
     filter: { eventName: ['INSERT'], dynamodb: { NewImage: { entity: { S: ['event'] } } } },
     target: 'webhooks',
   },
   {
     name: 'sandbox-jobs',
-    description: 'Test-environment job.created events start the simulated worker (D40)',
+    description: 'Test-environment job.created events start the simulated worker',
     filter: {
       eventName: ['INSERT'],
       dynamodb: {
@@ -292,7 +292,7 @@ export const PIPES: readonly PipeDef[] = [
 export const SCHEDULES: readonly ScheduleDef[] = [
   {
     name: 'reservation-sweep',
-    description: 'Frees expired slot reservations (D23) without any request',
+    description: 'Frees expired slot reservations without any request',
     everyMinutes: 1,
     handler: 'functions/scheduled/reservation-sweep.ts',
     timeoutSeconds: 55,
@@ -300,7 +300,7 @@ export const SCHEDULES: readonly ScheduleDef[] = [
   },
   {
     name: 'credit-expiry-sweep',
-    description: 'Expires free-tier and bonus lots, warns 30 days ahead (D33)',
+    description: 'Expires free-tier and bonus lots, warns 30 days ahead',
     everyMinutes: 60,
     handler: 'functions/scheduled/credit-expiry-sweep.ts',
     timeoutSeconds: 300,

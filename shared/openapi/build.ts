@@ -187,7 +187,7 @@ export function buildOpenApi(): Json {
         'every error is `{"error":{"type","message","request_id","details"?}}`.',
     },
     servers: [{ url: '/', description: 'This service' }],
-    tags: ['Account', 'Jobs', 'Files', 'Submissions', 'Exports', 'API keys', 'Webhooks', 'Billing', 'Organization', 'Workers', 'Reference'].map((name) => ({ name })),
+    tags: ['Account', 'Jobs', 'Files', 'Exports', 'Submissions', 'API keys', 'Webhooks', 'Billing', 'Organization', 'Workers', 'Reference'].map((name) => ({ name })),
     paths,
     components: {
       securitySchemes: {

@@ -220,8 +220,8 @@ export async function tick(jobId: string, seq: number): Promise<TickResult> {
   const flying = await inFlight(job, state.workers);
   if (state.attempts >= maxAttempts && flying.length === 0) {
     await advance(state, { finished: 'gave_up' });
-    logger.info('sandbox: giving up (D53)', { job_id: jobId, attempts: state.attempts });
-    return { next: null, reason: 'gave up after 3 × files_needed attempts (D53)' };
+    logger.info('sandbox: giving up after 3 × files_needed attempts', { job_id: jobId, attempts: state.attempts });
+    return { next: null, reason: 'gave up after 3 × files_needed attempts' };
   }
 
   // Retries first: each retry_pending submission of ours gets one better file.

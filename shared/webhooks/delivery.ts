@@ -5,8 +5,9 @@
  * token) is sent; the record is conditional on the attempt count and token, so of two racing copies
  * only one chain survives (a copy whose token is not the delivery's `next_token` drops). The first
  * attempt is claimed the same way: the fan-out that created a delivery entry put its token there
- * (derived from its SQS message id, so a redelivery of that message keeps the claim), and a second
- * fan-out of the same event (a duplicated stream record, or the start-up reconciler) does nothing.
+ * (derived from the stream record's id, so a redelivery or re-send of that record keeps the claim),
+ * and a second fan-out of the same event (another record of it, e.g. from the start-up reconciler)
+ * does nothing.
  * A crash anywhere leaves the message unacknowledged; SQS redelivers it, and the receiver may see
  * the event again, always with the same `webhook-id` / event id.
  */
@@ -49,8 +50,8 @@ export interface AttemptPlan {
   replay: boolean;
 }
 
-/** The claim token of a fan-out: the same for every redelivery of one SQS message. */
-export const fanOutToken = (messageId: string) => `fanout:${messageId}`;
+/** The claim token of a fan-out: the same for every delivery of one stream record. */
+export const fanOutToken = (recordId: string) => `fanout:${recordId}`;
 
 /**
  * Sends `ev` to `ep` once and records the outcome on the delivery entry (conditional on the

@@ -29,11 +29,12 @@ export { attemptDelivery } from './delivery';
 export const MAX_PARALLEL = 10;
 
 interface StreamRecordBody {
+  eventID?: string;
   eventName?: string;
   dynamodb?: { NewImage?: Record<string, AttributeValue> };
 }
 
-type Parsed = { kind: 'attempt'; msg: AttemptMessage } | { kind: 'fanout'; image: Record<string, unknown> } | { kind: 'unknown' };
+type Parsed = { kind: 'attempt'; msg: AttemptMessage } | { kind: 'fanout'; image: Record<string, unknown>; recordId: string | null } | { kind: 'unknown' };
 
 function parse(record: SQSRecord): Parsed {
   const body = JSON.parse(record.body) as Partial<AttemptMessage> & StreamRecordBody;
@@ -41,7 +42,7 @@ function parse(record: SQSRecord): Parsed {
   const image = body.dynamodb?.NewImage;
   if (body.eventName === 'INSERT' && image) {
     const item = unmarshall(image);
-    if (item.entity === 'event') return { kind: 'fanout', image: item };
+    if (item.entity === 'event') return { kind: 'fanout', image: item, recordId: body.eventID ?? null };
   }
   return { kind: 'unknown' };
 }
@@ -60,7 +61,9 @@ function groupKey(record: SQSRecord): string {
 async function runRecord(record: SQSRecord, post: Post): Promise<void> {
   const p = parse(record);
   if (p.kind === 'attempt') return onAttemptMessage(p.msg, post);
-  if (p.kind === 'fanout') return fanOut(p.image, fanOutToken(record.messageId), post);
+  // The claim follows the stream record (its eventID survives a redelivery and a re-send of the
+  // same body, e.g. a restored queue snapshot); the message id when a record has none.
+  if (p.kind === 'fanout') return fanOut(p.image, fanOutToken(p.recordId ?? record.messageId), post);
   logger.warn('webhooks: ignoring an unrecognised message', { messageId: record.messageId });
 }
 

@@ -83,7 +83,7 @@ async function activeWindow(sub: SubmissionItem, mode: UploadMode): Promise<Rese
     );
   }
   if (mode === 'retry' && (sub.status !== 'retry_pending' || Number(sub.attempt) !== 1)) {
-    throw conflict(`Only a retry_pending submission can be retried (D27); this one is ${sub.status}.`, `submission_${sub.status}`);
+    throw conflict(`Only a retry_pending submission can be retried; this one is ${sub.status}.`, `submission_${sub.status}`);
   }
   const w = mode === 'retry' ? await getRetryWindow(sub.id) : await getReservation(sub.job_id, sub.worker_id);
   if (!w || w.submission_id !== sub.id || new Date(w.reserved_until).getTime() <= now().getTime()) {
