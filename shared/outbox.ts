@@ -15,6 +15,7 @@ export const EVENT_TYPES = [
   'submission.approved',
   'submission.rejected',
   'submission.scored',
+  'submission.overridden',
   'job.created',
   'job.completed',
   'job.cancelled',

@@ -98,7 +98,17 @@ export async function createJob(ctx: MutationContext, p: BuyerPrincipal, input: 
         throw insufficientCredits(snap.available, m.total_cost_cents, `${config().publicBaseUrl}/v1/billing/credits/purchase`);
       }
       const regime = dropRegime(snap.available, m.total_cost_cents, settings!.auto_top_up_threshold_cents);
-      escrowSources = addEscrow(tx, { orgId: p.orgId, env: p.env, jobId, amount: m.total_cost_cents, snapshot: snap, freeTier, balanceCondition: regime });
+      try {
+        escrowSources = addEscrow(tx, { orgId: p.orgId, env: p.env, jobId, amount: m.total_cost_cents, snapshot: snap, freeTier, balanceCondition: regime });
+      } catch (e) {
+        // The balance and the lots were read on either side of a concurrent grant: read again.
+        if (isStale(e) && attempt < MAX_ATTEMPTS) {
+          await backoff(attempt);
+          continue;
+        }
+        if (isStale(e)) throw errors.conflict('The balance changed under heavy concurrency; retry the request.', undefined, { 'Retry-After': '1' });
+        throw e;
+      }
       if (regime.crossing) topUp = emitLowBalance(tx, p.orgId, p.env, snap.available - m.total_cost_cents, settings!); // D34
     }
     const item = {

@@ -16,8 +16,8 @@ import { nowIso } from '../clock';
 import type { Tx } from '../db/tx';
 import type { Env } from '../types';
 
-export type TransactionType = 'purchase' | 'deduction' | 'free_tier' | 'bonus' | 'expiration' | 'refund' | 'escrow';
-export const TRANSACTION_TYPES: readonly TransactionType[] = ['purchase', 'deduction', 'free_tier', 'bonus', 'expiration', 'refund', 'escrow'];
+export type TransactionType = 'purchase' | 'deduction' | 'free_tier' | 'bonus' | 'expiration' | 'refund' | 'escrow' | 'reversal';
+export const TRANSACTION_TYPES: readonly TransactionType[] = ['purchase', 'deduction', 'free_tier', 'bonus', 'expiration', 'refund', 'escrow', 'reversal'];
 
 /** D33: purchased credits never expire; they all live in one perpetual lot per tenant. */
 export const PERPETUAL_LOT_ID = 'lot_PURCHASED';

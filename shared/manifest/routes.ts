@@ -205,6 +205,12 @@ export const ROUTES: readonly RouteDef[] = [
     resource: { param: 'submission_id', kind: 'submission' },
     access: { table: 'read', cdnSign: true }, // signs file_url (a CDN URL: no bucket access)
   }),
+  // D71: the buyer's override of a verdict (scope jobs:write); deletes the withdrawn objects and
+  // signs file_url.
+  buyer('submissions.override', 'POST', '/v1/submissions/{submission_id}/override', 'functions/submissions/override.ts', 'jobs:write', {
+    resource: { param: 'submission_id', kind: 'submission' },
+    access: { table: 'write', bucket: 'read-write', cdnSign: true },
+  }),
 
   // --- API keys (D5, D6) ---
   buyer('api_keys.create', 'POST', '/v1/api_keys', 'functions/api-keys/create.ts', 'keys:manage', { access: { table: 'write', ...SEALS } }),

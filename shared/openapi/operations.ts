@@ -138,6 +138,16 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   'submissions.list': { summary: 'List submissions across jobs', tag: 'Submissions', success: ok(list(submission)) },
   'submissions.summary': { summary: 'Submission counts and ratings', tag: 'Submissions', success: ok(submissionSummary) },
   'submissions.get': { summary: 'Get a submission', tag: 'Submissions', success: ok(submission) },
+  'submissions.override': {
+    summary: 'Override a verdict within 7 days: approve a rejected or retry_pending submission, or reject an approved one',
+    tag: 'Submissions',
+    description:
+      'Once per submission, within 7 days of scored_at. Approving is a normal approval (Files, charge, payout). Rejecting withdraws the Files (their download URLs stop working), returns the price to the job\'s escrow as a `reversal` transaction, reverses the worker payout and reopens a completed job. See docs/trust.md.',
+    success: ok(submission),
+    errors: {
+      409: '`details[0].code`: `invalid_state` (wrong status, already overridden, or identical bytes already approved), `override_window_closed`, `job_cancelled`, `no_free_slot`.',
+    },
+  },
 
   'api_keys.create': { summary: 'Create an API key (the secret is shown once)', tag: 'API keys', success: ok(apiKey) },
   'api_keys.list': { summary: 'List API keys (secrets masked)', tag: 'API keys', success: ok(list(apiKey)) },

@@ -17,17 +17,16 @@ import { keys } from '../db/keys';
 import type { Tx } from '../db/tx';
 import type { Env } from '../types';
 import { logger } from '../logger';
-import type { ScoreResult } from '../scoring/types';
+import type { ReasonCode } from '../scoring/types';
 import { perceptualHash, isPerceptualHash } from './phash';
 import { findNearDuplicate, addToNearDuplicateIndex, removeFromNearDuplicateIndex, NEAR_DUPLICATE_MAX_DISTANCE } from './neardup';
 import { checkLocation, jobPoint } from './location';
 
 export { NEAR_DUPLICATE_MAX_DISTANCE };
 
-export type TrustReasonCode = 'duplicate' | 'near_duplicate' | 'location_mismatch';
-
+/** A failed trust check: its reason code (D68) and a sentence for the worker (scoring/precheck `precheckRejection`). */
 export interface TrustFailure {
-  code: TrustReasonCode;
+  code: Extract<ReasonCode, 'duplicate' | 'near_duplicate' | 'location_mismatch'>;
   reason: string;
 }
 
@@ -84,18 +83,6 @@ export async function trustChecks(input: TrustInput): Promise<{ failures: TrustF
     });
   }
   return { failures, attrs: { perceptual_hash: hash, location_verified: 'mismatch' in loc ? false : loc.verified } };
-}
-
-/** A pre-check rejection for trust failures: 1 star, final, no model call, no charge (D26). */
-export function trustRejection(failures: TrustFailure[]): ScoreResult & { reason_codes: TrustReasonCode[] } {
-  return {
-    ai_star_rating: 1,
-    dimensions: { relevance: 1, quality: 1, instruction_compliance: 1 },
-    ai_reasoning: `Rejected before scoring: ${failures.map((f) => f.reason).join('; ')}.`,
-    provider: 'precheck',
-    precheck_rejected: true,
-    reason_codes: [...new Set(failures.map((f) => f.code))],
-  };
 }
 
 export interface ApprovedFileRef {

@@ -130,6 +130,8 @@ export function presentWorkerSubmission(s: SubmissionItem) {
     payout_cents: (s.payout_cents as number | undefined) ?? null,
     submitted_at: s.submitted_at ?? null,
     scored_at: s.scored_at ?? null,
+    /** D71: the buyer's override of the verdict, or null */
+    override: (s.override as Record<string, unknown> | undefined) ?? null,
     created_at: s.created_at,
   };
 }
@@ -154,5 +156,7 @@ export function presentSubmission(s: SubmissionItem, fileUrl: string | null = nu
     files_count: (s.uploads ?? []).length,
     submitted_at: s.submitted_at ?? null,
     scored_at: s.scored_at ?? null,
+    /** D71: the buyer's override of the verdict, or null */
+    override: (s.override as Record<string, unknown> | undefined) ?? null,
   };
 }

@@ -33,7 +33,7 @@ import { precheck, precheckRejection, scorerFor, type ScoreResult, type Scorer, 
 import { injectScoringFault } from '../scoring/faults';
 import { jobNameFor, transcriberFor, transcriptKeyFor, type TranscriptionState } from '../speech';
 import { deleteObjects, getObjectBytes, objectKeys, parseUploadKey, putObject } from '../storage/s3';
-import { trustChecks, trustRejection, type TrustAttrs } from '../trust';
+import { trustChecks, type TrustAttrs } from '../trust';
 import { perceptualHash } from '../trust/phash';
 import { getSubmissionItem } from './reservations';
 import { completeIfAllLanded } from './uploads';
@@ -167,7 +167,7 @@ export async function prechecks(ctx: PrecheckContext): Promise<{ rejection: Scor
   const dup = (await alreadyApproved(sub.job_id, metadata.content_hash)) ? [metadata.content_hash] : null;
   // D69/D70: organization-wide duplicates, near-duplicates, capture point (shared/trust).
   const trust = await trustChecks({ orgId: sub.org_id, env: sub.environment, jobLocation: job.location, contentType: upload.content_type, bytes, metadata });
-  const rejection = precheck(scoringJob(job), metadata, dup) ?? (trust.failures.length ? trustRejection(trust.failures) : null);
+  const rejection = precheck(scoringJob(job), metadata, dup) ?? (trust.failures.length ? precheckRejection(trust.failures) : null);
   return { rejection, attrs: trust.attrs };
 }
 

@@ -1,8 +1,11 @@
 /**
- * D31/D33 property tests against DynamoDB Local: random sequences of purchases, free-tier grants,
- * job creations, approvals (through `addApprovalCharges`, the pipeline's function), cancels and
- * expiry sweeps, some steps run concurrently. After every step the three D31 identities hold,
- * available never goes below 0, the lots add up to available and the jobs' escrow to held.
+ * D31/D33/D71 property tests against DynamoDB Local: random sequences of purchases, free-tier
+ * grants, job creations, approvals (through `addApprovalCharges`, the pipeline's function),
+ * rejections, buyer overrides in both directions (through `overrideSubmission`, the route's
+ * function: reject an approved submission → `reversal`; approve a rejected one → `deduction`),
+ * cancels and expiry sweeps, some steps run concurrently. After every step the three D31
+ * identities (held including Σ reversal) hold, available never goes below 0, the lots add up to
+ * available and the jobs' escrow to held.
  */
 import fc from 'fast-check';
 import { Tx } from '../../shared/db/tx';
@@ -13,32 +16,60 @@ import { createJob, cancelJob, getJobItem } from '../../shared/jobs';
 import { createCheckoutSession, confirmCheckout } from '../../shared/billing';
 import { grantCredits } from '../../shared/ledger/lots';
 import { sweepCreditLots } from '../../shared/ledger/expiry';
-import { approve, ctx, ledgerState, listEvents, newBuyer, useFreshTable } from './ledger-fixtures';
+import { approve, ctx, ledgerState, listEvents, newBuyer, reject, useFreshTable, useS3Emulator } from './ledger-fixtures';
+import { overrideSubmission } from '../../shared/work/override';
+import { getSubmissionItem } from '../../shared/work/reservations';
 import type { BuyerPrincipal } from '../../shared/types';
 
-beforeAll(useFreshTable);
+let stopS3: () => Promise<void>;
+beforeAll(async () => {
+  await useFreshTable();
+  stopS3 = await useS3Emulator();
+});
+afterAll(() => stopS3?.());
 
 type Cmd =
   | { k: 'purchase'; amount: number }
   | { k: 'grant'; amount: number; days: number }
   | { k: 'create'; price: number; files: number }
   | { k: 'approve'; job: number; files: number }
+  | { k: 'reject'; job: number; files: number }
+  | { k: 'override'; sub: number; decision: 'approve' | 'reject' }
   | { k: 'cancel'; job: number }
   | { k: 'expire'; days: number };
 
+// Weighted so that runs reach approvals and overrides, not only refusals on an empty tenant.
 const cmd: fc.Arbitrary<Cmd> = fc.oneof(
-  fc.record({ k: fc.constant('purchase' as const), amount: fc.integer({ min: 1000, max: 30_000 }) }),
-  fc.record({ k: fc.constant('grant' as const), amount: fc.integer({ min: 1, max: 3000 }), days: fc.integer({ min: 1, max: 60 }) }),
-  fc.record({ k: fc.constant('create' as const), price: fc.integer({ min: 10, max: 900 }), files: fc.integer({ min: 1, max: 12 }) }),
-  fc.record({ k: fc.constant('approve' as const), job: fc.nat(), files: fc.integer({ min: 1, max: 3 }) }),
-  fc.record({ k: fc.constant('cancel' as const), job: fc.nat() }),
-  fc.record({ k: fc.constant('expire' as const), days: fc.integer({ min: 1, max: 40 }) }),
+  { weight: 2, arbitrary: fc.record({ k: fc.constant('purchase' as const), amount: fc.integer({ min: 1000, max: 30_000 }) }) },
+  { weight: 1, arbitrary: fc.record({ k: fc.constant('grant' as const), amount: fc.integer({ min: 1, max: 3000 }), days: fc.integer({ min: 1, max: 60 }) }) },
+  { weight: 3, arbitrary: fc.record({ k: fc.constant('create' as const), price: fc.integer({ min: 10, max: 900 }), files: fc.integer({ min: 1, max: 12 }) }) },
+  { weight: 4, arbitrary: fc.record({ k: fc.constant('approve' as const), job: fc.nat(), files: fc.integer({ min: 1, max: 3 }) }) },
+  { weight: 2, arbitrary: fc.record({ k: fc.constant('reject' as const), job: fc.nat(), files: fc.integer({ min: 1, max: 3 }) }) },
+  { weight: 5, arbitrary: fc.record({ k: fc.constant('override' as const), sub: fc.nat(), decision: fc.constantFrom('approve' as const, 'reject' as const) }) },
+  { weight: 1, arbitrary: fc.record({ k: fc.constant('cancel' as const), job: fc.nat() }) },
+  { weight: 1, arbitrary: fc.record({ k: fc.constant('expire' as const), days: fc.integer({ min: 1, max: 40 }) }) },
 );
 
 /** Business refusals (402, 409...) are outcomes; anything else fails the property. */
 const outcome = (p: Promise<unknown>) => p.then(() => 'ok', (e) => { if (e instanceof ApiError && e.status < 500) return e.type; throw e; });
 
-async function run(p: BuyerPrincipal, c: Cmd, jobs: string[], clock: { t: Date }): Promise<string> {
+/** Business refusals (409 with a code) are outcomes, named by their code. */
+const overrideOutcome = (p: Promise<unknown>) =>
+  p.then(
+    () => 'ok',
+    (e) => {
+      if (e instanceof ApiError && e.status < 500) return e.details?.[0]?.code ?? e.type;
+      throw e;
+    },
+  );
+
+/** Submissions by the status they were created in: overrides pick from the list they apply to (mostly). */
+interface Subs {
+  approved: string[];
+  rejected: string[];
+}
+
+async function run(p: BuyerPrincipal, c: Cmd, jobs: string[], clock: { t: Date }, subs: Subs = { approved: [], rejected: [] }): Promise<string> {
   switch (c.k) {
     case 'purchase': {
       const s = await createCheckoutSession(ctx(), p, c.amount);
@@ -56,7 +87,24 @@ async function run(p: BuyerPrincipal, c: Cmd, jobs: string[], clock: { t: Date }
     }
     case 'approve': {
       if (!jobs.length) return 'skip';
-      return (await approve(jobs[c.job % jobs.length]!, newId('submission'), c.files)) ? 'ok' : 'refused';
+      const id = newId('submission');
+      const ok = await approve(jobs[c.job % jobs.length]!, id, c.files);
+      if (ok) subs.approved.push(id);
+      return ok ? 'ok' : 'refused';
+    }
+    case 'reject': {
+      if (!jobs.length) return 'skip';
+      const id = newId('submission');
+      await reject(jobs[c.job % jobs.length]!, id, c.files);
+      subs.rejected.push(id);
+      return 'ok';
+    }
+    case 'override': {
+      // Every 5th pick crosses over (approve an approved one, reject a rejected one): invalid_state.
+      const list = (c.decision === 'approve') === (c.sub % 5 !== 0) ? subs.rejected : subs.approved;
+      if (!list.length) return 'skip';
+      const sub = await getSubmissionItem(list[c.sub % list.length]!);
+      return overrideOutcome(overrideSubmission(ctx(), sub!, { decision: c.decision, reason_code: 'other' }));
     }
     case 'cancel': {
       if (!jobs.length) return 'skip';
@@ -84,24 +132,32 @@ async function expectIdentities(p: BuyerPrincipal, jobs: string[]) {
 
 const seen: Record<string, number> = {};
 
-test('D31: the identities hold after every step of random purchases, jobs, approvals, cancels and expiries, some concurrent', async () => {
+test('D31/D71: the identities hold after every step of random purchases, jobs, approvals, rejections, overrides both ways, cancels and expiries, some concurrent', async () => {
   await fc.assert(
-    fc.asyncProperty(fc.array(fc.array(cmd, { minLength: 1, maxLength: 3 }), { minLength: 3, maxLength: 9 }), async (steps) => {
+    fc.asyncProperty(fc.array(fc.array(cmd, { minLength: 1, maxLength: 3 }), { minLength: 4, maxLength: 14 }), async (steps) => {
       const p = await newBuyer();
       const jobs: string[] = [];
+      const subs: Subs = { approved: [], rejected: [] };
       const clock = { t: now() };
       for (const batch of steps) {
         // A batch of more than one command runs concurrently.
-        const results = await Promise.all(batch.map((c) => run(p, c, jobs, clock)));
-        batch.forEach((c, i) => (seen[`${c.k}:${results[i]}`] = (seen[`${c.k}:${results[i]}`] ?? 0) + 1));
+        const results = await Promise.all(batch.map((c) => run(p, c, jobs, clock, subs)));
+        batch.forEach((c, i) => {
+          seen[`${c.k}:${results[i]}`] = (seen[`${c.k}:${results[i]}`] ?? 0) + 1;
+          if (c.k === 'override') seen[`override-${c.decision}:${results[i]}`] = (seen[`override-${c.decision}:${results[i]}`] ?? 0) + 1;
+        });
         await expectIdentities(p, jobs);
       }
     }),
-    { numRuns: 15 },
+    { numRuns: 20 },
   );
-  // The random runs did exercise the money paths (not only refusals).
-  for (const k of ['create:ok', 'approve:ok', 'cancel:ok', 'purchase:paid', 'create:insufficient_credits']) expect(seen[k] ?? 0).toBeGreaterThan(0);
-});
+  // The random runs did exercise the money paths (not only refusals), overrides in both directions included.
+  for (const k of ['create:ok', 'approve:ok', 'cancel:ok', 'purchase:paid', 'create:insufficient_credits', 'override:ok', 'override:invalid_state']) {
+    expect(seen[k] ?? 0).toBeGreaterThan(0);
+  }
+  expect(seen['override-approve:ok'] ?? 0).toBeGreaterThan(0);
+  expect(seen['override-reject:ok'] ?? 0).toBeGreaterThan(0);
+}, 300_000);
 
 test('D33: escrow draws from the lot that expires first', async () => {
   const p = await newBuyer();

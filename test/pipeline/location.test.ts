@@ -7,6 +7,9 @@ import { distanceKm, checkLocation, jobPoint } from '../../shared/trust/location
 import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
 import { accept, createJob, detailedJpeg, liveBuyer, signupWorker, uploadFile } from './support';
 
+// End to end through the real pipeline (models load on first use) on a shared machine: generous time.
+jest.setTimeout(240_000);
+
 const EIFFEL = { latitude: 48.8584, longitude: 2.2945 };
 const LOUVRE = { latitude: 48.8606, longitude: 2.3376 };
 const LONDON = { latitude: 51.5074, longitude: -0.1278 };

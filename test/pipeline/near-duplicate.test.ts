@@ -20,6 +20,9 @@ import { detailedJpeg as scene } from '../fixtures/media';
 import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
 import { accept, createJob, liveBuyer, signupWorker, uploadFile } from './support';
 
+// End to end through the real pipeline (models load on first use) on a shared machine: generous time.
+jest.setTimeout(240_000);
+
 const sample = readFileSync(path.join(__dirname, '../../samples/sample.jpg'));
 const distance = async (a: Buffer, b: Buffer) => hammingDistance(await perceptualHash(a), await perceptualHash(b));
 

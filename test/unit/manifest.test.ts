@@ -18,8 +18,12 @@ describe('route manifest', () => {
     }
   });
 
-  test('the three /v1/submissions routes need jobs:read (D8)', () => {
-    for (const r of ROUTES.filter((x) => x.path.startsWith('/v1/submissions'))) expect(r.scope).toBe('jobs:read');
+  test('the three /v1/submissions read routes need jobs:read (D8); the override needs jobs:write (D71)', () => {
+    const reads = ROUTES.filter((x) => x.path.startsWith('/v1/submissions') && x.method === 'GET');
+    expect(reads).toHaveLength(3);
+    for (const r of reads) expect(r.scope).toBe('jobs:read');
+    const writes = ROUTES.filter((x) => x.path.startsWith('/v1/submissions') && x.method !== 'GET');
+    expect(writes.map((r) => [r.id, r.scope, r.idempotency])).toEqual([['submissions.override', 'jobs:write', 'required']]);
   });
 
   test('the organization settings routes accept any key', () => {

@@ -284,6 +284,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/submissions/{submission_id}/override": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Override a verdict within 7 days: approve a rejected or retry_pending submission, or reject an approved one
+         * @description Once per submission, within 7 days of scored_at. Approving is a normal approval (Files, charge, payout). Rejecting withdraws the Files (their download URLs stop working), returns the price to the job's escrow as a `reversal` transaction, reverses the worker payout and reopens a completed job. See docs/trust.md.
+         */
+        post: operations["submissions.override"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/api_keys": {
         parameters: {
             query?: never;
@@ -942,6 +962,10 @@ export interface components {
                 [key: string]: unknown;
             } | null;
             worker_region: string | null;
+            /** @description 64-bit perceptual hash of an image, 16 hex characters (near-copies differ in at most 9 bits); null for audio and video (keyframes carry theirs) */
+            perceptual_hash?: string | null;
+            /** @description true: GPS inside the job's radius; false: the file has no GPS; null: the job has no point and radius */
+            location_verified?: boolean | null;
             /** @description Signed URL, valid until download_url_expires_at (7 days) */
             download_url: string;
             /** @description ISO 8601 UTC timestamp with milliseconds, e.g. 2026-11-21T12:00:00.000Z */
@@ -955,6 +979,8 @@ export interface components {
                 timestamp_seconds: number | null;
                 width: number | null;
                 height: number | null;
+                /** @description 64-bit perceptual hash of the frame, 16 hex characters */
+                perceptual_hash?: string | null;
                 download_url: string;
                 /** @description ISO 8601 UTC timestamp with milliseconds, e.g. 2026-11-21T12:00:00.000Z */
                 download_url_expires_at: string;
@@ -989,6 +1015,17 @@ export interface components {
             files_count: number;
             submitted_at: string | null;
             scored_at: string | null;
+            /** @description The buyer's override of the verdict, or null */
+            override?: ({
+                /** @enum {string} */
+                decision: "approve" | "reject";
+                reason_code: string | null;
+                note: string | null;
+                /** @description ISO 8601 UTC timestamp with milliseconds, e.g. 2026-11-21T12:00:00.000Z */
+                overridden_at: string;
+            } & {
+                [key: string]: unknown;
+            }) | null;
         } & {
             [key: string]: unknown;
         };
@@ -3172,6 +3209,139 @@ export interface operations {
             };
         };
     };
+    "submissions.override": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Up to 255 characters. The same key with the same body replays the first answer for 24 hours. */
+                "Idempotency-Key": components["parameters"]["IdempotencyKeyRequired"];
+            };
+            path: {
+                submission_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    decision: "approve" | "reject";
+                    /** @enum {string} */
+                    reason_code?: "low_relevance" | "low_quality" | "instructions_not_followed" | "resolution_too_low" | "duration_out_of_bounds" | "duplicate" | "near_duplicate" | "location_mismatch" | "policy_violation" | "unreadable_media" | "other";
+                    note?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Service-Credits-Remaining": components["headers"]["X-Service-Credits-Remaining"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Submission"];
+                };
+            };
+            /** @description Invalid input: `details[]` names each field (missing Idempotency-Key included). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or revoked API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key lacks the `jobs:write` scope. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, malformed id, or a resource of another organization or environment. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `details[0].code`: `invalid_state` (wrong status, already overridden, or identical bytes already approved), `override_window_closed`, `job_cancelled`, `no_free_slot`. Same Idempotency-Key with another body (`idempotency_conflict`), or while the first request runs (`details[0].code = idempotency_key_in_use`, with Retry-After). */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request body is larger than the gateway accepts. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Fields valid one by one but not together (e.g. a range whose start is after its end). */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected failure; retrying is safe. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     "api_keys.list": {
         parameters: {
             query?: {
@@ -3727,7 +3897,7 @@ export interface operations {
                 "application/json": {
                     url: string;
                     description?: string | null;
-                    events: ("submission.approved" | "submission.rejected" | "submission.scored" | "job.created" | "job.completed" | "job.cancelled" | "job.flagged" | "credits.purchased" | "credits.low_balance" | "credits.auto_topped_up" | "credits.auto_top_up_failed" | "credits.expiring_soon" | "credits.expired" | "export.completed" | "export.failed" | "*")[];
+                    events: ("submission.approved" | "submission.rejected" | "submission.scored" | "submission.overridden" | "job.created" | "job.completed" | "job.cancelled" | "job.flagged" | "credits.purchased" | "credits.low_balance" | "credits.auto_topped_up" | "credits.auto_top_up_failed" | "credits.expiring_soon" | "credits.expired" | "export.completed" | "export.failed" | "*")[];
                 };
             };
         };
@@ -3999,7 +4169,7 @@ export interface operations {
                 "application/json": {
                     url?: string;
                     description?: string | null;
-                    events?: ("submission.approved" | "submission.rejected" | "submission.scored" | "job.created" | "job.completed" | "job.cancelled" | "job.flagged" | "credits.purchased" | "credits.low_balance" | "credits.auto_topped_up" | "credits.auto_top_up_failed" | "credits.expiring_soon" | "credits.expired" | "export.completed" | "export.failed" | "*")[];
+                    events?: ("submission.approved" | "submission.rejected" | "submission.scored" | "submission.overridden" | "job.created" | "job.completed" | "job.cancelled" | "job.flagged" | "credits.purchased" | "credits.low_balance" | "credits.auto_topped_up" | "credits.auto_top_up_failed" | "credits.expiring_soon" | "credits.expired" | "export.completed" | "export.failed" | "*")[];
                     /** @enum {string} */
                     status?: "enabled" | "disabled";
                 };
@@ -4235,7 +4405,7 @@ export interface operations {
             query?: {
                 limit?: number;
                 cursor?: string;
-                type?: "submission.approved" | "submission.rejected" | "submission.scored" | "job.created" | "job.completed" | "job.cancelled" | "job.flagged" | "credits.purchased" | "credits.low_balance" | "credits.auto_topped_up" | "credits.auto_top_up_failed" | "credits.expiring_soon" | "credits.expired" | "export.completed" | "export.failed";
+                type?: "submission.approved" | "submission.rejected" | "submission.scored" | "submission.overridden" | "job.created" | "job.completed" | "job.cancelled" | "job.flagged" | "credits.purchased" | "credits.low_balance" | "credits.auto_topped_up" | "credits.auto_top_up_failed" | "credits.expiring_soon" | "credits.expired" | "export.completed" | "export.failed";
                 delivery_status?: "pending" | "delivered" | "failed";
                 created_after?: string;
             };
@@ -4531,7 +4701,7 @@ export interface operations {
             query?: {
                 limit?: number;
                 cursor?: string;
-                type?: "purchase" | "deduction" | "free_tier" | "bonus" | "expiration" | "refund" | "escrow";
+                type?: "purchase" | "deduction" | "free_tier" | "bonus" | "expiration" | "refund" | "escrow" | "reversal";
             };
             header?: never;
             path?: never;

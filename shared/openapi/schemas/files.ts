@@ -14,6 +14,7 @@ export const keyframe = z.looseObject({
   timestamp_seconds: z.number().nullable(),
   width: z.number().int().nullable(),
   height: z.number().int().nullable(),
+  perceptual_hash: z.string().nullable().optional().describe('64-bit perceptual hash of the frame, 16 hex characters'),
   download_url: z.string(),
   download_url_expires_at: ts,
 });
@@ -35,6 +36,16 @@ export const file = z
     ai_star_rating: z.number().int().min(1).max(5),
     device_info: z.looseObject({}).nullable(),
     worker_region: z.string().nullable(),
+    perceptual_hash: z
+      .string()
+      .nullable()
+      .optional()
+      .describe('64-bit perceptual hash of an image, 16 hex characters (near-copies differ in at most 9 bits); null for audio and video (keyframes carry theirs)'),
+    location_verified: z
+      .boolean()
+      .nullable()
+      .optional()
+      .describe("true: GPS inside the job's radius; false: the file has no GPS; null: the job has no point and radius"),
     download_url: z.string().describe('Signed URL, valid until download_url_expires_at (7 days)'),
     download_url_expires_at: ts,
     annotations: z.looseObject({}).nullable().describe('Labels by content type (see the README); null for policy violations'),
@@ -63,5 +74,15 @@ export const submission = z
     files_count: z.number().int(),
     submitted_at: tsOrNull,
     scored_at: tsOrNull,
+    override: z
+      .looseObject({
+        decision: z.enum(['approve', 'reject']),
+        reason_code: z.string().nullable(),
+        note: z.string().nullable(),
+        overridden_at: ts,
+      })
+      .nullable()
+      .optional()
+      .describe("The buyer's override of the verdict, or null"),
   })
   .meta({ id: 'Submission' });

@@ -1,0 +1,285 @@
+/**
+ * Buyer override of a verdict (D71): `POST /v1/submissions/{id}/override`.
+ *
+ * Within OVERRIDE_WINDOW_MS (7 days) of `scored_at`, once per submission:
+ * - approve a `rejected` or `retry_pending` submission while the job is open, filled or
+ *   in_progress with a free slot: the normal approval (D29: Files, duplicate guards and
+ *   near-duplicate index, `deduction`, worker payout, job.completed when it fills the job);
+ * - reject an `approved` submission of a job that is not cancelled: its Files are withdrawn, the
+ *   money goes back to the job's escrow as a `reversal` row, the worker payout is reversed, a
+ *   completed job reopens (override-withdraw.ts).
+ * Every other case is 409 `conflict` with `details[0].code` `invalid_state`,
+ * `override_window_closed`, `job_cancelled` or `no_free_slot` (checked in that order).
+ *
+ * One transaction per override: the submission (conditioned on its status, its upload round and
+ * having no override yet), the job (conditioned on the counters read), the ledger rows, the
+ * payout, the events (`submission.overridden`, plus the approval's own events), the audit record
+ * and the idempotency response. Concurrent overrides of one submission: exactly one commits; the
+ * others re-read and answer 409 `invalid_state`, so money moves once.
+ */
+import { addMs, now, nowIso, DAY_MS } from '../clock';
+import { REASON_CODES, type ReasonCode } from '../scoring/types';
+import { keys } from '../db/keys';
+import { Tx } from '../db/tx';
+import { newId } from '../ids';
+import { emit } from '../outbox';
+import { audit } from '../audit';
+import { ConditionFailed, errors } from '../errors';
+import { logger } from '../logger';
+import { recordResponse, type MutationContext } from '../context';
+import { getJobItem } from '../jobs';
+import { categoryOf, freeSlots, type Category, type JobItem } from '../jobs/model';
+import { addApprovalCharges, approvalAllowed } from '../ledger/escrow';
+import { REVERSIBLE_STATUSES } from '../ledger/reversal';
+import { approvedFileUrl, fileItem } from '../files';
+import { addApprovalIndexes } from '../trust';
+import { reconcileAvailability } from './slots';
+import { getSubmissionItem } from './reservations';
+import { approvedRef } from './verdict';
+import { presentSubmission, type SubmissionItem } from './model';
+import { addWithdrawal, deleteWithdrawnObjects, StaleRead, type Withdrawal } from './override-withdraw';
+
+export const OVERRIDE_WINDOW_MS = 7 * DAY_MS;
+/** D68's reason codes and `other`. */
+export const OVERRIDE_REASON_CODES = [...REASON_CODES, 'other'] as const;
+export type OverrideReasonCode = (typeof OVERRIDE_REASON_CODES)[number];
+
+export interface OverrideInput {
+  decision: 'approve' | 'reject';
+  reason_code?: OverrideReasonCode | null;
+  note?: string | null;
+}
+
+export type OverrideConflict = 'invalid_state' | 'override_window_closed' | 'job_cancelled' | 'no_free_slot';
+
+const conflict = (code: OverrideConflict, message: string) => errors.conflict(message, [{ field: 'submission_id', message, code }]);
+
+const MAX_ATTEMPTS = 30;
+const backoff = (attempt: number) => new Promise((r) => setTimeout(r, Math.random() * Math.min(250, 8 * 2 ** attempt)));
+
+/** The conflict, if any, for this decision on this submission and job (D71), in the documented order. */
+export function overrideConflict(sub: SubmissionItem, job: JobItem | undefined, decision: OverrideInput['decision'], at: Date = now()) {
+  const from = decision === 'approve' ? ['rejected', 'retry_pending'] : ['approved'];
+  if (sub.override) return conflict('invalid_state', 'This submission was already overridden; an override is final.');
+  if (!from.includes(sub.status) || !sub.scored_at) {
+    return conflict('invalid_state', `Only ${from.join(' or ')} submissions can be ${decision === 'approve' ? 'approved' : 'rejected'} by override; this one is ${sub.status}.`);
+  }
+  const closes = addMs(new Date(sub.scored_at), OVERRIDE_WINDOW_MS);
+  if (at.getTime() > closes.getTime()) return conflict('override_window_closed', `The override window closed at ${closes.toISOString()}, 7 days after the verdict.`);
+  if (!job || job.status === 'cancelled') return conflict('job_cancelled', 'The job is cancelled; its verdicts can no longer change.');
+  if (decision === 'reject' && !REVERSIBLE_STATUSES.includes(job.status)) return conflict('invalid_state', `The job is ${job.status}.`);
+  if (decision === 'approve') {
+    const n = sub.uploads.length;
+    // A retry_pending submission still holds its slots in files_pending; a rejected one needs free ones.
+    const slotsOk = sub.status === 'retry_pending' ? approvalAllowed(job, n) : approvalAllowed(job, n) && freeSlots(job) >= n;
+    if (!slotsOk) return conflict('no_free_slot', `The job has no free slot for ${n} more file${n > 1 ? 's' : ''} (it is ${job.status}).`);
+  }
+  return null;
+}
+
+/**
+ * The submission's `reason_codes` after the override (D68 codes only): [] when approved; the
+ * buyer's code when rejected (none for `other`, which the override record still carries).
+ */
+function codesAfter(status: string, input: OverrideInput): ReasonCode[] {
+  if (status !== 'rejected' || !input.reason_code || input.reason_code === 'other') return [];
+  return [input.reason_code];
+}
+const statusAfterOverride = (input: OverrideInput) => (input.decision === 'approve' ? 'approved' : 'rejected');
+
+/** The override record shown on the submission. */
+const overrideRecord = (input: OverrideInput, at: string) => ({
+  decision: input.decision,
+  reason_code: input.reason_code ?? null,
+  note: input.note ?? null,
+  overridden_at: at,
+});
+
+/**
+ * Summary counters (D50, D56) moved from one final verdict to the other, with the placeholders
+ * of `summaryUpdate` (`#sm`, `:ov`): approved ↔ rejected, or a retry_pending (counted in the
+ * total only) becoming approved with its stars.
+ */
+function summaryShift(category: Category, from: string, to: 'approved' | 'rejected', stars: number) {
+  const names = { '#smS': 'summary', '#smB': 'by_type', '#smC': category, '#smA': 'approved', '#smR': 'rejected', '#smSum': 'stars_sum', '#smN': 'scored' };
+  const values: Record<string, unknown> = { ':ovUp': 1, ':ovDown': -1 };
+  const add: string[] = [];
+  if (to === 'approved') add.push('#smS.#smA :ovUp', '#smS.#smB.#smC.#smA :ovUp');
+  else add.push('#smS.#smA :ovDown', '#smS.#smB.#smC.#smA :ovDown', '#smS.#smR :ovUp');
+  if (from === 'rejected') add.push('#smS.#smR :ovDown');
+  if (from === 'retry_pending') {
+    values[':ovStars'] = stars;
+    add.push('#smS.#smSum :ovStars', '#smS.#smN :ovUp', '#smS.#smB.#smC.#smSum :ovStars', '#smS.#smB.#smC.#smN :ovUp');
+  }
+  // DynamoDB refuses unused placeholders: keep only those the clauses use.
+  const used = <T,>(o: Record<string, T>) => Object.fromEntries(Object.entries(o).filter(([k]) => add.some((a) => a.split(/[ .]/).includes(k))));
+  return { add, names: used(names), values: used(values) };
+}
+
+/** The submission update: status, override, conditioned on the state read (once per submission). */
+function submissionUpdate(tx: Tx, sub: SubmissionItem, status: string, input: OverrideInput, at: string, extra: { set: string[]; values: Record<string, unknown> }) {
+  tx.update('submission', keys.submission(sub.id), `SET #s = :ost, #o = :orec, reason_codes = :orc, updated_at = :ot, final_at = :ot, ${extra.set.join(', ')}`, {
+    condition: '#s = :oprev AND #r = :oround AND attribute_not_exists(#o)',
+    names: { '#s': 'status', '#o': 'override', '#r': 'round' },
+    values: {
+      ':ost': status,
+      ':orec': overrideRecord(input, at),
+      ':orc': codesAfter(status, input),
+      ':ot': at,
+      ':oprev': sub.status,
+      ':oround': sub.round,
+      ...extra.values,
+    },
+  });
+}
+
+function overriddenEvent(tx: Tx, ctx: MutationContext, sub: SubmissionItem, input: OverrideInput, status: string, amountCents: number) {
+  const data = {
+    submission_id: sub.id,
+    job_id: sub.job_id,
+    decision: input.decision,
+    previous_status: sub.status,
+    status,
+    reason_code: input.reason_code ?? null,
+    amount_cents: amountCents,
+  };
+  emit(tx, { orgId: sub.org_id, env: sub.environment, type: 'submission.overridden', jobId: sub.job_id, data });
+  audit(tx, {
+    orgId: sub.org_id,
+    eventType: 'submission.overridden',
+    actor: ctx.actor,
+    env: sub.environment,
+    resource: { type: 'submission', id: sub.id },
+    jobId: sub.job_id,
+    requestId: ctx.requestId,
+    data: { ...data, note: input.note ?? null },
+  });
+}
+
+/** Approve by override: the D29 approval, plus the override record and event. */
+function addOverrideApproval(tx: Tx, ctx: MutationContext, sub: SubmissionItem, job: JobItem, input: OverrideInput, at: string): number {
+  const n = sub.uploads.length;
+  const stars = Number(sub.ai_star_rating ?? 1);
+  const payout = Number(job.worker_payout_per_file_cents) * n;
+  const payId = newId('payout');
+  const retry = sub.status === 'retry_pending';
+  submissionUpdate(tx, sub, 'approved', input, at, {
+    set: ['file_ids = :ofids', 'payout_cents = :opay', 'payout_id = :opid', 'reserved_until = :onull'],
+    values: { ':ofids': sub.uploads.map((u) => u.file_id), ':opay': payout, ':opid': payId, ':onull': null },
+  });
+  if (retry) tx.delete('retry_window', keys.retryWindow(sub.id), { condition: 'attribute_exists(PK)' });
+  for (const u of sub.uploads) {
+    const part = sub.parts?.[u.file_id] ?? {};
+    tx.create(`file:${u.file_id}`, fileItem(sub, u, part, Number(part.score?.ai_star_rating ?? stars), at));
+    const hash = part.metadata?.content_hash;
+    if (hash) {
+      tx.create(`hash:${u.file_id}`, {
+        ...keys.jobContentHash(sub.job_id, hash.replace(/^sha256:/, '')),
+        entity: 'job_content_hash',
+        job_id: sub.job_id,
+        file_id: u.file_id,
+        submission_id: sub.id,
+        created_at: at,
+      });
+    }
+  }
+  addApprovalIndexes(tx, sub.org_id, sub.environment, sub.uploads.map((u) => approvedRef(sub, u.file_id)), at);
+  const cat = sub.category ?? categoryOf(sub.uploads[0]!.content_type);
+  const { chargedCents } = addApprovalCharges(tx, {
+    job,
+    submissionId: sub.id,
+    files: n,
+    pendingReleased: retry ? Number(sub.slots_held ?? n) : 0,
+    jobUpdate: summaryShift(cat, sub.status, 'approved', stars),
+  });
+  tx.create('payout', {
+    ...keys.workerPayout(sub.worker_id, payId),
+    entity: 'worker_payout',
+    id: payId,
+    worker_id: sub.worker_id,
+    job_id: sub.job_id,
+    submission_id: sub.id,
+    environment: sub.environment,
+    files: n,
+    amount_cents: payout,
+    status: 'pending',
+    created_at: at,
+  });
+  emit(tx, {
+    orgId: sub.org_id,
+    env: sub.environment,
+    type: 'submission.approved',
+    jobId: sub.job_id,
+    data: { job_id: sub.job_id, submission_id: sub.id, ai_star_rating: stars, file_ids: sub.uploads.map((u) => u.file_id) },
+  });
+  overriddenEvent(tx, ctx, sub, input, 'approved', chargedCents);
+  return chargedCents;
+}
+
+async function addOverrideRejection(tx: Tx, ctx: MutationContext, sub: SubmissionItem, job: JobItem, input: OverrideInput, at: string): Promise<Withdrawal> {
+  const cat = sub.category ?? categoryOf(sub.uploads[0]!.content_type);
+  const w = await addWithdrawal(tx, sub, job, summaryShift(cat, 'approved', 'rejected', Number(sub.ai_star_rating ?? 1)), at);
+  submissionUpdate(tx, sub, 'rejected', input, at, {
+    set: ['file_ids = :ofids', 'withdrawn_file_ids = :owids', 'withdrawn_object_keys = :owk', 'payout_cents = :ozero'],
+    values: { ':ofids': [], ':owids': w.fileIds, ':owk': w.objectKeys, ':ozero': 0 },
+  });
+  overriddenEvent(tx, ctx, sub, input, 'rejected', w.reversedCents);
+  return w;
+}
+
+const retryable = (e: unknown) =>
+  (e instanceof ConditionFailed && !e.reasons.every((r) => r?.startsWith('hash:'))) ||
+  (e as Error)?.name === 'TransactionCanceledException' ||
+  (e as Error)?.name === 'TransactionInProgressException';
+
+/** POST /v1/submissions/{id}/override. Returns the buyer's view of the submission. */
+export async function overrideSubmission(ctx: MutationContext, first: SubmissionItem, input: OverrideInput) {
+  if (input.decision === 'reject' && !input.reason_code) throw errors.validation('reason_code is required to reject.', [{ field: 'reason_code', message: 'required to reject', code: 'required' }]);
+  for (let attempt = 0; ; attempt++) {
+    // Read consistently every time, the submission before the job (a concurrent override that
+    // committed in between is then seen on the job, and the build below says stale).
+    const sub = (await getSubmissionItem(first.id)) ?? first;
+    const job = await getJobItem(sub.job_id, true);
+    const refused = overrideConflict(sub, job, input.decision);
+    if (refused) {
+      // The withdrawal's object deletion is idempotent: any later override request retries it.
+      if (Array.isArray(sub.withdrawn_object_keys) && sub.withdrawn_object_keys.length) await deleteWithdrawnObjects(sub.withdrawn_object_keys as string[]);
+      throw refused;
+    }
+    const at = nowIso();
+    const tx = new Tx();
+    let withdrawal: Withdrawal | null = null;
+    try {
+      if (input.decision === 'approve') addOverrideApproval(tx, ctx, sub, job!, input, at);
+      else withdrawal = await addOverrideRejection(tx, ctx, sub, job!, input, at);
+    } catch (e) {
+      if (!(e instanceof StaleRead) || attempt >= MAX_ATTEMPTS) throw e;
+      await backoff(attempt);
+      continue;
+    }
+    const after: SubmissionItem = {
+      ...sub,
+      status: input.decision === 'approve' ? 'approved' : 'rejected',
+      override: overrideRecord(input, at),
+      reason_codes: codesAfter(statusAfterOverride(input), input),
+      file_ids: input.decision === 'approve' ? sub.uploads.map((u) => u.file_id) : [],
+    };
+    const view = presentSubmission(after, await approvedFileUrl(after));
+    recordResponse(ctx, tx, view);
+    try {
+      await tx.commit();
+    } catch (e) {
+      if (e instanceof ConditionFailed && e.reasons.some((r) => r?.startsWith('hash:'))) {
+        throw conflict('invalid_state', 'Identical bytes are already approved in this organization; the submission cannot be approved.');
+      }
+      if (retryable(e) && attempt < MAX_ATTEMPTS) {
+        await backoff(attempt);
+        continue;
+      }
+      throw e;
+    }
+    if (withdrawal) await deleteWithdrawnObjects(withdrawal.objectKeys);
+    await reconcileAvailability(sub.job_id).catch((err: Error) => logger.error('reconcile availability failed', { error: err, job_id: sub.job_id }));
+    return view;
+  }
+}

@@ -1,0 +1,241 @@
+/**
+ * D71 buyer override, end to end on the local runtime (real pipeline, DynamoDB Local, S3 emulator):
+ * each rule, each conflict code, idempotency, and 20 concurrent overrides moving money once.
+ */
+import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
+import { clock, DAY_MS } from '../../shared/clock';
+import { idemKey } from '../support/buyers';
+import { accept, createJob, detailedJpeg, flatPng, liveBuyer, signupWorker, uploadFile } from '../pipeline/support';
+
+// End to end through the real pipeline (models load on first use) on a shared machine: generous time.
+jest.setTimeout(240_000);
+
+describe('D71: POST /v1/submissions/{id}/override', () => {
+  let rt: TestRuntime;
+  beforeAll(async () => {
+    process.env.LOCAL_FIXED_OTP = '123456';
+    rt = await startTestRuntime();
+  });
+  afterAll(async () => {
+    await rt?.stop();
+  });
+
+  const verdictOf = (token: string, subId: string) =>
+    waitFor(
+      async () => {
+        const r = await rt.request('GET', `/internal/worker/submissions/${subId}`, { key: token });
+        return ['approved', 'rejected', 'retry_pending'].includes(r.json?.status) ? r.json : null;
+      },
+      { timeoutMs: 90_000, intervalMs: 700 },
+    );
+  /** A worker uploads `bytes` to the job; resolves with the verdict (worker view) and the worker. */
+  const submit = async (jobId: string, bytes: Buffer, contentType = 'image/jpeg') => {
+    const w = await signupWorker(rt);
+    const a = await accept(rt, w.token, jobId);
+    expect(a.status).toBe(201);
+    expect((await uploadFile(rt, w.token, a.json.id, bytes, contentType, contentType === 'image/png' ? 'p.png' : 'p.jpg')).status).toBe(202);
+    return { sub: await verdictOf(w.token, a.json.id), worker: w };
+  };
+  const override = (key: string, subId: string, body: unknown, idem: string | null = idemKey()) =>
+    rt.request('POST', `/v1/submissions/${subId}/override`, { key, body, headers: idem ? { 'Idempotency-Key': idem } : {} });
+  const rows = async (key: string, type: string) =>
+    (await rt.request('GET', `/v1/billing/transactions?type=${type}&limit=100`, { key })).json.data as { amount_cents: number; job_id: string; submission_id: string }[];
+  const credits = async (key: string) => (await rt.request('GET', '/v1/billing/credits', { key })).json;
+  const job = async (key: string, id: string) => (await rt.request('GET', `/v1/jobs/${id}`, { key })).json;
+  const events = async (key: string, type: string) =>
+    ((await rt.request('GET', `/v1/webhook_events?type=${type}&limit=100`, { key })).json?.data ?? []) as { data: Record<string, unknown> }[];
+
+  it('rejecting an approved submission withdraws its Files, returns the money to the escrow as a reversal, reverses the payout and reopens the completed job', async () => {
+    const buyer = await liveBuyer(rt);
+    const j = await createJob(rt, buyer.live, { files_needed: 1, price_per_file_cents: 10 });
+    const { sub, worker } = await submit(j.id, await detailedJpeg(201));
+    expect(sub.status).toBe('approved');
+    expect(await job(buyer.live, j.id)).toMatchObject({ status: 'completed', files_approved: 1 });
+    const [file] = (await rt.request('GET', `/v1/jobs/${j.id}/files`, { key: buyer.live })).json.data;
+    expect((await fetch(file.download_url)).status).toBe(200);
+    const before = await credits(buyer.live);
+
+    const r = await override(buyer.live, sub.id, { decision: 'reject', reason_code: 'low_quality', note: 'Blurry storefront sign.' });
+    expect(r.status).toBe(200);
+    expect(r.json).toMatchObject({
+      id: sub.id,
+      object: 'submission',
+      status: 'rejected',
+      file_ids: [],
+      file_url: null,
+      override: { decision: 'reject', reason_code: 'low_quality', note: 'Blurry storefront sign.', overridden_at: expect.any(String) },
+    });
+
+    // Files withdrawn: no longer listed, no longer found, and the delivered URL stops working.
+    expect((await rt.request('GET', `/v1/jobs/${j.id}/files?min_score=1`, { key: buyer.live })).json.data).toEqual([]);
+    expect((await rt.request('POST', `/v1/files/${file.id}/refresh_url`, { key: buyer.live })).status).toBe(404);
+    await waitFor(async () => (await fetch(file.download_url)).status === 404);
+
+    // Money: one reversal row +price × n with job_id and submission_id; held grows, available does not.
+    expect(await rows(buyer.live, 'reversal')).toEqual([expect.objectContaining({ amount_cents: 10, job_id: j.id, submission_id: sub.id })]);
+    const after = await credits(buyer.live);
+    expect(after.held_cents).toBe(before.held_cents + 10);
+    expect(after.available_cents).toBe(before.available_cents);
+
+    // The job reopens for the slot; the worker's payout is reversed.
+    expect(await job(buyer.live, j.id)).toMatchObject({ status: 'in_progress', files_approved: 0, completed_at: null });
+    const workerView = (await rt.request('GET', `/internal/worker/submissions/${sub.id}`, { key: worker.token })).json;
+    expect(workerView).toMatchObject({ status: 'rejected', payout_cents: 0, override: { decision: 'reject' } });
+
+    // Event and audit entry.
+    const ev = await waitFor(async () => (await events(buyer.live, 'submission.overridden'))[0]);
+    expect(ev.data).toEqual({ submission_id: sub.id, job_id: j.id, decision: 'reject', previous_status: 'approved', status: 'rejected', reason_code: 'low_quality', amount_cents: 10 });
+    const audit = (await rt.request('GET', `/v1/audit-events?event_type=submission.overridden&limit=10`, { key: buyer.live })).json.data;
+    expect(audit).toEqual([expect.objectContaining({ event_type: 'submission.overridden', resource: { type: 'submission', id: sub.id } })]);
+
+    // The reopened slot can be filled again, and paid from the returned escrow.
+    const again = await submit(j.id, await detailedJpeg(202));
+    expect(again.sub.status).toBe('approved');
+    expect(await job(buyer.live, j.id)).toMatchObject({ status: 'completed', files_approved: 1 });
+    expect((await credits(buyer.live)).held_cents).toBe(before.held_cents);
+  });
+
+  it('rejecting then cancelling the reopened job refunds the reversed money', async () => {
+    const buyer = await liveBuyer(rt);
+    const j = await createJob(rt, buyer.live, { files_needed: 1, price_per_file_cents: 10 });
+    const { sub } = await submit(j.id, await detailedJpeg(203));
+    expect((await override(buyer.live, sub.id, { decision: 'reject', reason_code: 'other' })).status).toBe(200);
+    const c = await rt.request('POST', `/v1/jobs/${j.id}/cancel`, { key: buyer.live, headers: { 'Idempotency-Key': idemKey() } });
+    expect(c.status).toBe(200);
+    expect((await rows(buyer.live, 'refund')).map((x) => x.amount_cents)).toEqual([10]);
+    expect((await credits(buyer.live)).held_cents).toBe(0);
+  });
+
+  it('approving a rejected submission is a normal approval: File, deduction, payout, events', async () => {
+    const buyer = await liveBuyer(rt);
+    const j = await createJob(rt, buyer.live, { files_needed: 2, price_per_file_cents: 10, min_width: 1000 });
+    const { sub, worker } = await submit(j.id, await detailedJpeg(204)); // 640 px wide: pre-check rejection
+    expect(sub).toMatchObject({ status: 'rejected', ai_star_rating: 1 });
+    const r = await override(buyer.live, sub.id, { decision: 'approve', reason_code: 'other', note: 'Width is fine for us.' });
+    expect(r.status).toBe(200);
+    expect(r.json).toMatchObject({ status: 'approved', file_ids: [expect.stringMatching(/^file_/)], file_url: expect.any(String), override: { decision: 'approve' } });
+    // The File keeps the model's rating (1 star): listed with min_score=1.
+    expect((await rt.request('GET', `/v1/jobs/${j.id}/files?min_score=1`, { key: buyer.live })).json.data).toHaveLength(1);
+    expect(await rows(buyer.live, 'deduction')).toEqual([expect.objectContaining({ amount_cents: -10, submission_id: sub.id })]);
+    expect((await rt.request('GET', `/internal/worker/submissions/${sub.id}`, { key: worker.token })).json).toMatchObject({ status: 'approved', payout_cents: 8 });
+    expect(await job(buyer.live, j.id)).toMatchObject({ status: 'in_progress', files_approved: 1 });
+    const ev = await waitFor(async () => (await events(buyer.live, 'submission.overridden'))[0]);
+    expect(ev.data).toMatchObject({ decision: 'approve', previous_status: 'rejected', status: 'approved', amount_cents: 10 });
+    expect(await events(buyer.live, 'submission.approved')).toHaveLength(1);
+  });
+
+  it('approving a retry_pending submission ends its retry window and approves it', async () => {
+    const buyer = await liveBuyer(rt);
+    const j = await createJob(rt, buyer.live, { files_needed: 1, price_per_file_cents: 10, min_star_rating: 2 });
+    const { sub, worker } = await submit(j.id, await flatPng(), 'image/png');
+    expect(sub.status).toBe('retry_pending');
+    const r = await override(buyer.live, sub.id, { decision: 'approve' });
+    expect(r.status).toBe(200);
+    expect(r.json).toMatchObject({ status: 'approved', override: { decision: 'approve', reason_code: null, note: null } });
+    expect(await job(buyer.live, j.id)).toMatchObject({ status: 'completed', files_approved: 1, completed_at: expect.any(String) });
+    // The retry window is gone: the worker can no longer retry.
+    expect((await uploadFile(rt, worker.token, sub.id, await detailedJpeg(205), 'image/jpeg', 'r.jpg', 'retry')).status).toBe(409);
+  });
+
+  describe('conflicts answer 409 with details[0].code', () => {
+    it('invalid_state: approving an approved submission, rejecting a rejected one, and a second override', async () => {
+      const buyer = await liveBuyer(rt);
+      const j = await createJob(rt, buyer.live, { files_needed: 2, price_per_file_cents: 10 });
+      const { sub } = await submit(j.id, await detailedJpeg(206));
+      const a = await override(buyer.live, sub.id, { decision: 'approve' });
+      expect([a.status, a.json.error.type, a.json.error.details[0].code]).toEqual([409, 'conflict', 'invalid_state']);
+      expect((await override(buyer.live, sub.id, { decision: 'reject', reason_code: 'low_quality' })).status).toBe(200);
+      const b = await override(buyer.live, sub.id, { decision: 'reject', reason_code: 'low_quality' });
+      expect([b.status, b.json.error.details[0].code]).toEqual([409, 'invalid_state']);
+      const c = await override(buyer.live, sub.id, { decision: 'approve' });
+      expect([c.status, c.json.error.details[0].code]).toEqual([409, 'invalid_state']);
+    });
+
+    it('override_window_closed: more than 7 days after the verdict', async () => {
+      const buyer = await liveBuyer(rt);
+      const j = await createJob(rt, buyer.live, { files_needed: 2, price_per_file_cents: 10 });
+      const { sub } = await submit(j.id, await detailedJpeg(207));
+      clock.advance(7 * DAY_MS + 60_000);
+      try {
+        const r = await override(buyer.live, sub.id, { decision: 'reject', reason_code: 'low_quality' });
+        expect([r.status, r.json.error.details[0].code]).toEqual([409, 'override_window_closed']);
+      } finally {
+        clock.reset();
+      }
+      expect(await rows(buyer.live, 'reversal')).toEqual([]);
+    });
+
+    it('job_cancelled: a cancelled job\'s verdicts no longer change', async () => {
+      const buyer = await liveBuyer(rt);
+      const j = await createJob(rt, buyer.live, { files_needed: 2, price_per_file_cents: 10 });
+      const { sub } = await submit(j.id, await detailedJpeg(208));
+      expect((await rt.request('POST', `/v1/jobs/${j.id}/cancel`, { key: buyer.live, headers: { 'Idempotency-Key': idemKey() } })).status).toBe(200);
+      const r = await override(buyer.live, sub.id, { decision: 'reject', reason_code: 'low_quality' });
+      expect([r.status, r.json.error.details[0].code]).toEqual([409, 'job_cancelled']);
+    });
+
+    it('no_free_slot: approving a rejected submission of a job that is full', async () => {
+      const buyer = await liveBuyer(rt);
+      const j = await createJob(rt, buyer.live, { files_needed: 1, price_per_file_cents: 10, min_width: 600 });
+      const rejected = await submit(j.id, await detailedJpeg(209, 320, 480));
+      expect(rejected.sub.status).toBe('rejected');
+      expect((await submit(j.id, await detailedJpeg(210))).sub.status).toBe('approved');
+      const r = await override(buyer.live, rejected.sub.id, { decision: 'approve' });
+      expect([r.status, r.json.error.details[0].code]).toEqual([409, 'no_free_slot']);
+      expect(await rows(buyer.live, 'deduction')).toHaveLength(1);
+    });
+  });
+
+  describe('the request', () => {
+    let buyer: Awaited<ReturnType<typeof liveBuyer>>;
+    let subId: string;
+    beforeAll(async () => {
+      buyer = await liveBuyer(rt);
+      const j = await createJob(rt, buyer.live, { files_needed: 2, price_per_file_cents: 10 });
+      subId = (await submit(j.id, await detailedJpeg(211))).sub.id;
+    });
+
+    it('reason_code is required to reject; unknown codes and notes over 500 characters are refused', async () => {
+      for (const body of [{ decision: 'reject' }, { decision: 'reject', reason_code: 'ugly' }, { decision: 'reject', reason_code: 'other', note: 'x'.repeat(501) }, { decision: 'maybe' }]) {
+        const r = await override(buyer.live, subId, body);
+        expect([r.status, r.json.error.type]).toEqual([400, 'validation_error']);
+      }
+    });
+
+    it('needs an Idempotency-Key, scope jobs:write, and hides other tenants\' submissions (404)', async () => {
+      expect((await override(buyer.live, subId, { decision: 'reject', reason_code: 'other' }, null)).status).toBe(400);
+      const readOnly = await rt.request('POST', '/v1/api_keys', { key: buyer.live, body: { name: 'ro', scopes: ['jobs:read'] }, headers: { 'Idempotency-Key': idemKey() } });
+      expect((await override(readOnly.json.secret, subId, { decision: 'reject', reason_code: 'other' })).status).toBe(403);
+      const other = await liveBuyer(rt);
+      expect((await override(other.live, subId, { decision: 'reject', reason_code: 'other' })).status).toBe(404);
+      expect((await override(buyer.test, subId, { decision: 'reject', reason_code: 'other' })).status).toBe(404);
+    });
+
+    it('the same Idempotency-Key replays the first answer and moves money once', async () => {
+      const key = idemKey();
+      const first = await override(buyer.live, subId, { decision: 'reject', reason_code: 'other' }, key);
+      const second = await override(buyer.live, subId, { decision: 'reject', reason_code: 'other' }, key);
+      expect([first.status, second.status]).toEqual([200, 200]);
+      expect(second.json).toEqual(first.json);
+      expect(await rows(buyer.live, 'reversal')).toHaveLength(1);
+    });
+  });
+
+  it('20 concurrent overrides of one submission: one succeeds, the others are invalid_state, money moves once', async () => {
+    const buyer = await liveBuyer(rt);
+    const j = await createJob(rt, buyer.live, { files_needed: 1, price_per_file_cents: 10 });
+    const { sub } = await submit(j.id, await detailedJpeg(212));
+    const before = await credits(buyer.live);
+    const answers = await Promise.all(Array.from({ length: 20 }, () => override(buyer.live, sub.id, { decision: 'reject', reason_code: 'low_relevance' })));
+    expect(answers.filter((a) => a.status === 200)).toHaveLength(1);
+    expect(answers.filter((a) => a.status === 409).map((a) => a.json.error.details[0].code)).toEqual(Array(19).fill('invalid_state'));
+    expect(await rows(buyer.live, 'reversal')).toHaveLength(1);
+    expect((await credits(buyer.live)).held_cents).toBe(before.held_cents + 10);
+    expect(await job(buyer.live, j.id)).toMatchObject({ status: 'in_progress', files_approved: 0 });
+    const ev = await waitFor(async () => {
+      const e = await events(buyer.live, 'submission.overridden');
+      return e.length ? e : null;
+    });
+    expect(ev).toHaveLength(1);
+  });
+});
