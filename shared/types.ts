@@ -14,6 +14,9 @@ export interface BuyerPrincipal {
   scopes: string[];
   /** True when the presented secret is a rotated-out one still inside its 24 h overlap (D6). */
   previousSecret: boolean;
+  /** The presented secret's lookup item and the minute (Unix minutes) it last recorded a use. */
+  secretHash?: string;
+  usedMinute?: number;
 }
 
 /** The authenticated caller of a worker route (D9). */

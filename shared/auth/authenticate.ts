@@ -21,6 +21,8 @@ export interface SecretItem {
   worker_id?: string;
   /** Set on a rotated-out secret (D6). */
   not_after?: string;
+  /** Unix minute of the last recorded use (throttles the key's last_used_at write to once a minute). */
+  used_minute?: number;
 }
 
 export async function authenticate(
@@ -38,8 +40,9 @@ export async function authenticate(
       expected === 'worker' ? 'A valid worker token is required.' : 'Invalid API key.',
     );
   }
+  const hash = sha256hex(secret);
   const out = await db().send(
-    new GetCommand({ TableName: tableName(), Key: keys.secret(sha256hex(secret)), ConsistentRead: true }),
+    new GetCommand({ TableName: tableName(), Key: keys.secret(hash), ConsistentRead: true }),
   );
   const item = out.Item as SecretItem | undefined;
   if (!item || item.principal !== expected) {
@@ -56,5 +59,7 @@ export async function authenticate(
     env: item.environment!,
     scopes: item.scopes ?? [],
     previousSecret: !!item.not_after,
+    secretHash: hash,
+    usedMinute: typeof item.used_minute === 'number' ? item.used_minute : 0,
   };
 }

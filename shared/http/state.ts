@@ -18,6 +18,11 @@ export interface ApiState {
   sourceIp: string;
   principal: BuyerPrincipal | WorkerPrincipal | null;
   resource: Record<string, unknown> | null;
+  /**
+   * The path's resource as read (strongly consistent) in the same BatchGetItem as the tier and the
+   * balance; the resource middleware applies its visibility rules to it instead of reading again.
+   */
+  prefetched?: { PK: string; SK: string; item: Record<string, unknown> | undefined };
   body: unknown;
   query: unknown;
   idem: IdempotencyHandle | null;

@@ -3,7 +3,7 @@
  * cancel exactly once (spec cancel rules 1-6), rate (D22). Every state change writes its event
  * (D35) and audit record (D39) in its own transaction, with the idempotent response (D11).
  */
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '../db/client';
 import { keys, indexKeys } from '../db/keys';
 import { Tx } from '../db/tx';
@@ -17,8 +17,8 @@ import { audit } from '../audit';
 import { ApiError, ConditionFailed, errors } from '../errors';
 import { logger } from '../logger';
 import { recordResponse, type MutationContext } from '../context';
-import { readBalance, dropRegime, emitLowBalance } from '../ledger/balance';
-import { getSettings } from '../orgs';
+import { balanceSnapshot, readBalance, readLots, dropRegime, emitLowBalance } from '../ledger/balance';
+import { getSettings, settingsFromItems } from '../orgs';
 import { addEscrow, addEscrowRefund, insufficientCredits } from '../ledger/escrow';
 import { runAutoTopUp } from '../billing/auto-top-up';
 import { ACTIVE_STATUSES, availability, emptySummary, jobIndex, type JobItem, type JobStatus } from './model';
@@ -37,9 +37,29 @@ const backoff = (attempt: number) => new Promise((r) => setTimeout(r, Math.rando
  */
 const isStale = (e: unknown) => e instanceof ConditionFailed && e.reasons.some((r) => r === 'balance' || r?.startsWith('lot:'));
 
-async function hasPurchased(orgId: string): Promise<boolean> {
-  const out = await db().send(new GetCommand({ TableName: tableName(), Key: keys.organization(orgId), ConsistentRead: true }));
-  return out.Item?.has_purchased === true;
+/**
+ * What a live creation reads before its transaction: the organization (D18 free tier), its settings
+ * (D34 threshold) and the balance in one strongly consistent BatchGetItem, beside the lots Query.
+ * Later attempts (a stale snapshot) re-read only the balance and lots.
+ */
+async function readForCreate(p: BuyerPrincipal) {
+  const want = [keys.organization(p.orgId), keys.settings(p.orgId), keys.balance(p.orgId, p.env)];
+  const [out, lots] = await Promise.all([
+    db().send(new BatchGetCommand({ RequestItems: { [tableName()]: { Keys: want, ConsistentRead: true } } })),
+    readLots(p.orgId, p.env),
+  ]);
+  if (out.UnprocessedKeys?.[tableName()]?.Keys?.length) {
+    // DynamoDB may leave keys of a batch unread under load: read them one by one instead.
+    const [org, settings, snap] = await Promise.all([
+      db().send(new GetCommand({ TableName: tableName(), Key: want[0], ConsistentRead: true })),
+      getSettings(p.orgId),
+      readBalance(p.orgId, p.env),
+    ]);
+    return { purchased: org.Item?.has_purchased === true, settings, snap };
+  }
+  const items = out.Responses?.[tableName()] ?? [];
+  const [org, settings, balance] = want.map((k) => items.find((i) => i.PK === k.PK && i.SK === k.SK));
+  return { purchased: org?.has_purchased === true, settings: settingsFromItems(p.orgId, settings, org), snap: balanceSnapshot(balance, lots) };
 }
 
 const freeTierLimit = () =>
@@ -51,9 +71,10 @@ export async function createJob(ctx: MutationContext, p: BuyerPrincipal, input: 
   checkPrice(f); // 400 pricing_violation (D14)
   const m = money(f.price_per_file_cents, f.files_needed);
   const live = p.env === 'live';
-  const freeTier = live && !(await hasPurchased(p.orgId)); // D18: the test environment is exempt
+  const first = live ? await readForCreate(p) : null;
+  const freeTier = live && !first!.purchased; // D18: the test environment is exempt
   const jobId = newId('job');
-  let settings: Awaited<ReturnType<typeof getSettings>> | undefined;
+  const settings = first?.settings;
 
   for (let attempt = 0; ; attempt++) {
     const at = nowIso();
@@ -71,13 +92,12 @@ export async function createJob(ctx: MutationContext, p: BuyerPrincipal, input: 
     let escrowSources: JobItem['escrow_sources'] = [];
     let topUp: { topUpCents: number } | null = null;
     if (live) {
-      const snap = await readBalance(p.orgId, p.env);
+      const snap = attempt === 0 ? first!.snap : await readBalance(p.orgId, p.env);
       if (freeTier && snap.activeJobs > 0) throw freeTierLimit(); // D57: before 402
       if (snap.available < m.total_cost_cents) {
         throw insufficientCredits(snap.available, m.total_cost_cents, `${config().publicBaseUrl}/v1/billing/credits/purchase`);
       }
-      settings ??= await getSettings(p.orgId);
-      const regime = dropRegime(snap.available, m.total_cost_cents, settings.auto_top_up_threshold_cents);
+      const regime = dropRegime(snap.available, m.total_cost_cents, settings!.auto_top_up_threshold_cents);
       try {
         escrowSources = addEscrow(tx, { orgId: p.orgId, env: p.env, jobId, amount: m.total_cost_cents, snapshot: snap, freeTier, balanceCondition: regime });
       } catch (e) {
@@ -89,7 +109,7 @@ export async function createJob(ctx: MutationContext, p: BuyerPrincipal, input: 
         if (isStale(e)) throw errors.conflict('The balance changed under heavy concurrency; retry the request.', undefined, { 'Retry-After': '1' });
         throw e;
       }
-      if (regime.crossing) topUp = emitLowBalance(tx, p.orgId, p.env, snap.available - m.total_cost_cents, settings); // D34
+      if (regime.crossing) topUp = emitLowBalance(tx, p.orgId, p.env, snap.available - m.total_cost_cents, settings!); // D34
     }
     const item = {
       ...keys.job(jobId),

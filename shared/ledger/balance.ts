@@ -32,6 +32,11 @@ export async function readBalanceItem(orgId: string, env: Env, consistent = true
 /** The balance and its lots in expiry order (first to expire first), read consistently. */
 export async function readBalance(orgId: string, env: Env, withLots = true): Promise<BalanceSnapshot> {
   const [item, lots] = await Promise.all([readBalanceItem(orgId, env), withLots ? readLots(orgId, env) : Promise.resolve([])]);
+  return balanceSnapshot(item, lots);
+}
+
+/** The snapshot of a balance item read elsewhere (e.g. in a batch) and its lots. */
+export function balanceSnapshot(item: Record<string, unknown> | undefined, lots: Lot[]): BalanceSnapshot {
   return {
     available: Number(item?.available_cents ?? 0),
     held: Number(item?.held_cents ?? 0),

@@ -179,11 +179,12 @@ export const QUEUES: readonly QueueDef[] = [
     // scoring resumes (sendTo scoring). Bedrock derives topics, keywords and emotion tone.
     name: 'transcription',
     consumer: 'functions/pipeline/transcribed.ts',
-    // At least 6 × the consumer timeout (checked by the stack).
-    visibilityTimeoutSeconds: 360,
+    // At least 6 × the consumer timeout (checked by the stack); the consumer outlasts a Bedrock
+    // call's 60 s time-out, so a slow model fails the message (backoff) rather than the Lambda.
+    visibilityTimeoutSeconds: 540,
     maxReceiveCount: 8,
     batchSize: 5,
-    consumerTimeoutSeconds: 60,
+    consumerTimeoutSeconds: 90,
     consumerMemoryMb: 512,
     dlqAlarmThreshold: 1,
     access: { table: 'write', bucket: 'read', bedrock: true, sendTo: ['scoring'] },

@@ -103,6 +103,13 @@ function presentSettings(orgId: string, item: Record<string, unknown> | undefine
   };
 }
 
+/** The settings from their item and the organization item read together (e.g. in one batch). */
+export function settingsFromItems(orgId: string, item: Record<string, unknown> | undefined, org: Record<string, unknown> | undefined) {
+  const at = (item?.updated_at as string | undefined) ?? (org?.created_at as string | undefined);
+  if (!at) throw new Error(`organization ${orgId} has no created_at`);
+  return presentSettings(orgId, item, at);
+}
+
 export async function getSettings(orgId: string) {
   const out = await db().send(new GetCommand({ TableName: tableName(), Key: keys.settings(orgId), ConsistentRead: true }));
   const updated = out.Item?.updated_at as string | undefined;

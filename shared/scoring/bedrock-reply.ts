@@ -1,11 +1,29 @@
 /**
- * The one parser of Bedrock Converse replies, for scoring, image annotation and the speech
+ * The Bedrock Converse basics shared by scoring, annotation and speech (no media code here, so
+ * light consumers stay light): the client shape, the default model, the time-out, and the one
+ * parser of Converse replies, for scoring, image annotation and the speech
  * derivations alike: the text blocks of the answer → the JSON object inside (fenced ```json
  * block first, else the outermost `{…}`) → a zod schema. Any failure is a BedrockOutputError that
  * keeps the raw text for the logs.
  */
-import type { ConverseCommandOutput } from '@aws-sdk/client-bedrock-runtime';
+import type { ConverseCommand, ConverseCommandOutput } from '@aws-sdk/client-bedrock-runtime';
 import type * as z from 'zod';
+
+export const DEFAULT_BEDROCK_MODEL_ID = 'amazon.nova-pro-v1:0';
+
+export interface ConverseClient {
+  send(command: ConverseCommand, options?: { abortSignal?: AbortSignal }): Promise<ConverseCommandOutput>;
+}
+
+/**
+ * A Converse call that has not answered after this long is abandoned (D66): the stage fails,
+ * the message comes back with backoff, and the submission stays pending_score meanwhile.
+ * Env BEDROCK_TIMEOUT_MS overrides; the consumer's own time-out is longer.
+ */
+export function bedrockTimeoutMs(): number {
+  const n = Number(process.env.BEDROCK_TIMEOUT_MS);
+  return Number.isFinite(n) && n > 0 ? n : 60_000;
+}
 
 export class BedrockOutputError extends Error {
   constructor(

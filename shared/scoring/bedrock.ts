@@ -24,26 +24,10 @@ import { readFile } from 'node:fs/promises';
 import * as z from 'zod';
 import { categoryOf, normalizeContentType } from '../media/sniff';
 import { clampStar, reasonCodesFromDimensions, type Dimensions, type ScoreResult, type Scorer, type ScoringInput } from './types';
-import { BedrockOutputError, extractJson, parseModelReply } from './bedrock-reply';
+import { BedrockOutputError, DEFAULT_BEDROCK_MODEL_ID, bedrockTimeoutMs, extractJson, parseModelReply, type ConverseClient } from './bedrock-reply';
 import { traced } from '../observability/tracer';
 
-export { BedrockOutputError, extractJson };
-
-export const DEFAULT_BEDROCK_MODEL_ID = 'amazon.nova-pro-v1:0';
-
-export interface ConverseClient {
-  send(command: ConverseCommand, options?: { abortSignal?: AbortSignal }): Promise<ConverseCommandOutput>;
-}
-
-/**
- * A Converse call that has not answered after this long is abandoned (D66): the stage fails,
- * the message comes back with backoff, and the submission stays pending_score meanwhile.
- * Env BEDROCK_TIMEOUT_MS overrides; the consumer's own time-out is longer.
- */
-export function bedrockTimeoutMs(): number {
-  const n = Number(process.env.BEDROCK_TIMEOUT_MS);
-  return Number.isFinite(n) && n > 0 ? n : 60_000;
-}
+export { BedrockOutputError, DEFAULT_BEDROCK_MODEL_ID, bedrockTimeoutMs, extractJson, type ConverseClient };
 
 const score15 = z
   .union([z.number(), z.string().trim().regex(/^\d+(\.\d+)?$/).transform(Number)])

@@ -7,8 +7,7 @@
  */
 import type { ConverseCommandInput } from '@aws-sdk/client-bedrock-runtime';
 import * as z from 'zod';
-import { DEFAULT_BEDROCK_MODEL_ID, bedrockTimeoutMs, type ConverseClient } from '../scoring/bedrock';
-import { parseModelReply } from '../scoring/bedrock-reply';
+import { DEFAULT_BEDROCK_MODEL_ID, bedrockTimeoutMs, parseModelReply, type ConverseClient } from '../scoring/bedrock-reply';
 import { traced } from '../observability/tracer';
 import { EMOTION_TONES, type SpeechDerived, type SpeechResult } from './types';
 

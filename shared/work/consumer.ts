@@ -15,7 +15,7 @@ import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { config } from '../config';
 import { logger, withChildLogScope, withInvocationScope } from '../logger';
 import { sqs } from '../queues';
-import { parseEvent, type StageOutcome } from './pipeline';
+import { parseEvent, type StageOutcome } from './stage-message';
 
 const envNumber = (name: string, fallback: number) => {
   const n = Number(process.env[name]);

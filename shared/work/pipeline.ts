@@ -40,55 +40,16 @@ import { completeIfAllLanded } from './uploads';
 import { tryVerdict } from './verdict';
 import type { FilePart, PlannedUpload, SubmissionItem } from './model';
 
-/** The part of the EventBridge "Object Created" event the stages read. */
-export interface ObjectCreatedEvent {
-  'detail-type'?: string;
-  detail?: { bucket?: { name?: string }; object?: { key?: string; size?: number } };
-}
+import { locateFile, type Located } from './locate';
+import type { StageOutcome } from './stage-message';
 
-export type StageOutcome = 'ignored' | 'stored' | 'skipped' | 'refused' | 'deferred';
-
-/** Poison: a message body that is not an Object Created event. Thrown, so it ends in the DLQ. */
-export class PoisonMessage extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'PoisonMessage';
-  }
-}
-
-export function parseEvent(body: string): { key: string } {
-  let ev: ObjectCreatedEvent;
-  try {
-    ev = JSON.parse(body) as ObjectCreatedEvent;
-  } catch {
-    throw new PoisonMessage('message body is not JSON');
-  }
-  const key = ev?.detail?.object?.key;
-  if (ev?.['detail-type'] !== 'Object Created' || typeof key !== 'string') throw new PoisonMessage('not an S3 Object Created event');
-  // S3 URL-encodes keys in notifications (spaces as '+').
-  return { key: decodeURIComponent(key.replace(/\+/g, ' ')) };
-}
-
-export interface Located {
-  sub: SubmissionItem;
-  upload: PlannedUpload;
-  part: FilePart;
-}
+export { PoisonMessage, parseEvent, type ObjectCreatedEvent, type StageOutcome } from './stage-message';
+export { locateFile, type Located } from './locate';
 
 /** The submission and planned file an object belongs to, or null (unknown, stale round, decided). */
 async function locate(key: string): Promise<Located | null> {
   const ref = parseUploadKey(key);
   return ref ? locateFile(ref) : null;
-}
-
-/** The same by ids (the transcription stage finds its file by the job name). */
-export async function locateFile(ref: { subId: string; round: string; fileId: string }): Promise<Located | null> {
-  const sub = await getSubmissionItem(ref.subId);
-  if (!sub || sub.round !== ref.round) return null;
-  if (!['awaiting_upload', 'pending_score', 'retry_pending'].includes(sub.status)) return null;
-  const upload = sub.uploads.find((u) => u.file_id === ref.fileId);
-  if (!upload) return null;
-  return { sub, upload, part: sub.parts?.[ref.fileId] ?? {} };
 }
 
 /** Writes attributes of one file's part, only while the round is current. False when it is not. */

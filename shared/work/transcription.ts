@@ -21,7 +21,8 @@ import { sendMessage } from '../queues';
 import { categoryOf } from '../media/sniff';
 import { getObjectBytes } from '../storage/s3';
 import { deriveFromTranscript, parseJobName, parseTranscribeOutput, transcriptKeyFor, type SpeechDerived, type TranscriptionState } from '../speech';
-import { locateFile, PoisonMessage, type StageOutcome } from './pipeline';
+import { locateFile } from './locate';
+import { PoisonMessage, type StageOutcome } from './stage-message';
 
 export interface TranscribeJobEvent {
   jobName: string;

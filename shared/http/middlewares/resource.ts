@@ -10,7 +10,7 @@ import { db, tableName } from '../../db/client';
 import { keys, type Key } from '../../db/keys';
 import { errors } from '../../errors';
 import { isId, type IdKind } from '../../ids';
-import { state } from '../state';
+import { state, type ApiState } from '../state';
 import { decodePathParam } from '../params';
 import type { ResourceKind, RouteDef } from '../../manifest/routes';
 import type { BuyerPrincipal, Principal, WorkerPrincipal } from '../../types';
@@ -69,13 +69,25 @@ const LOADERS: Record<ResourceKind, Loader> = {
   },
 };
 
+/** Where the path's resource lives, or null when the path names none (no route resource, bad id). */
+export function resourceKey(route: RouteDef, s: ApiState): Key | null {
+  if (!route.resource || !s.principal) return null;
+  const l = LOADERS[route.resource.kind];
+  const id = decodePathParam(s.params[route.resource.param] ?? '');
+  if (id === null || !isId(l.idKind, id)) return null;
+  return l.key(id, s.principal);
+}
+
+function visibleOrNotFound(l: Loader, id: string, item: Item | undefined, p: Principal): Item {
+  if (!item || !l.visible(item, p)) throw errors.notFound(l.noun, id);
+  return item;
+}
+
 export async function loadResource(kind: ResourceKind, id: string, p: Principal): Promise<Item> {
   const l = LOADERS[kind];
   if (!isId(l.idKind, id)) throw errors.notFound(l.noun, id);
   const out = await db().send(new GetCommand({ TableName: tableName(), Key: l.key(id, p), ConsistentRead: true }));
-  const item = out.Item as Item | undefined;
-  if (!item || !l.visible(item, p)) throw errors.notFound(l.noun, id);
-  return item;
+  return visibleOrNotFound(l, id, out.Item as Item | undefined, p);
 }
 
 export function resource(route: RouteDef): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult> {
@@ -86,7 +98,15 @@ export function resource(route: RouteDef): middy.MiddlewareObj<APIGatewayProxyEv
       // The raw segment, decoded once; a malformed escape names nothing: 404 (D43), never a 500.
       const raw = s.params[route.resource.param] ?? '';
       const id = decodePathParam(raw);
-      if (id === null) throw errors.notFound(LOADERS[route.resource.kind].noun, raw.slice(0, 100));
+      const l = LOADERS[route.resource.kind];
+      if (id === null) throw errors.notFound(l.noun, raw.slice(0, 100));
+      // Read already (strongly consistent) beside the tier and balance: same visibility rules.
+      const pre = s.prefetched;
+      const key = isId(l.idKind, id) ? l.key(id, s.principal!) : null;
+      if (pre && key && pre.PK === key.PK && pre.SK === key.SK) {
+        s.resource = visibleOrNotFound(l, id, pre.item, s.principal!);
+        return;
+      }
       s.resource = await loadResource(route.resource.kind, id, s.principal!);
     },
   };

@@ -1,0 +1,99 @@
+/**
+ * What one API request costs in DynamoDB: calls, sequential steps and the capacity units DynamoDB
+ * reports (ReturnConsumedCapacity), beside the latency of GET /v1/jobs/{id} and of a raw GetItem
+ * on the same emulator in the same run (sequential, one request at a time).
+ */
+import { randomBytes } from 'node:crypto';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+
+const N = 300;
+
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil(p * s.length) - 1)]!;
+};
+
+export const name = 'DynamoDB calls and capacity per API request';
+
+export async function run(): Promise<string> {
+  const { startRuntime } = await import('../local/runtime');
+  const rt = await startRuntime({ inMemory: true, port: 0, enableScheduler: false, enablePollers: false, enableStreams: false, logLevel: 'error', cursorSecret: 'bench' });
+  try {
+    const { db, tableName } = await import('../shared/db/client');
+    const { keys } = await import('../shared/db/keys');
+    const { confirmCheckout } = await import('../shared/billing');
+    const { recordDynamoCalls } = await import('../test/support/dynamo-calls');
+    const req = async (method: string, path: string, key: string, body?: unknown, headers: Record<string, string> = {}) => {
+      const res = await fetch(`${rt.url}${path}`, {
+        method,
+        headers: { Authorization: `Bearer ${key}`, ...(body ? { 'Content-Type': 'application/json' } : {}), ...headers },
+        body: body ? JSON.stringify(body) : undefined,
+      });
+      const json = (await res.json()) as any;
+      if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+      return json;
+    };
+    const signup = await fetch(`${rt.url}/v1/auth/signup`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'Bench', email: `bench-${randomBytes(6).toString('hex')}@example.com` }) });
+    const s = (await signup.json()) as any;
+    const key: string = s.api_key.secret;
+    const orgId: string = s.organization.id;
+    await db().send(new UpdateCommand({ TableName: tableName(), Key: keys.organization(orgId), UpdateExpression: 'SET rate_limits = :l', ExpressionAttributeValues: { ':l': { perMinute: 1e6, perHour: 1e7 } } }));
+    const cs = await req('POST', '/v1/billing/credits/purchase', key, { amount_cents: 100_000 }, { 'Idempotency-Key': 'bench-purchase' });
+    await confirmCheckout(cs.id, { paymentMethod: 'pm_bench', providerRef: cs.id });
+    const body = { type: 'data_collection', description: 'Benchmark job: photos of storefronts', files_needed: 2, accepted_formats: ['image/jpeg'], price_per_file_cents: 10 };
+    const job = await req('POST', '/v1/jobs', key, body, { 'Idempotency-Key': 'warm-up' });
+
+    const rec = recordDynamoCalls();
+    type Row = { label: string; lat: number[]; calls: number; steps: number; rcu: number; wcu: number; lastUsed: number };
+    const fresh = (label: string): Row => ({ label, lat: [], calls: 0, steps: 0, rcu: 0, wcu: 0, lastUsed: 0 });
+    const once = async (row: Row, fn: () => Promise<unknown>) => {
+      rec.reset();
+      const t = performance.now();
+      await fn();
+      row.lat.push(performance.now() - t);
+      row.calls += rec.calls.length;
+      row.steps += rec.steps();
+      row.lastUsed += rec.calls.filter((c) => c.lastUsedWrite).length;
+      for (const c of rec.calls) {
+        row.rcu += c.readUnits;
+        row.wcu += c.writeUnits;
+      }
+    };
+    const measure = async (label: string, n: number, fn: (i: number) => Promise<unknown>): Promise<Row> => {
+      const row = fresh(label);
+      for (let i = 0; i < n; i++) await once(row, () => fn(i));
+      return row;
+    };
+    for (let i = 0; i < 20; i++) await req('GET', `/v1/jobs/${job.id}`, key); // warm the handler
+    // Alternated one by one, so the machine's load falls on both rows alike.
+    const get = fresh('GET /v1/jobs/{id}');
+    const raw = fresh('raw GetItem (job, consistent)');
+    for (let i = 0; i < N; i++) {
+      await once(get, () => req('GET', `/v1/jobs/${job.id}`, key));
+      await once(raw, () => db().send(new GetCommand({ TableName: tableName(), Key: keys.job(job.id), ConsistentRead: true })));
+    }
+    const create = await measure('POST /v1/jobs (live, credits)', 100, (i) => req('POST', '/v1/jobs', key, body, { 'Idempotency-Key': `bench-req-${i}` }));
+    rec.stop();
+
+    const f = (x: number, d = 2) => x.toFixed(d);
+    const line = (r: Row) => {
+      const n = r.lat.length;
+      return `| ${r.label} | ${f(pct(r.lat, 0.5), 1)} | ${f(pct(r.lat, 0.99), 1)} | ${f(r.calls / n)} | ${f(r.steps / n)} | ${f(r.rcu / n)} | ${f(r.wcu / n)} | ${f(r.lastUsed / n, 3)} |`;
+    };
+    return [
+      `${N} GETs of one job alternated one by one with ${N} raw GetItems of the same item, then 100 sequential live creations, one`,
+      'process, one DynamoDB Local (in memory). Calls and steps counted by a recorder on the shared DynamoDB client;',
+      'capacity units as DynamoDB reports them per call (`ReturnConsumedCapacity: TOTAL`).',
+      '',
+      '| Operation | p50 ms | p99 ms | calls / request | sequential steps | read units | write units | last-used writes |',
+      '|---|---:|---:|---:|---:|---:|---:|---:|',
+      line(get),
+      line(raw),
+      line(create),
+      '',
+      `**GET p50 / raw GetItem p50: ${f(pct(get.lat, 0.5) / pct(raw.lat, 0.5))}×.**`,
+    ].join('\n');
+  } finally {
+    await rt.stop();
+  }
+}

@@ -1,0 +1,35 @@
+/**
+ * The messages of the pipeline stages (kept apart from pipeline.ts so light consumers, such as the
+ * transcription stage, do not bundle the media code): the S3 "Object Created" event the scoring and
+ * annotation stages read, the poison error, and the outcomes a stage reports.
+ */
+
+/** The part of the EventBridge "Object Created" event the stages read. */
+export interface ObjectCreatedEvent {
+  'detail-type'?: string;
+  detail?: { bucket?: { name?: string }; object?: { key?: string; size?: number } };
+}
+
+export type StageOutcome = 'ignored' | 'stored' | 'skipped' | 'refused' | 'deferred';
+
+/** Poison: a message body that is not an Object Created event. Thrown, so it ends in the DLQ. */
+export class PoisonMessage extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'PoisonMessage';
+  }
+}
+
+export function parseEvent(body: string): { key: string } {
+  let ev: ObjectCreatedEvent;
+  try {
+    ev = JSON.parse(body) as ObjectCreatedEvent;
+  } catch {
+    throw new PoisonMessage('message body is not JSON');
+  }
+  const key = ev?.detail?.object?.key;
+  if (ev?.['detail-type'] !== 'Object Created' || typeof key !== 'string') throw new PoisonMessage('not an S3 Object Created event');
+  // S3 URL-encodes keys in notifications (spaces as '+').
+  return { key: decodeURIComponent(key.replace(/\+/g, ' ')) };
+}
+
