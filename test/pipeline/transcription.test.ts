@@ -25,7 +25,7 @@ const reply = (text: string): ConverseCommandOutput => ({
 // delivers the "Transcribe Job State Change" event to the transcription queue as the EventBridge
 // rule would; Bedrock answers in the published Converse format. The verdict waits for the
 // transcript (D54), the audio prompt carries it, and the File's annotations hold it.
-(hasFfmpeg() ? describe : describe.skip)('pipeline: audio is scored and annotated with its Amazon Transcribe transcript', () => {
+describe('pipeline: audio is scored and annotated with its Amazon Transcribe transcript', () => {
   let rt: TestRuntime;
   let s3: S3Client;
   let sqs: SQSClient;

@@ -270,7 +270,7 @@ describe('bedrock provider (Converse replies written to the published format, no
   });
 });
 
-const ff = hasFfmpeg() ? describe : describe.skip;
+const ff = describe; // ffmpeg is a prerequisite (README): without it these fail rather than skip
 ff('audio and video annotations (ffmpeg)', () => {
   it('audio: duration, channels, EBU R128 loudness, noise level; speech fields null with a reason', async () => {
     // lavfi sine: amplitude 1/8 (−18 dBFS peak); the quiet copy is 0.25 × (−12 dB)
