@@ -123,16 +123,19 @@ export class Cdn extends Construct {
     const items: cloudfront.IPublicKey[] = [this.publicKey];
     if (props.overlapPublicKeyPem) items.push(publicKey(props.overlapPublicKeyPem));
     this.keyGroup = new cloudfront.KeyGroup(this, 'KeyGroup', { items, comment: 'Signers of media download URLs' });
-    // Signed URLs differ per file and per signature; the object is the same: the cache key is the
-    // path alone (CloudFront checks Expires/Signature/Key-Pair-Id before the cache is consulted).
+    // Signed URLs differ per signature; the object is the same: the cache key is the path plus the
+    // signed `response-content-disposition` (forwarded so S3 answers with the file name and
+    // `attachment`); CloudFront checks Expires/Signature/Key-Pair-Id before the cache is consulted.
+    // A short TTL: a file withdrawn by a buyer's override (its object deleted) stops being served
+    // from edge caches within minutes (D71).
     const cachePolicy = new cloudfront.CachePolicy(this, 'SignedMediaCache', {
-      comment: 'Private signed media: path-only cache key, no cookies, headers or query strings',
-      queryStringBehavior: cloudfront.CacheQueryStringBehavior.none(),
+      comment: 'Private signed media: path and content-disposition cache key, no cookies or headers',
+      queryStringBehavior: cloudfront.CacheQueryStringBehavior.allowList('response-content-disposition'),
       headerBehavior: cloudfront.CacheHeaderBehavior.none(),
       cookieBehavior: cloudfront.CacheCookieBehavior.none(),
-      defaultTtl: Duration.days(1),
+      defaultTtl: Duration.minutes(5),
       minTtl: Duration.seconds(0),
-      maxTtl: Duration.days(7),
+      maxTtl: Duration.minutes(5),
       enableAcceptEncodingGzip: false,
       enableAcceptEncodingBrotli: false,
     });

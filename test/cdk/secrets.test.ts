@@ -197,10 +197,11 @@ describe('downloads through CloudFront (D60)', () => {
     expect(JSON.stringify(fromCf[0].Condition)).toContain('AWS:SourceArn');
   });
 
-  test('the cache key is the path alone (signatures differ per URL, the object does not)', () => {
+  test('the cache key is the path and the signed content-disposition (signatures differ per URL, the object does not), cached minutes only', () => {
     const [, , policy] = cf('AWS::CloudFront::CachePolicy')[0]!;
     const p = policy.Properties.CachePolicyConfig.ParametersInCacheKeyAndForwardedToOrigin;
-    expect(p.QueryStringsConfig.QueryStringBehavior).toBe('none');
+    expect(p.QueryStringsConfig).toEqual({ QueryStringBehavior: 'whitelist', QueryStrings: ['response-content-disposition'] });
+    expect(policy.Properties.CachePolicyConfig.MaxTTL).toBeLessThanOrEqual(300);
     expect(p.CookiesConfig.CookieBehavior).toBe('none');
     expect(p.HeadersConfig.HeaderBehavior).toBe('none');
   });
