@@ -12,6 +12,7 @@ import {
   GetObjectCommand,
   HeadObjectCommand,
   PutObjectCommand,
+  PutObjectTaggingCommand,
   S3Client,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
@@ -103,6 +104,28 @@ export async function headObject(key: string): Promise<{ size: number; contentTy
     if (e.name === 'NotFound' || e.name === 'NoSuchKey' || e.$metadata?.httpStatusCode === 404) return null;
     throw err;
   }
+}
+
+/**
+ * The tag that the bucket's lifecycle rule expires (lib/data.ts `REJECTED_OBJECT_TAG`): bytes of a
+ * rejected submission are deleted once the 7-day override window has passed; an override that
+ * approves them sets the tag back to `approved`, which no rule expires (D71, issue 13).
+ */
+export const VERDICT_TAG_KEY = 'verdict';
+
+/** Replaces the objects' tag set with `verdict=<value>`. A missing object is skipped. */
+export async function tagVerdict(keys: string[], value: 'rejected' | 'approved'): Promise<void> {
+  await Promise.all(
+    keys.map(async (Key) => {
+      try {
+        await s3().send(new PutObjectTaggingCommand({ Bucket: bucket(), Key, Tagging: { TagSet: [{ Key: VERDICT_TAG_KEY, Value: value }] } }));
+      } catch (err) {
+        const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
+        if (e.name === 'NoSuchKey' || e.$metadata?.httpStatusCode === 404) return;
+        throw err;
+      }
+    }),
+  );
 }
 
 export async function deleteObjects(keys: string[]): Promise<void> {

@@ -35,7 +35,8 @@ import { approvedFileUrl, fileItem } from '../files';
 import { addApprovalIndexes } from '../trust/indexes';
 import { reconcileAvailability } from './slots';
 import { getSubmissionItem } from './reservations';
-import { approvedRef } from './verdict';
+import { approvedRef, uploadObjectKeys } from './verdict';
+import { tagVerdict } from '../storage/s3';
 import { presentSubmission, type SubmissionItem } from './model';
 import { addWithdrawal, deleteWithdrawnObjects, StaleRead, type Withdrawal } from './override-withdraw';
 
@@ -266,6 +267,10 @@ export async function overrideSubmission(ctx: MutationContext, first: Submission
     };
     const view = presentSubmission(after, await approvedFileUrl(after));
     recordResponse(ctx, tx, view);
+    // Approving by override: the bytes stop being "rejected" BEFORE the commit, so the lifecycle rule
+    // that expires rejected bytes can never delete an approved file (a failed commit leaves bytes
+    // tagged approved, which only keeps them longer).
+    if (input.decision === 'approve') await tagVerdict(uploadObjectKeys(sub), 'approved');
     try {
       await tx.commit();
     } catch (e) {

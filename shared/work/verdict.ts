@@ -38,6 +38,7 @@ import { policyFinding, policyRejection } from '../scoring/policy';
 import { withSpeech } from '../speech/annotate';
 import { fileItem } from '../files';
 import { addApprovalIndexes } from '../trust/indexes';
+import { objectKeys, tagVerdict } from '../storage/s3';
 import { addSlotChange, reconcileAvailability, withJobRetry } from './slots';
 import { getSubmissionItem, reservationItem } from './reservations';
 import { RESERVATION_MS, type FilePart, type SubmissionItem } from './model';
@@ -115,7 +116,25 @@ export function readyForVerdict(sub: SubmissionItem): boolean {
 export async function tryVerdict(subId: string): Promise<Verdict | null> {
   const sub = await getSubmissionItem(subId);
   if (!sub || !readyForVerdict(sub)) return null;
-  return decide(sub);
+  const v = await decide(sub);
+  if (v === 'rejected') await markRejectedBytes(sub);
+  return v;
+}
+
+/**
+ * After a rejection committed: tag the round's bytes so the bucket's lifecycle rule deletes them
+ * once the override window has passed (D71 keeps them that long). Best effort: a failure is logged
+ * and the bytes are kept, never lost.
+ */
+async function markRejectedBytes(sub: SubmissionItem): Promise<void> {
+  const keys = uploadObjectKeys(sub);
+  await tagVerdict(keys, 'rejected').catch((err: Error) => logger.warn('tagging rejected bytes failed; they are kept', { error: err, submission_id: sub.id }));
+}
+
+/** The object keys of the submission's current upload round. */
+export function uploadObjectKeys(sub: SubmissionItem): string[] {
+  if (!sub.round) return [];
+  return sub.uploads.map((u) => objectKeys.upload(sub.id, sub.round!, u.file_id, u.content_type));
 }
 
 async function decide(sub: SubmissionItem): Promise<Verdict | null> {

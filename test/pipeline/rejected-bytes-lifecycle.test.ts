@@ -1,0 +1,57 @@
+import { GetObjectTaggingCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { S3_LOCAL_CREDENTIALS } from '../../local/s3';
+import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
+import { accept, createJob, flatPng, liveBuyer, signupWorker, uploadFile } from './support';
+
+// Issue 13 lifecycle: a rejected submission's bytes carry `verdict=rejected`, which the bucket's
+// lifecycle rule expires after the override window (D71 keeps them 7 days); an override that
+// approves them re-tags them `approved`, so the rule never deletes an approved file.
+describe('pipeline: rejected bytes are tagged for the lifecycle rule, approved ones are not', () => {
+  let rt: TestRuntime;
+  let s3: S3Client;
+  beforeAll(async () => {
+    process.env.LOCAL_FIXED_OTP = '123456';
+    rt = await startTestRuntime();
+    s3 = new S3Client({ endpoint: rt.s3Endpoint, forcePathStyle: true, region: 'us-east-1', credentials: S3_LOCAL_CREDENTIALS, requestChecksumCalculation: 'WHEN_REQUIRED' });
+  });
+  afterAll(async () => {
+    s3?.destroy();
+    await rt?.stop();
+  });
+
+  async function tagsOf(subId: string): Promise<Record<string, string>[]> {
+    const listed = await s3.send(new ListObjectsV2Command({ Bucket: rt.bucketName, Prefix: `uploads/${subId}/` }));
+    const keys = (listed.Contents ?? []).map((o) => o.Key!);
+    return Promise.all(
+      keys.map(async (Key) => {
+        const t = await s3.send(new GetObjectTaggingCommand({ Bucket: rt.bucketName, Key }));
+        return Object.fromEntries((t.TagSet ?? []).map((x) => [x.Key!, x.Value!]));
+      }),
+    );
+  }
+
+  it('a rejected upload is tagged verdict=rejected; approving it by override re-tags it verdict=approved', async () => {
+    const b = await liveBuyer(rt);
+    const job = await createJob(rt, b.live, { files_needed: 1 });
+    const w = await signupWorker(rt);
+    const a = await accept(rt, w.token, job.id);
+    expect((await uploadFile(rt, w.token, a.json.id, await flatPng(), 'image/png', 'flat.png')).status).toBe(202);
+    await waitFor(
+      async () => (await rt.request('GET', `/internal/worker/submissions/${a.json.id}`, { key: w.token })).json?.status === 'rejected',
+      { timeoutMs: 90_000, intervalMs: 700 },
+    );
+    const rejected = await waitFor(async () => {
+      const tags = await tagsOf(a.json.id);
+      return tags.length === 1 && tags[0]!.verdict === 'rejected' ? tags : null;
+    });
+    expect(rejected).toEqual([{ verdict: 'rejected' }]);
+
+    const o = await rt.request('POST', `/v1/submissions/${a.json.id}/override`, {
+      key: b.live,
+      headers: { 'Idempotency-Key': `ov-${a.json.id}` },
+      body: { decision: 'approve', reason_code: 'other' },
+    });
+    expect(o.status).toBe(200);
+    expect(await tagsOf(a.json.id)).toEqual([{ verdict: 'approved' }]);
+  });
+});
