@@ -36,6 +36,7 @@ import { addApprovalIndexes } from '../trust/indexes';
 import { reconcileAvailability } from './slots';
 import { getSubmissionItem } from './reservations';
 import { approvedRef, uploadObjectKeys } from './verdict';
+import { addPayoutAndApprovedEvent } from './approval-records';
 import { tagVerdict } from '../storage/s3';
 import { presentSubmission, type SubmissionItem } from './model';
 import { addWithdrawal, deleteWithdrawnObjects, StaleRead, type Withdrawal } from './override-withdraw';
@@ -193,26 +194,7 @@ function addOverrideApproval(tx: Tx, ctx: MutationContext, sub: SubmissionItem, 
     pendingReleased: retry ? Number(sub.slots_held ?? n) : 0,
     jobUpdate: summaryShift(cat, sub.status, 'approved', stars),
   });
-  tx.create('payout', {
-    ...keys.workerPayout(sub.worker_id, payId),
-    entity: 'worker_payout',
-    id: payId,
-    worker_id: sub.worker_id,
-    job_id: sub.job_id,
-    submission_id: sub.id,
-    environment: sub.environment,
-    files: n,
-    amount_cents: payout,
-    status: 'pending',
-    created_at: at,
-  });
-  emit(tx, {
-    orgId: sub.org_id,
-    env: sub.environment,
-    type: 'submission.approved',
-    jobId: sub.job_id,
-    data: { job_id: sub.job_id, submission_id: sub.id, ai_star_rating: stars, file_ids: sub.uploads.map((u) => u.file_id) },
-  });
+  addPayoutAndApprovedEvent(tx, sub, { payId, payout, files: n, stars, at });
   overriddenEvent(tx, ctx, sub, input, 'approved', chargedCents);
   return chargedCents;
 }

@@ -38,6 +38,7 @@ import { policyFinding, policyRejection } from '../scoring/policy';
 import { withSpeech } from '../speech/annotate';
 import { fileItem } from '../files';
 import { addApprovalIndexes } from '../trust/indexes';
+import { addPayoutAndApprovedEvent } from './approval-records';
 import { objectKeys, tagVerdict } from '../storage/s3';
 import { addSlotChange, reconcileAvailability, withJobRetry } from './slots';
 import { getSubmissionItem, reservationItem } from './reservations';
@@ -255,26 +256,7 @@ async function approve(sub: SubmissionItem, job: JobItem, c: Combined): Promise<
     pendingReleased: Number(sub.slots_held ?? n),
     jobUpdate: summaryClauses(cat, 'approved', c.stars),
   });
-  tx.create('payout', {
-    ...keys.workerPayout(sub.worker_id, payId),
-    entity: 'worker_payout',
-    id: payId,
-    worker_id: sub.worker_id,
-    job_id: sub.job_id,
-    submission_id: sub.id,
-    environment: sub.environment,
-    files: n,
-    amount_cents: payout,
-    status: 'pending',
-    created_at: at,
-  });
-  emit(tx, {
-    orgId: sub.org_id,
-    env: sub.environment,
-    type: 'submission.approved',
-    jobId: sub.job_id,
-    data: { job_id: sub.job_id, submission_id: sub.id, ai_star_rating: c.stars, file_ids: sub.uploads.map((u) => u.file_id) },
-  });
+  addPayoutAndApprovedEvent(tx, sub, { payId, payout, files: n, stars: c.stars, at });
   scoredEvent(tx, sub, 'approved', c);
   verdictAudit(tx, sub, 'submission.approved', { ai_star_rating: c.stars, files: n, worker_payout_cents: payout });
   await tx.commit();
