@@ -149,7 +149,28 @@ test('D31/D71: the identities hold after every step of random purchases, jobs, a
         await expectIdentities(p, jobs);
       }
     }),
-    { numRuns: 20 },
+    {
+      numRuns: 20,
+      // One fixed run first, so that every money path below is exercised whatever the random runs
+      // draw: purchase, creation, approval, rejection, overrides both ways (and a crossed-over one),
+      // a creation beyond the balance, cancel and expiry.
+      examples: [
+        [
+          [
+            [{ k: 'purchase', amount: 5000 }],
+            [{ k: 'create', price: 100, files: 5 }],
+            [{ k: 'approve', job: 0, files: 1 }],
+            [{ k: 'reject', job: 0, files: 1 }],
+            [{ k: 'override', sub: 1, decision: 'approve' }],
+            [{ k: 'override', sub: 1, decision: 'reject' }],
+            [{ k: 'override', sub: 0, decision: 'approve' }],
+            [{ k: 'create', price: 900, files: 12 }],
+            [{ k: 'cancel', job: 0 }],
+            [{ k: 'expire', days: 10 }],
+          ],
+        ],
+      ],
+    },
   );
   // The random runs did exercise the money paths (not only refusals), overrides in both directions included.
   for (const k of ['create:ok', 'approve:ok', 'cancel:ok', 'purchase:paid', 'create:insufficient_credits', 'override:ok', 'override:invalid_state']) {
