@@ -19,7 +19,7 @@ import { localCheckoutPage } from '../shared/payments/local-checkout-page';
 import { handlerModuleExists, loadHandler, localRegion, LOCAL_ACCOUNT_ID } from './lambda';
 import { createLog, type LogLevel } from './log';
 import { registerReconciler, runMarker, runReconcilers } from './reconcilers';
-import { UNFINISHED_WORK } from './reconcile-unfinished';
+import { UNFINISHED_WORK, webhooksReconciler } from './reconcile-unfinished';
 import { ensureLocalSecrets } from './secrets';
 import { resetSecrets } from '../shared/secrets';
 import { resetSealer } from '../shared/secrets/sealer';
@@ -231,6 +231,13 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       // Before the pollers and stream pipes start: what they would redo is claimed in the table.
       log.warn('the last run did not stop cleanly (killed?): re-enqueueing unfinished work');
       for (const r of UNFINISHED_WORK) registerReconciler(r);
+      await runReconcilers({ send, route: (event) => router.route(event), bucketName, account: LOCAL_ACCOUNT_ID, region, log });
+    } else if (dataDir) {
+      // Even after a clean stop: an event committed by a batch that finished while the runtime was
+      // stopping (after the stream pipes had stopped) may never have been fanned out, and the stream
+      // position does not survive a restart of DynamoDB Local. Fan-outs claim their deliveries, so
+      // an event fanned out twice is still delivered once per endpoint (D64).
+      registerReconciler(webhooksReconciler);
       await runReconcilers({ send, route: (event) => router.route(event), bucketName, account: LOCAL_ACCOUNT_ID, region, log });
     }
 
