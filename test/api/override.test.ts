@@ -5,7 +5,7 @@
 import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
 import { clock, DAY_MS } from '../../shared/clock';
 import { idemKey } from '../support/buyers';
-import { accept, createJob, detailedJpeg, flatPng, liveBuyer, signupWorker, uploadFile } from '../pipeline/support';
+import { accept, createJob, detailedJpeg, flatPng, liveBuyer, signupWorker, uploadFile, waitForVerdict } from '../pipeline/support';
 
 // End to end through the real pipeline (models load on first use) on a shared machine: generous time.
 jest.setTimeout(240_000);
@@ -20,14 +20,7 @@ describe('D71: POST /v1/submissions/{id}/override', () => {
     await rt?.stop();
   });
 
-  const verdictOf = (token: string, subId: string) =>
-    waitFor(
-      async () => {
-        const r = await rt.request('GET', `/internal/worker/submissions/${subId}`, { key: token });
-        return ['approved', 'rejected', 'retry_pending'].includes(r.json?.status) ? r.json : null;
-      },
-      { timeoutMs: 90_000, intervalMs: 700 },
-    );
+  const verdictOf = (token: string, subId: string) => waitForVerdict(rt, token, subId, 90_000);
   /** A worker uploads `bytes` to the job; resolves with the verdict (worker view) and the worker. */
   const submit = async (jobId: string, bytes: Buffer, contentType = 'image/jpeg') => {
     const w = await signupWorker(rt);

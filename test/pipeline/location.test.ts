@@ -5,7 +5,7 @@
  */
 import { distanceKm, checkLocation, jobPoint } from '../../shared/trust/location';
 import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
-import { accept, createJob, detailedJpeg, liveBuyer, signupWorker, uploadFile } from './support';
+import { accept, createJob, detailedJpeg, liveBuyer, signupWorker, uploadFile, waitForVerdict } from './support';
 
 // End to end through the real pipeline (models load on first use) on a shared machine: generous time.
 jest.setTimeout(240_000);
@@ -64,14 +64,7 @@ describe('D70 end to end: the job\'s capture area', () => {
     await rt?.stop();
   });
 
-  const verdictOf = (token: string, subId: string) =>
-    waitFor(
-      async () => {
-        const r = await rt.request('GET', `/internal/worker/submissions/${subId}`, { key: token });
-        return ['approved', 'rejected', 'retry_pending'].includes(r.json?.status) ? r.json : null;
-      },
-      { timeoutMs: 60_000, intervalMs: 700 },
-    );
+  const verdictOf = (token: string, subId: string) => waitForVerdict(rt, token, subId, 60_000);
   const submit = async (jobId: string, bytes: Buffer) => {
     const w = await signupWorker(rt);
     const a = await accept(rt, w.token, jobId);

@@ -18,7 +18,7 @@ import { BUCKETS_PER_CHECK, NEAR_DUPLICATE_MAX_DISTANCE, indexKeysOf, probeKeysO
 import { uniqueBytes } from '../../shared/sandbox/unique-bytes';
 import { detailedJpeg as scene } from '../fixtures/media';
 import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
-import { accept, createJob, liveBuyer, signupWorker, uploadFile } from './support';
+import { accept, createJob, liveBuyer, signupWorker, uploadFile, waitForVerdict } from './support';
 
 // End to end through the real pipeline (models load on first use) on a shared machine: generous time.
 jest.setTimeout(240_000);
@@ -131,14 +131,7 @@ describe('D69 end to end: near-copies of approved images are rejected organizati
     await rt?.stop();
   });
 
-  const verdictOf = (token: string, subId: string) =>
-    waitFor(
-      async () => {
-        const r = await rt.request('GET', `/internal/worker/submissions/${subId}`, { key: token });
-        return ['approved', 'rejected', 'retry_pending'].includes(r.json?.status) ? r.json : null;
-      },
-      { timeoutMs: 60_000, intervalMs: 700 },
-    );
+  const verdictOf = (token: string, subId: string) => waitForVerdict(rt, token, subId, 60_000);
   const submit = async (jobId: string, bytes: Buffer) => {
     const w = await signupWorker(rt);
     const a = await accept(rt, w.token, jobId);

@@ -1,6 +1,6 @@
 import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
 import { setNsfwModel, type NsfwModel } from '../../shared/media/annotation/models';
-import { accept, createJob, detailedJpeg, flatPng, liveBuyer, signupWorker, uploadFile } from './support';
+import { accept, createJob, detailedJpeg, flatPng, liveBuyer, signupWorker, uploadFile, waitForVerdict } from './support';
 
 // D68 reason codes on every verdict path, read the way integrators read them: the buyer's view of
 // the submission, the worker's view, and the submission.scored / submission.rejected events.
@@ -17,14 +17,7 @@ describe('pipeline: every verdict explains itself with reason codes', () => {
     await rt?.stop();
   });
 
-  const verdictOf = (token: string, subId: string) =>
-    waitFor(
-      async () => {
-        const r = await rt.request('GET', `/internal/worker/submissions/${subId}`, { key: token });
-        return ['approved', 'rejected', 'retry_pending'].includes(r.json?.status) ? r.json : null;
-      },
-      { timeoutMs: 90_000, intervalMs: 700 },
-    );
+  const verdictOf = (token: string, subId: string) => waitForVerdict(rt, token, subId, 90_000);
   const eventFor = (key: string, type: string, subId: string) =>
     waitFor(
       async () => {

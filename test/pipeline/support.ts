@@ -2,7 +2,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import sharp, { type Sharp } from 'sharp';
 import { idemKey, signupBuyer, verifyPhone, uniqueEmail } from '../support/buyers';
-import type { TestRuntime } from '../support/harness';
+import { waitFor, type TestRuntime } from '../support/harness';
 
 export async function signupWorker(rt: TestRuntime): Promise<{ id: string; token: string }> {
   const r = await rt.request('POST', '/internal/worker/auth/signup', { body: { name: 'Worker', email: uniqueEmail('worker') } });
@@ -99,4 +99,15 @@ export function uploadFile(rt: TestRuntime, token: string, subId: string, data: 
 
 export async function accept(rt: TestRuntime, token: string, jobId: string) {
   return rt.request('POST', `/internal/worker/jobs/${jobId}/accept`, { key: token });
+}
+
+/** Polls the worker's view of a submission until it has a verdict (approved, rejected or retry_pending). */
+export function waitForVerdict(rt: TestRuntime, token: string, subId: string, timeoutMs = 90_000) {
+  return waitFor(
+    async () => {
+      const r = await rt.request('GET', `/internal/worker/submissions/${subId}`, { key: token });
+      return ['approved', 'rejected', 'retry_pending'].includes(r.json?.status) ? r.json : null;
+    },
+    { timeoutMs, intervalMs: 700 },
+  );
 }
