@@ -216,7 +216,7 @@ describe('least privilege', () => {
     for (const route of readOnly) {
       const [fnId] = routeFunction(route);
       expect(actionsOf(fnId)).toContain('dynamodb:Query');
-      const statements = (statementsOf(fnId) as Stmt[]).filter((st) => st.Effect === 'Allow');
+      const statements = (statementsOf(fnId) as unknown as Stmt[]).filter((st) => st.Effect === 'Allow');
       const unconditioned = statements.filter((st) => !st.Condition).flatMap((st) => (Array.isArray(st.Action) ? st.Action : [st.Action]));
       for (const a of WRITE_ACTIONS) expect(unconditioned).not.toContain(a);
       // Authentication counts the request (UpdateItem) on the secret's item, a rate-limit window
