@@ -12,7 +12,7 @@ export interface DynamoCall {
   end: number;
   readUnits: number;
   writeUnits: number;
-  /** True for the once-a-minute last_used_at write (a transaction on a secret item and its key). */
+  /** True for the once-a-minute last_used_at write (an UpdateItem on the API key's record). */
   lastUsedWrite: boolean;
   /** What `opts.tag` answered when the call started ('' without one). */
   tag: string;
@@ -43,9 +43,8 @@ export function recordDynamoCalls(opts: { tag?: () => string } = {}): DynamoCall
       input.ReturnConsumedCapacity ??= 'TOTAL';
       const command = String((context as { commandName?: string }).commandName);
       // Keys are plain values or marshalled ({S: …}) depending on where the document client is.
-      const items = (input.TransactItems as { Update?: { Key?: { PK?: unknown } } }[] | undefined) ?? [];
-      const pk = items[0]?.Update?.Key?.PK as string | { S?: string } | undefined;
-      const lastUsedWrite = command === 'TransactWriteItemsCommand' && String(typeof pk === 'object' ? pk?.S : pk).startsWith('SECRET#');
+      const sk = (input.Key as { SK?: string | { S?: string } } | undefined)?.SK;
+      const lastUsedWrite = command === 'UpdateItemCommand' && String(typeof sk === 'object' ? sk?.S : sk).startsWith('KEY#');
       const tag = opts.tag?.() ?? '';
       const start = performance.now();
       try {
