@@ -4,7 +4,7 @@
  * on the same emulator in the same run (sequential, one request at a time).
  */
 import { randomBytes } from 'node:crypto';
-import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 
 const N = 300;
 
@@ -65,12 +65,34 @@ export async function run(): Promise<string> {
       return row;
     };
     for (let i = 0; i < 20; i++) await req('GET', `/v1/jobs/${job.id}`, key); // warm the handler
-    // Alternated one by one, so the machine's load falls on both rows alike.
+    // The DynamoDB work a GET cannot do without, issued directly: the counting UpdateItem on a
+    // secret-like item (same expression), then the strongly consistent batch of tier, balance, job.
+    const scratch = { PK: 'BENCH#SECRET', SK: 'SECRET' };
+    const hour = () => Math.floor(Date.now() / 3_600_000) * 3600;
+    await db().send(new PutCommand({ TableName: tableName(), Item: { ...scratch, principal: 'api_key', org_id: orgId, key_id: 'key_bench', environment: 'live', scopes: ['jobs:read'], rl_hour: hour(), rl_n: 0 } }));
+    const floorWork = async () => {
+      const minute = `rl_m${Math.floor((Date.now() / 1000 - hour()) / 60)}`;
+      await db().send(
+        new UpdateCommand({
+          TableName: tableName(),
+          Key: scratch,
+          UpdateExpression: 'SET #n = #n + :one, #m = if_not_exists(#m, :zero) + :one',
+          ConditionExpression: '#h = :h',
+          ExpressionAttributeNames: { '#n': 'rl_n', '#m': minute, '#h': 'rl_hour' },
+          ExpressionAttributeValues: { ':one': 1, ':zero': 0, ':h': hour() },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      await db().send(new BatchGetCommand({ RequestItems: { [tableName()]: { Keys: [keys.organization(orgId), keys.balance(orgId, 'live'), keys.job(job.id)], ConsistentRead: true } } }));
+    };
+    // Alternated one by one, so the machine's load falls on every row alike.
     const get = fresh('GET /v1/jobs/{id}');
     const raw = fresh('raw GetItem (job, consistent)');
+    const floor = fresh("its DynamoDB work issued directly (count UpdateItem, then the batch)");
     for (let i = 0; i < N; i++) {
       await once(get, () => req('GET', `/v1/jobs/${job.id}`, key));
       await once(raw, () => db().send(new GetCommand({ TableName: tableName(), Key: keys.job(job.id), ConsistentRead: true })));
+      await once(floor, floorWork);
     }
     const create = await measure('POST /v1/jobs (live, credits)', 100, (i) => req('POST', '/v1/jobs', key, body, { 'Idempotency-Key': `bench-req-${i}` }));
     rec.stop();
@@ -81,7 +103,7 @@ export async function run(): Promise<string> {
       return `| ${r.label} | ${f(pct(r.lat, 0.5), 1)} | ${f(pct(r.lat, 0.99), 1)} | ${f(r.calls / n)} | ${f(r.steps / n)} | ${f(r.rcu / n)} | ${f(r.wcu / n)} | ${f(r.lastUsed / n, 3)} |`;
     };
     return [
-      `${N} GETs of one job alternated one by one with ${N} raw GetItems of the same item, then 100 sequential live creations, one`,
+      `${N} GETs of one job alternated one by one with ${N} raw GetItems of the same item and ${N} runs of the GET's DynamoDB work issued directly, then 100 sequential live creations, one`,
       'process, one DynamoDB Local (in memory). Calls and steps counted by a recorder on the shared DynamoDB client;',
       'capacity units as DynamoDB reports them per call (`ReturnConsumedCapacity: TOTAL`).',
       '',
@@ -89,9 +111,40 @@ export async function run(): Promise<string> {
       '|---|---:|---:|---:|---:|---:|---:|---:|',
       line(get),
       line(raw),
+      line(floor),
       line(create),
       '',
-      `**GET p50 / raw GetItem p50: ${f(pct(get.lat, 0.5) / pct(raw.lat, 0.5))}×.**`,
+      `**GET p50 / raw GetItem p50: ${f(pct(get.lat, 0.5) / pct(raw.lat, 0.5))}×.** The DynamoDB work alone, issued directly: ${f(pct(floor.lat, 0.5) / pct(raw.lat, 0.5))}× a raw GetItem; the HTTP front, the handler and its middlewares add ${f(pct(get.lat, 0.5) - pct(floor.lat, 0.5), 1)} ms at p50.`,
+      '',
+      'How an authenticated GET came down from 4–6 calls in up to 3 steps to 2 calls in 2 steps:',
+      '',
+      '- **Authentication counts the request.** The secret\'s lookup item (keyed by its SHA-256) also holds the hour it',
+      '  counts, the hour\'s count and each minute\'s. One strongly consistent conditional UpdateItem adds the request and',
+      '  returns the item: that is both the authentication and the rate-limit count, so both windows stay exact (one',
+      '  atomic write). The condition holds only on an existing item, so an unknown or revoked secret is refused and',
+      '  nothing is created; nothing about keys is cached, so a revoke is effective on the next request. The first',
+      '  request of an hour on a secret starts the hour afresh (one more call, once an hour).',
+      '- **A rotation keeps one limit per key.** While a key has two live secrets, both count on the key\'s own window',
+      '  item (the rotation carries the hour\'s count over to it), a third call during the overlap only.',
+      '- **Tier, balance and the path\'s resource in one batch**: the organization (tier), the balance (the',
+      '  `X-Service-Credits-Remaining` header) and the resource the path names are one strongly consistent',
+      '  BatchGetItem; the resource check applies its usual rules to the item read (another organization\'s or',
+      '  environment\'s resource is still 404).',
+      '- **`last_used_at`** is written by the first request a secret counts in a minute, as one UpdateItem on the key',
+      '  beside the batch (never a step of its own).',
+      '',
+      `Per GET that is ${f(get.wcu / get.lat.length)} write unit (the count) and ${f(get.rcu / get.lat.length)} read units (three strongly consistent items),`,
+      'against 1 write and 4 read units for the authentication read, counter write and batch it replaces.',
+      '',
+      'A live `POST /v1/jobs` went from 9–11 calls to 5 in 4 steps: the authenticating count; one batch of the',
+      'organization (tier and free-tier rule), the balance and the settings (low-balance threshold) beside the Query of',
+      'the credit lots, all read for the rate-limit decision and handed to the job creation instead of read again; the',
+      'idempotency lock; one transaction. A test-environment creation makes 4 (no lots).',
+      '',
+      'The target of 2.5× a raw GetItem is not reached: the DynamoDB work a GET cannot do without (an exact count is a',
+      'write, an immediate revoke is an uncached read of the secret, the credits header and the resource are reads that',
+      'need the organization the secret names, so two round trips) costs the ratio of the third row on this emulator by',
+      'itself, where a conditional write costs about 1.6 reads and a three-item batch about 1.3.',
     ].join('\n');
   } finally {
     await rt.stop();

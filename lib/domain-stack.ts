@@ -17,7 +17,7 @@ import type { Construct } from 'constructs';
 import { ROUTES, routeLogicalName, type RouteDef } from '../shared/manifest/routes';
 import { QUEUES, SCHEDULES, type QueueDef, type ScheduleDef } from '../shared/manifest/wiring';
 import { STAGE_NAME, latencyThresholdMs, longPollTimeouts, type ApiGateway } from './api';
-import { bindBucket, bindKeyAccess, bindQueue, bindTable, grantBedrockInvoke, grantSms, type CdnResources, type KeyResources } from './constructs/grants';
+import { bindBucket, bindKeyAccess, bindQueue, bindRequestCounting, bindTable, grantBedrockInvoke, grantSms, type CdnResources, type KeyResources } from './constructs/grants';
 import { HouseFunction } from './constructs/house-function';
 import { acknowledge } from './constructs/nag';
 import { queueDomain, routeDomain, scheduleDomain, type Domain } from './domains';
@@ -83,6 +83,7 @@ export class DomainStack extends NestedStack {
       },
     });
     bindTable(fn, shared.table, route.access.table);
+    if (route.access.table === 'read' && route.rateLimit !== 'none') bindRequestCounting(fn, shared.table);
     if (route.access.bucket) bindBucket(fn, shared.bucket, route.access.bucket);
     if (route.access.sms) grantSms(fn);
     for (const q of route.access.sendTo ?? []) bindQueue(fn, q, shared.plumbing.queue(q));

@@ -1,7 +1,14 @@
 /**
  * Rate limits (D13): fixed per-minute and per-hour windows per API key (or worker, or source IP
- * for signups), counted with one atomic ADD per request on the hour's item. The headers describe
- * the window that binds first.
+ * for signups). The headers describe the window that binds first.
+ *
+ * Where the count lives (issue 15: one write per request, and none of its own step):
+ * - An API key's or worker token's requests are counted on the secret item authentication reads,
+ *   by the same conditional UpdateItem that authenticates (shared/auth/authenticate.ts): the item
+ *   holds the hour it counts (`rl_hour`), the hour's count (`rl_n`) and each minute's (`rl_m<i>`).
+ * - While a key has two live secrets (the 24 h overlap of a rotation, D6) both secrets count on the
+ *   key's own window item (`consume('K#<key id>')`), so the limit stays one per key; the rotation
+ *   carries the hour's count over to it (shared/api-keys). Signups count per source IP there too.
  */
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from './db/client';
@@ -26,48 +33,96 @@ export interface RateDecision {
   /** Unix seconds when the binding window resets. */
   reset: number;
   retryAfter: number;
-  /** First request of this minute (used to throttle last_used_at writes). */
-  firstInMinute: boolean;
 }
 
+/** The windows of an instant: its Unix second, hour start and the minute's index in the hour. */
+export interface Windows {
+  t: number;
+  hourStart: number;
+  minuteIndex: number;
+}
+
+/** Counts of the two windows including this request. */
+export interface Counts extends Windows {
+  m: number;
+  h: number;
+}
+
+export function windowsAt(ms = now().getTime()): Windows {
+  const t = Math.floor(ms / 1000);
+  const hourStart = t - (t % 3600);
+  return { t, hourStart, minuteIndex: Math.floor((t - hourStart) / 60) };
+}
+
+/** Names of the counter attributes a secret item carries (kept in one place). */
+export const SECRET_COUNTER = {
+  hour: 'rl_hour',
+  total: 'rl_n',
+  minute: (i: number) => `rl_m${i}`,
+  isMinute: (name: string) => /^rl_m\d+$/.test(name),
+  minuteIndexOf: (name: string) => Number(name.slice('rl_m'.length)),
+} as const;
+
 /**
- * One write per request: the hour's item counts the hour (`n`) and each of its minutes (`m<i>`), so
- * a single UpdateItem returns both windows' counts.
+ * One write per request on a window item: the hour's item counts the hour (`n`) and each of its
+ * minutes (`m<i>`), so a single UpdateItem returns both windows' counts.
  */
-async function incr(principal: string, hourStart: number, minuteIndex: number): Promise<{ m: number; h: number }> {
+async function incr(principal: string, w: Windows): Promise<Counts> {
   const out = await db().send(
     new UpdateCommand({
       TableName: tableName(),
-      Key: keys.rateWindow(principal, 'h', hourStart),
+      Key: keys.rateWindow(principal, 'h', w.hourStart),
       UpdateExpression: 'ADD #n :one, #m :one SET #ttl = if_not_exists(#ttl, :ttl)',
-      ExpressionAttributeNames: { '#n': 'n', '#m': `m${minuteIndex}`, '#ttl': 'ttl' },
-      ExpressionAttributeValues: { ':one': 1, ':ttl': hourStart + 3600 + 60 },
+      ExpressionAttributeNames: { '#n': 'n', '#m': `m${w.minuteIndex}`, '#ttl': 'ttl' },
+      ExpressionAttributeValues: { ':one': 1, ':ttl': windowTtl(w.hourStart) },
       ReturnValues: 'UPDATED_NEW',
     }),
   );
   const a = out.Attributes ?? {};
-  return { h: Number(a.n ?? 1), m: Number(a[`m${minuteIndex}`] ?? 1) };
+  return { ...w, h: Number(a.n ?? 1), m: Number(a[`m${w.minuteIndex}`] ?? 1) };
 }
 
-/** Count one request and decide. `limits` may be a promise resolved in parallel (tier lookup). */
-export async function consume(principal: string, limits: Limits | Promise<Limits>): Promise<RateDecision> {
-  const t = Math.floor(now().getTime() / 1000);
-  const m0 = t - (t % 60);
-  const h0 = t - (t % 3600);
-  const [{ m, h }, l] = await Promise.all([incr(principal, h0, Math.floor((t - h0) / 60)), limits]);
-  const minuteLeft = l.perMinute - m;
-  const hourLeft = l.perHour - h;
+/** When DynamoDB may drop an hour's window item (the TTL only cleans up). */
+export const windowTtl = (hourStart: number) => hourStart + 3600 + 60;
+
+/** Decide on counts already taken (the windows' counts include this request). */
+export function decide(c: Counts, l: Limits): RateDecision {
+  const m0 = c.t - (c.t % 60);
+  const minuteLeft = l.perMinute - c.m;
+  const hourLeft = l.perHour - c.h;
   // The binding window is the one with fewer requests left (ties: the one resetting later).
   const minuteBinds = minuteLeft < hourLeft;
   const limit = minuteBinds ? l.perMinute : l.perHour;
-  const reset = minuteBinds ? m0 + 60 : h0 + 3600;
+  const reset = minuteBinds ? m0 + 60 : c.hourStart + 3600;
   const remaining = Math.max(0, Math.min(minuteLeft, hourLeft));
-  const allowed = m <= l.perMinute && h <= l.perHour;
+  const allowed = c.m <= l.perMinute && c.h <= l.perHour;
   let retryAfter = 0;
   if (!allowed) {
-    const untilMinute = m > l.perMinute ? m0 + 60 - t : 0;
-    const untilHour = h > l.perHour ? h0 + 3600 - t : 0;
+    const untilMinute = c.m > l.perMinute ? m0 + 60 - c.t : 0;
+    const untilHour = c.h > l.perHour ? c.hourStart + 3600 - c.t : 0;
     retryAfter = Math.max(1, untilMinute, untilHour);
   }
-  return { allowed, limit, remaining, reset, retryAfter, firstInMinute: m === 1 };
+  return { allowed, limit, remaining, reset, retryAfter };
+}
+
+/** Count one request on the principal's window item and decide. `limits` may resolve in parallel. */
+export async function consume(principal: string, limits: Limits | Promise<Limits>): Promise<RateDecision> {
+  const [c, l] = await Promise.all([incr(principal, windowsAt()), limits]);
+  return decide(c, l);
+}
+
+/**
+ * Add counts taken elsewhere (a secret item's, when a rotation moves a key onto its own window
+ * item) to the principal's window item of that hour.
+ */
+export function carryOverUpdate(principal: string, hourStart: number, total: number, minutes: Record<number, number>) {
+  const names: Record<string, string> = { '#n': 'n', '#ttl': 'ttl' };
+  const values: Record<string, unknown> = { ':n': total, ':ttl': windowTtl(hourStart) };
+  const adds = ['#n :n'];
+  for (const [i, v] of Object.entries(minutes)) {
+    names[`#m${i}`] = `m${i}`;
+    values[`:m${i}`] = v;
+    adds.push(`#m${i} :m${i}`);
+  }
+  return { key: keys.rateWindow(principal, 'h', hourStart), expression: `ADD ${adds.join(', ')} SET #ttl = if_not_exists(#ttl, :ttl)`, names, values };
 }

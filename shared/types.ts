@@ -1,4 +1,5 @@
 /** Types shared across domain modules. */
+import type { Lot } from './ledger/lots';
 export type Env = 'live' | 'test';
 export const ENVIRONMENTS: readonly Env[] = ['live', 'test'];
 
@@ -14,9 +15,8 @@ export interface BuyerPrincipal {
   scopes: string[];
   /** True when the presented secret is a rotated-out one still inside its 24 h overlap (D6). */
   previousSecret: boolean;
-  /** The presented secret's lookup item and the minute (Unix minutes) it last recorded a use. */
+  /** The presented secret's lookup item (its SHA-256). */
   secretHash?: string;
-  usedMinute?: number;
 }
 
 /** The authenticated caller of a worker route (D9). */
@@ -28,3 +28,14 @@ export interface WorkerPrincipal {
 }
 
 export type Principal = BuyerPrincipal | WorkerPrincipal;
+
+/**
+ * Tenant items read (strongly consistent) beside the rate-limit decision, for the domain function:
+ * absent when the route reads none or DynamoDB left one unprocessed (the function reads it itself).
+ */
+export interface TenantReads {
+  org?: Record<string, unknown>;
+  balance?: Record<string, unknown>;
+  settings?: Record<string, unknown>;
+  lots?: Lot[];
+}

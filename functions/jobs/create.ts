@@ -6,5 +6,5 @@ import { createJobBody } from '../../shared/jobs/validation';
 // free tier (403) before credits (402); the escrow commits with the job and its response (D11).
 export const handler = route('jobs.create', { body: createJobBody }, async (req) => ({
   status: 201,
-  body: await createJob(req.ctx, req.buyer, req.body),
+  body: await createJob(req.ctx, req.buyer, req.body, req.tenant),
 }));

@@ -32,6 +32,25 @@ export function bindTable(fn: lambda.Function, table: dynamodb.ITable, mode: Tab
 }
 
 /**
+ * What every authenticated request writes, even on a read-only route (shared/ratelimit,
+ * shared/auth/authenticate): UpdateItem, and only on items whose partition key is a secret's
+ * lookup item (the request count), a rate-limit window (a key in its rotation overlap, a worker or a
+ * signup source) or an organization's partition (an API key's `last_used_at`, once a minute).
+ * Routes that write already hold UpdateItem on the whole table.
+ */
+export const REQUEST_COUNT_PARTITIONS = ['SECRET#*', 'RL#*', 'ORG#*'] as const;
+
+export function bindRequestCounting(fn: lambda.Function, table: dynamodb.ITable): void {
+  fn.addToRolePolicy(
+    new iam.PolicyStatement({
+      actions: ['dynamodb:UpdateItem'],
+      resources: [table.tableArn],
+      conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [...REQUEST_COUNT_PARTITIONS] } },
+    }),
+  );
+}
+
+/**
  * `read`: get objects (pre-signed GETs are signed with this role, so it needs s3:GetObject).
  * `write`: put objects only (pre-signed PUTs and direct uploads). `read-write`: both, plus delete.
  */

@@ -11,12 +11,13 @@ import { queryPage, listBody } from '../db/query';
 import { newId } from '../ids';
 import { now, addMs, DAY_MS } from '../clock';
 import { audit } from '../audit';
-import { errors } from '../errors';
+import { ConditionFailed, errors } from '../errors';
 import { recordResponse, type MutationContext } from '../context';
 import { SCOPES, type Scope } from '../manifest/routes';
 import { maskSecret, newApiSecret, sha256hex } from '../auth/secrets';
 import type { SecretItem } from '../auth/authenticate';
 import type { Env } from '../types';
+import { carryOverUpdate, windowsAt, SECRET_COUNTER as C } from '../ratelimit';
 
 export const ROTATION_OVERLAP_MS = DAY_MS;
 
@@ -117,6 +118,32 @@ export async function listKeys(orgId: string, limit: number, cursor?: string) {
   return listBody(page.items.map((i) => presentKey(i)), page);
 }
 
+/** Attempts of a rotation whose old secret kept counting requests between our read and commit. */
+const ROTATE_ATTEMPTS = 8;
+
+/**
+ * What the rotation does about the request count (D13, shared/ratelimit): from now until the end
+ * of the hour in which the overlap ends, both secrets count on the key's own window item. When the
+ * current secret counted this hour's requests on its own item, the rotation adds those counts to
+ * the key's window item, on the condition that the secret counted nothing more meanwhile.
+ */
+async function countCarryOver(tx: Tx, keyId: string, secretHash: string): Promise<{ condition: string; names: Record<string, string>; values: Record<string, unknown> }> {
+  const out = await db().send(new GetCommand({ TableName: tableName(), Key: keys.secret(secretHash), ConsistentRead: true }));
+  const old = out.Item as (SecretItem & Item) | undefined;
+  const w = windowsAt();
+  const alreadyShared = !!old?.not_after || (typeof old?.shared_count_until === 'number' && w.t < old.shared_count_until);
+  if (!old || alreadyShared) return { condition: 'attribute_exists(PK)', names: {}, values: {} };
+  if (Number(old[C.hour] ?? 0) !== w.hourStart) {
+    // Nothing counted this hour yet: the key's window item starts from zero.
+    return { condition: 'attribute_exists(PK) AND (attribute_not_exists(#rh) OR #rh < :rh)', names: { '#rh': C.hour }, values: { ':rh': w.hourStart } };
+  }
+  const minutes: Record<number, number> = {};
+  for (const [name, v] of Object.entries(old)) if (C.isMinute(name)) minutes[C.minuteIndexOf(name)] = Number(v);
+  const carry = carryOverUpdate(`K#${keyId}`, w.hourStart, Number(old[C.total] ?? 0), minutes);
+  tx.update('rate_window', carry.key, carry.expression, { names: carry.names, values: carry.values });
+  return { condition: '#rh = :rh AND #rn = :rn', names: { '#rh': C.hour, '#rn': C.total }, values: { ':rh': w.hourStart, ':rn': Number(old[C.total] ?? 0) } };
+}
+
 /**
  * Rotate: a new secret now; the current one keeps working until `previous_secret_expires_at`
  * (24 h). A previous secret still inside its overlap is retired at once (one overlap at a time).
@@ -127,45 +154,54 @@ export async function rotateKey(ctx: MutationContext, orgId: string, key: Item):
   const hash = sha256hex(secret);
   const at = now();
   const overlapEnds = addMs(at, ROTATION_OVERLAP_MS).toISOString();
-  const tx = new Tx();
-  tx.update(
-    'api_key',
-    keys.apiKey(orgId, key.id as string),
-    'SET secret_hash = :h, secret_masked = :m, previous_secret_hash = :ph, previous_secret_expires_at = :pe',
-    {
-      condition: 'secret_hash = :old AND revoked_at = :null',
-      values: { ':h': hash, ':m': maskSecret(secret), ':ph': key.secret_hash, ':pe': overlapEnds, ':old': key.secret_hash, ':null': null },
-    },
-  );
-  tx.update('old_secret', keys.secret(key.secret_hash as string), 'SET not_after = :pe, #ttl = :ttl', {
-    condition: 'attribute_exists(PK)',
-    names: { '#ttl': 'ttl' },
-    // TTL only cleans up; authentication compares not_after itself.
-    values: { ':pe': overlapEnds, ':ttl': Math.floor(Date.parse(overlapEnds) / 1000) + 3600 },
-  });
-  if (key.previous_secret_hash) tx.delete('older_secret', keys.secret(key.previous_secret_hash as string));
-  tx.create('secret', secretItem(hash, orgId, key.id as string, key.environment as Env, key.scopes as string[]));
-  audit(tx, {
-    orgId,
-    eventType: 'api_key.rotated',
-    actor: ctx.actor,
-    env: key.environment as Env,
-    resource: { type: 'api_key', id: key.id as string },
-    requestId: ctx.requestId,
-    data: { previous_secret_expires_at: overlapEnds },
-  });
+  const overlapEndsSec = Math.floor(Date.parse(overlapEnds) / 1000);
   const view = presentKey(
     { ...key, secret_masked: maskSecret(secret), previous_secret_expires_at: overlapEnds },
     secret,
   );
-  recordResponse(ctx, tx, view);
-  try {
-    await tx.commit();
-  } catch (e) {
-    if ((e as Error).name === 'ConditionFailed') throw errors.conflict('The key changed while rotating (rotated or revoked concurrently); fetch it and retry.');
-    throw e;
+  for (let attempt = 0; ; attempt++) {
+    const tx = new Tx();
+    tx.update(
+      'api_key',
+      keys.apiKey(orgId, key.id as string),
+      'SET secret_hash = :h, secret_masked = :m, previous_secret_hash = :ph, previous_secret_expires_at = :pe',
+      {
+        condition: 'secret_hash = :old AND revoked_at = :null',
+        values: { ':h': hash, ':m': maskSecret(secret), ':ph': key.secret_hash, ':pe': overlapEnds, ':old': key.secret_hash, ':null': null },
+      },
+    );
+    const counted = await countCarryOver(tx, key.id as string, key.secret_hash as string);
+    tx.update('old_secret', keys.secret(key.secret_hash as string), 'SET not_after = :pe, #ttl = :ttl', {
+      condition: counted.condition,
+      names: { '#ttl': 'ttl', ...counted.names },
+      // TTL only cleans up; authentication compares not_after itself.
+      values: { ':pe': overlapEnds, ':ttl': overlapEndsSec + 3600, ...counted.values },
+    });
+    if (key.previous_secret_hash) tx.delete('older_secret', keys.secret(key.previous_secret_hash as string));
+    tx.create('secret', {
+      ...secretItem(hash, orgId, key.id as string, key.environment as Env, key.scopes as string[]),
+      // Both secrets share the key's count until the hour in which the overlap ends is over.
+      shared_count_until: overlapEndsSec - (overlapEndsSec % 3600) + 3600,
+    });
+    audit(tx, {
+      orgId,
+      eventType: 'api_key.rotated',
+      actor: ctx.actor,
+      env: key.environment as Env,
+      resource: { type: 'api_key', id: key.id as string },
+      requestId: ctx.requestId,
+      data: { previous_secret_expires_at: overlapEnds },
+    });
+    recordResponse(ctx, tx, view);
+    try {
+      await tx.commit();
+      return view;
+    } catch (e) {
+      if (e instanceof ConditionFailed && e.reasons.includes('old_secret') && !e.reasons.includes('api_key') && attempt < ROTATE_ATTEMPTS) continue;
+      if (e instanceof ConditionFailed) throw errors.conflict('The key changed while rotating (rotated or revoked concurrently); fetch it and retry.');
+      throw e;
+    }
   }
-  return view;
 }
 
 /** Revoke: immediate and permanent (D6). Revoking a revoked key is a no-op 204. */

@@ -1,13 +1,21 @@
 /**
- * Authentication: one strongly consistent GetItem on the secret's hash (D5, D9). A revoked key's
- * secret items are deleted in the revoke transaction, so a revoke takes effect at once (D6); a
- * rotated-out secret carries `not_after` and stops working 24 h after the rotation.
+ * Authentication (D5, D9): the secret's SHA-256 names its lookup item. A revoked key's secret items
+ * are deleted in the revoke transaction, so a revoke takes effect at once (D6); a rotated-out
+ * secret carries `not_after` and stops working 24 h after the rotation. Nothing about keys is cached.
+ *
+ * On rate-limited routes the lookup is the request's count as well (D13, issue 15): one strongly
+ * consistent conditional UpdateItem on the secret item adds the request to the hour and minute the
+ * item counts and returns the item, so authenticating and counting are one call. An unknown or
+ * revoked secret fails the condition and creates nothing.
  */
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { ConditionalCheckFailedException, TransactionConflictException } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { db, tableName } from '../db/client';
 import { keys } from '../db/keys';
-import { errors } from '../errors';
+import { Contention, errors } from '../errors';
 import { now } from '../clock';
+import { SECRET_COUNTER as C, windowsAt, type Counts, type Windows } from '../ratelimit';
 import { secretShape, sha256hex } from './secrets';
 import type { BuyerPrincipal, Env, WorkerPrincipal } from '../types';
 
@@ -21,31 +29,85 @@ export interface SecretItem {
   worker_id?: string;
   /** Set on a rotated-out secret (D6). */
   not_after?: string;
-  /** Unix minute of the last recorded use (throttles the key's last_used_at write to once a minute). */
-  used_minute?: number;
+  /**
+   * Set on the secret a rotation issues: until this Unix second (the end of the hour in which the
+   * overlap ends) the key's two secrets share the key's own window item (shared/ratelimit).
+   */
+  shared_count_until?: number;
 }
 
-export async function authenticate(
-  authorization: string | undefined,
-  expected: 'api_key' | 'worker',
-): Promise<BuyerPrincipal | WorkerPrincipal> {
-  if (!authorization) throw errors.authentication();
-  const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
-  if (!m) throw errors.authentication('The Authorization header must be "Bearer <key>".');
-  const secret = m[1]!;
-  const shape = secretShape(secret);
-  // D9: buyer keys are refused on worker routes and worker tokens on buyer routes.
-  if (!shape || shape.kind !== expected) {
-    throw errors.authentication(
-      expected === 'worker' ? 'A valid worker token is required.' : 'Invalid API key.',
-    );
+export interface Authenticated {
+  principal: BuyerPrincipal | WorkerPrincipal;
+  /** This request's counts on the secret item; null when the route counts nothing. */
+  counts: Counts | null;
+  /** The key has two live secrets: its limit is decided on the key's window item instead (D6, D13). */
+  sharedCount: boolean;
+}
+
+type Item = SecretItem & Record<string, unknown>;
+
+const MAX_ATTEMPTS = 6;
+const pause = (attempt: number) => new Promise((r) => setTimeout(r, Math.random() * 5 * 2 ** attempt));
+
+/**
+ * Count the request on the secret item and return the item, or undefined for an unknown secret.
+ * The usual call adds one to the hour the item counts; the first request of an hour starts it
+ * afresh (and drops the last hour's minutes). A write racing a rotation, a revoke or another
+ * hour's reset is retried; the revoke's deletion then answers "unknown".
+ */
+async function countOnSecret(hash: string): Promise<{ item: Item; counts: Counts } | undefined> {
+  let w: Windows = windowsAt();
+  let fresh = false; // the item holds an older hour (or none): start this one
+  let old: Item | undefined;
+  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    const minute = C.minute(w.minuteIndex);
+    const stale = fresh ? Object.keys(old ?? {}).filter((n) => C.isMinute(n) && n !== minute) : [];
+    const names: Record<string, string> = { '#h': C.hour, '#n': C.total, '#m': minute };
+    stale.forEach((n, i) => (names[`#r${i}`] = n));
+    try {
+      const out = await db().send(
+        new UpdateCommand({
+          TableName: tableName(),
+          Key: keys.secret(hash),
+          ...(fresh
+            ? {
+                UpdateExpression: `SET #h = :h, #n = :one, #m = :one${stale.length ? ` REMOVE ${stale.map((_, i) => `#r${i}`).join(', ')}` : ''}`,
+                ConditionExpression: 'attribute_exists(PK) AND (attribute_not_exists(#h) OR #h < :h)',
+                ExpressionAttributeValues: { ':h': w.hourStart, ':one': 1 },
+              }
+            : {
+                // `#h = :h` holds only on an existing item: an unknown secret creates nothing.
+                UpdateExpression: 'SET #n = #n + :one, #m = if_not_exists(#m, :zero) + :one',
+                ConditionExpression: '#h = :h',
+                ExpressionAttributeValues: { ':h': w.hourStart, ':one': 1, ':zero': 0 },
+              }),
+          ExpressionAttributeNames: names,
+          ReturnValues: 'ALL_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      const item = out.Attributes as Item;
+      return { item, counts: { ...w, h: Number(item[C.total]), m: Number(item[minute]) } };
+    } catch (e) {
+      if (e instanceof TransactionConflictException) {
+        // A rotation, revoke or last-use transaction holds the item for a moment.
+        await pause(attempt);
+        continue;
+      }
+      if (!(e instanceof ConditionalCheckFailedException)) throw e;
+      if (!e.Item) return undefined; // no such secret (never issued, or revoked)
+      old = unmarshall(e.Item) as Item;
+      const hour = Number(old[C.hour] ?? 0);
+      fresh = hour < w.hourStart;
+      // Another process's clock already started a later hour: count in that hour.
+      if (hour > w.hourStart) w = windowsAt(hour * 1000);
+    }
   }
-  const hash = sha256hex(secret);
-  const out = await db().send(
-    new GetCommand({ TableName: tableName(), Key: keys.secret(hash), ConsistentRead: true }),
-  );
-  const item = out.Item as SecretItem | undefined;
-  if (!item || item.principal !== expected) {
+  throw new Contention(MAX_ATTEMPTS);
+}
+
+function principalOf(item: Item, expected: 'api_key' | 'worker', hash: string): BuyerPrincipal | WorkerPrincipal {
+  if (item.principal !== expected) {
     throw errors.authentication(expected === 'worker' ? 'Invalid worker token.' : 'Invalid API key.');
   }
   if (item.not_after && new Date(item.not_after).getTime() <= now().getTime()) {
@@ -60,6 +122,42 @@ export async function authenticate(
     scopes: item.scopes ?? [],
     previousSecret: !!item.not_after,
     secretHash: hash,
-    usedMinute: typeof item.used_minute === 'number' ? item.used_minute : 0,
   };
+}
+
+/**
+ * Authenticate the `Authorization` header for a route of the `expected` principal; with `count`,
+ * the same call counts the request (see the module comment).
+ */
+export async function authenticate(
+  authorization: string | undefined,
+  expected: 'api_key' | 'worker',
+  opts: { count?: boolean } = {},
+): Promise<Authenticated> {
+  if (!authorization) throw errors.authentication();
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+  if (!m) throw errors.authentication('The Authorization header must be "Bearer <key>".');
+  const secret = m[1]!;
+  const shape = secretShape(secret);
+  // D9: buyer keys are refused on worker routes and worker tokens on buyer routes.
+  if (!shape || shape.kind !== expected) {
+    throw errors.authentication(
+      expected === 'worker' ? 'A valid worker token is required.' : 'Invalid API key.',
+    );
+  }
+  const hash = sha256hex(secret);
+  let item: Item | undefined;
+  let counts: Counts | null = null;
+  if (opts.count) {
+    const r = await countOnSecret(hash);
+    item = r?.item;
+    counts = r?.counts ?? null;
+  } else {
+    const out = await db().send(new GetCommand({ TableName: tableName(), Key: keys.secret(hash), ConsistentRead: true }));
+    item = out.Item as Item | undefined;
+  }
+  if (!item) throw errors.authentication(expected === 'worker' ? 'Invalid worker token.' : 'Invalid API key.');
+  const principal = principalOf(item, expected, hash);
+  const sharedCount = !!item.not_after || (typeof item.shared_count_until === 'number' && counts !== null && counts.t < item.shared_count_until);
+  return { principal, counts, sharedCount };
 }

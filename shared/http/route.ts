@@ -14,7 +14,7 @@ import { resource } from './middlewares/resource';
 import { validation, type Schemas } from './middlewares/validate';
 import { idempotency } from './middlewares/idempotency';
 import { registerRouteSchemas } from '../openapi/registry';
-import { state, type ApiResult, type ApiState } from './state';
+import { state, type ApiResult, type ApiState, type TenantReads } from './state';
 import { decodePathParams } from './params';
 import type { MutationContext } from '../context';
 import type { Actor, BuyerPrincipal, WorkerPrincipal } from '../types';
@@ -34,6 +34,8 @@ export interface ApiRequest<B, Q> {
   worker: WorkerPrincipal;
   /** The resource loaded from the path, when the route names one. */
   resource: Record<string, unknown>;
+  /** Tenant items read beside the rate-limit decision (the route's `reads`), when all were read. */
+  tenant: TenantReads | undefined;
   /** Context for mutating domain calls (actor, request id, idempotency handle). */
   ctx: MutationContext;
   /** The raw request body bytes (base64 bodies decoded), for multipart uploads (D24). */
@@ -73,6 +75,7 @@ export function route<S extends Schemas>(
       buyer: s.principal as BuyerPrincipal,
       worker: s.principal as WorkerPrincipal,
       resource: s.resource ?? {},
+      tenant: s.tenant,
       ctx: { actor: actorOf(s), requestId: s.requestId, idem: s.idem },
       rawBody: s.rawBodyText === null ? null : Buffer.from(s.rawBodyText, event.isBase64Encoded ? 'latin1' : 'utf8'),
     };

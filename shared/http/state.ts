@@ -1,8 +1,11 @@
 /** Per-request state shared by the middlewares of one invocation (keyed by the event object). */
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import type { RouteDef } from '../manifest/routes';
-import type { BuyerPrincipal, WorkerPrincipal } from '../types';
+import type { BuyerPrincipal, TenantReads, WorkerPrincipal } from '../types';
+
+export type { TenantReads };
 import type { IdempotencyHandle, StoredResponse } from '../idempotency';
+import type { Counts } from '../ratelimit';
 
 export interface ApiState {
   route: RouteDef;
@@ -23,6 +26,12 @@ export interface ApiState {
    * balance; the resource middleware applies its visibility rules to it instead of reading again.
    */
   prefetched?: { PK: string; SK: string; item: Record<string, unknown> | undefined };
+  /** This request's counts, taken on the secret item by authentication (rate-limited routes). */
+  counts?: Counts | null;
+  /** The key has two live secrets (rotation overlap): its limit is counted on the key's window item. */
+  sharedCount?: boolean;
+  /** Tenant items read in the second step for the domain function (the route's `reads`). */
+  tenant?: TenantReads;
   body: unknown;
   query: unknown;
   idem: IdempotencyHandle | null;

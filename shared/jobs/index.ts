@@ -24,7 +24,7 @@ import { runAutoTopUp } from '../billing/auto-top-up';
 import { ACTIVE_STATUSES, availability, emptySummary, jobIndex, type JobItem, type JobStatus } from './model';
 import { checkCombinations, checkPrice, money, normalise, type CreateJobInput } from './validation';
 import { presentJob, presentSummary } from './view';
-import type { BuyerPrincipal } from '../types';
+import type { BuyerPrincipal, TenantReads } from '../types';
 
 export { presentJob, presentSummary };
 
@@ -42,7 +42,11 @@ const isStale = (e: unknown) => e instanceof ConditionFailed && e.reasons.some((
  * (D34 threshold) and the balance in one strongly consistent BatchGetItem, beside the lots Query.
  * Later attempts (a stale snapshot) re-read only the balance and lots.
  */
-async function readForCreate(p: BuyerPrincipal) {
+async function readForCreate(p: BuyerPrincipal, pre?: TenantReads) {
+  if (pre?.lots && 'settings' in pre) {
+    // Read beside the rate-limit decision (the route's `reads`): nothing to read again.
+    return { purchased: pre.org?.has_purchased === true, settings: settingsFromItems(p.orgId, pre.settings, pre.org), snap: balanceSnapshot(pre.balance, pre.lots) };
+  }
   const want = [keys.organization(p.orgId), keys.settings(p.orgId), keys.balance(p.orgId, p.env)];
   const [out, lots] = await Promise.all([
     db().send(new BatchGetCommand({ RequestItems: { [tableName()]: { Keys: want, ConsistentRead: true } } })),
@@ -65,13 +69,13 @@ async function readForCreate(p: BuyerPrincipal) {
 const freeTierLimit = () =>
   new ApiError(403, 'free_tier_job_limit', 'A free-tier organization can have one active job at a time; buy credits to post more.');
 
-export async function createJob(ctx: MutationContext, p: BuyerPrincipal, input: CreateJobInput) {
+export async function createJob(ctx: MutationContext, p: BuyerPrincipal, input: CreateJobInput, pre?: TenantReads) {
   const f = normalise(input);
   checkCombinations(f); // 422 (D4)
   checkPrice(f); // 400 pricing_violation (D14)
   const m = money(f.price_per_file_cents, f.files_needed);
   const live = p.env === 'live';
-  const first = live ? await readForCreate(p) : null;
+  const first = live ? await readForCreate(p, pre) : null;
   const freeTier = live && !first!.purchased; // D18: the test environment is exempt
   const jobId = newId('job');
   const settings = first?.settings;

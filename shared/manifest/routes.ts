@@ -73,6 +73,11 @@ export interface RouteDef {
   /** Rate-limit bucket: per API key (D13) or per source IP for signups (D13, D44). */
   rateLimit: 'key' | 'worker' | 'signup_buyer' | 'signup_worker' | 'none';
   access: RouteAccess;
+  /**
+   * Tenant items the domain function needs, read beside the rate-limit decision (one batch with
+   * the tier and balance; a live key's credit lots by a query in parallel) instead of a step of their own.
+   */
+  reads?: ('settings' | 'live_credit_lots')[];
   /** Success status when not 200 (D43). */
   successStatus?: 200 | 201 | 202 | 204;
   /** Packages or files the handler reads from outside its bundle (lib/constructs/native.ts). */
@@ -155,6 +160,7 @@ export const ROUTES: readonly RouteDef[] = [
   buyer('jobs.create', 'POST', '/v1/jobs', 'functions/jobs/create.ts', 'jobs:write', {
     successStatus: 201,
     access: { table: 'write', ...PAYS }, // a crossing of the low-balance threshold runs the auto top-up (D34)
+    reads: ['settings', 'live_credit_lots'], // D34 threshold; a live job's escrow draws on the lots (D33)
   }),
   buyer('jobs.list', 'GET', '/v1/jobs', 'functions/jobs/list.ts', 'jobs:read', { access: LIST }),
   buyer('jobs.get', 'GET', '/v1/jobs/{job_id}', 'functions/jobs/get.ts', 'jobs:read', {

@@ -209,13 +209,21 @@ describe('API', () => {
 });
 
 describe('least privilege', () => {
-  test('read-only routes get no DynamoDB write actions (e.g. jobs.list has no dynamodb:PutItem)', () => {
+  test('read-only routes get no DynamoDB write actions (e.g. jobs.list has no dynamodb:PutItem), only the request count', () => {
     const readOnly = ROUTES.filter((r) => r.access.table === 'read');
     expect(readOnly.map((r) => r.id)).toContain('jobs.list');
+    type Stmt = { Action: string | string[]; Effect: string; Condition?: Record<string, Record<string, unknown>> };
     for (const route of readOnly) {
-      const actions = actionsOf(routeFunction(route)[0]);
-      expect(actions).toContain('dynamodb:Query');
-      for (const a of WRITE_ACTIONS) expect(actions).not.toContain(a);
+      const [fnId] = routeFunction(route);
+      expect(actionsOf(fnId)).toContain('dynamodb:Query');
+      const statements = (statementsOf(fnId) as unknown as Stmt[]).filter((st) => st.Effect === 'Allow');
+      const unconditioned = statements.filter((st) => !st.Condition).flatMap((st) => (Array.isArray(st.Action) ? st.Action : [st.Action]));
+      for (const a of WRITE_ACTIONS) expect(unconditioned).not.toContain(a);
+      // Authentication counts the request (UpdateItem) on the secret's item, a rate-limit window
+      // or the key's record (last_used_at): nothing else, by partition key.
+      const counting = statements.filter((st) => st.Condition);
+      expect(counting.flatMap((st) => (Array.isArray(st.Action) ? st.Action : [st.Action]))).toEqual(route.rateLimit === 'none' ? [] : ['dynamodb:UpdateItem']);
+      for (const st of counting) expect(st.Condition).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['SECRET#*', 'RL#*', 'ORG#*'] } });
     }
     for (const route of ROUTES.filter((r) => r.access.table === 'write')) {
       expect(actionsOf(routeFunction(route)[0])).toContain('dynamodb:PutItem');

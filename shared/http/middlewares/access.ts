@@ -4,16 +4,17 @@
  */
 import type middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
-import { BatchGetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { authenticate } from '../../auth/authenticate';
-import { consume, TIERS, type Limits } from '../../ratelimit';
+import { consume, decide, TIERS, type Limits } from '../../ratelimit';
 import { db, tableName } from '../../db/client';
 import { keys, type Key } from '../../db/keys';
+import { readLots } from '../../ledger/balance';
 import { resourceKey } from './resource';
 import { errors } from '../../errors';
 import { config } from '../../config';
-import { now, nowIso } from '../../clock';
-import { state } from '../state';
+import { nowIso } from '../../clock';
+import { state, type TenantReads } from '../state';
 import type { RouteDef } from '../../manifest/routes';
 import type { BuyerPrincipal } from '../../types';
 
@@ -24,68 +25,66 @@ export function authentication(route: RouteDef): MW {
     before: async (request) => {
       if (route.principal === 'none') return;
       const s = state(request.event);
-      s.principal = await authenticate(s.headers['authorization'], route.principal);
+      // Rate-limited routes count the request in the same call that authenticates (issue 15).
+      const a = await authenticate(s.headers['authorization'], route.principal, { count: route.rateLimit === 'key' || route.rateLimit === 'worker' });
+      s.principal = a.principal;
+      s.counts = a.counts;
+      s.sharedCount = a.sharedCount;
     },
   };
 }
 
+type Item = Record<string, unknown>;
+
 /**
  * D13 tiers (free until the first completed purchase, then standard; enterprise overrides), the
- * credits header and the path's resource, read together in one strongly consistent BatchGetItem,
- * in parallel with the rate-limit counter: an authenticated read is two sequential steps.
+ * credits header, the path's resource and the tenant items the route's domain function declares
+ * (`reads`), in one strongly consistent BatchGetItem; a route that reads the credit lots queries
+ * them beside it. With authentication (which counted the request) first, an authenticated read
+ * is two sequential steps.
  */
-async function tierCreditsAndResource(
-  p: BuyerPrincipal,
-  resKey: Key | null,
-): Promise<{ limits: Limits; credits: number; resource?: { item: Record<string, unknown> | undefined } }> {
+async function tenantReads(route: RouteDef, p: BuyerPrincipal, resKey: Key | null): Promise<{ limits: Limits; credits: number; resource?: { item: Item | undefined }; tenant?: TenantReads }> {
   const orgKey = keys.organization(p.orgId);
   const balKey = keys.balance(p.orgId, p.env);
-  const want = resKey ? [orgKey, balKey, resKey] : [orgKey, balKey];
-  const out = await db().send(new BatchGetCommand({ RequestItems: { [tableName()]: { Keys: want, ConsistentRead: true } } }));
+  const setKey = route.reads?.includes('settings') ? keys.settings(p.orgId) : null;
+  const want = [orgKey, balKey, ...(setKey ? [setKey] : []), ...(resKey ? [resKey] : [])];
+  const [out, lots] = await Promise.all([
+    db().send(new BatchGetCommand({ RequestItems: { [tableName()]: { Keys: want, ConsistentRead: true } } })),
+    route.reads?.includes('live_credit_lots') && p.env === 'live' ? readLots(p.orgId, p.env) : undefined,
+  ]);
   const items = out.Responses?.[tableName()] ?? [];
   const find = (k: Key) => items.find((i) => i.PK === k.PK && i.SK === k.SK);
   const org = find(orgKey);
   const bal = find(balKey);
   const limits: Limits =
     org?.rate_limits && typeof org.rate_limits === 'object' ? (org.rate_limits as Limits) : org?.has_purchased ? TIERS.standard : TIERS.free;
-  // A key DynamoDB left unprocessed was not read: the resource middleware reads it itself.
+  // A key DynamoDB left unprocessed was not read: whoever needs it reads it itself.
   const unprocessed = out.UnprocessedKeys?.[tableName()]?.Keys ?? [];
-  const resourceRead = resKey && !unprocessed.some((k) => k.PK === resKey.PK && k.SK === resKey.SK);
-  return { limits, credits: Number(bal?.available_cents ?? 0), ...(resourceRead ? { resource: { item: find(resKey) } } : {}) };
+  const read = (k: Key | null): k is Key => !!k && !unprocessed.some((u) => u.PK === k.PK && u.SK === k.SK);
+  const tenant: TenantReads | undefined =
+    read(orgKey) && read(balKey) && (!setKey || read(setKey)) ? { org, balance: bal, ...(setKey ? { settings: find(setKey) } : {}), ...(lots ? { lots } : {}) } : undefined;
+  return {
+    limits,
+    credits: Number(bal?.available_cents ?? 0),
+    ...(read(resKey) ? { resource: { item: find(resKey) } } : {}),
+    ...(tenant ? { tenant } : {}),
+  };
 }
 
 /**
- * last_used_at, written at most once a minute per secret and decided from the minute stamp on the
- * secret item that authentication already read, so the write runs beside the counter (never a
- * third step). The stamp's condition lets one request per minute win; a revoked key's deleted
- * secret item fails the condition, so nothing is recreated.
+ * last_used_at, written at most once a minute per secret: by the request the secret item counted
+ * first in its minute, as one UpdateItem on the key beside the second step's reads (never a step
+ * of its own). A revoked key never gets here (its secret items are gone).
  */
 async function touchLastUsed(p: BuyerPrincipal): Promise<void> {
-  const minute = Math.floor(now().getTime() / 60_000);
-  if (!p.secretHash || (p.usedMinute ?? 0) >= minute) return;
   await db()
     .send(
-      new TransactWriteCommand({
-        TransactItems: [
-          {
-            Update: {
-              TableName: tableName(),
-              Key: keys.secret(p.secretHash),
-              UpdateExpression: 'SET used_minute = :m',
-              ConditionExpression: 'attribute_exists(PK) AND (attribute_not_exists(used_minute) OR used_minute < :m)',
-              ExpressionAttributeValues: { ':m': minute },
-            },
-          },
-          {
-            Update: {
-              TableName: tableName(),
-              Key: keys.apiKey(p.orgId, p.keyId),
-              UpdateExpression: 'SET last_used_at = :t',
-              ConditionExpression: 'attribute_exists(PK)',
-              ExpressionAttributeValues: { ':t': nowIso() },
-            },
-          },
-        ],
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: keys.apiKey(p.orgId, p.keyId),
+        UpdateExpression: 'SET last_used_at = :t',
+        ConditionExpression: 'attribute_exists(PK)',
+        ExpressionAttributeValues: { ':t': nowIso() },
       }),
     )
     .catch(() => undefined);
@@ -103,15 +102,17 @@ export function rateLimit(route: RouteDef): MW {
       let decision;
       if (route.rateLimit === 'key' && p?.kind === 'api_key') {
         const resKey = resourceKey(route, s);
-        const lookup = tierCreditsAndResource(p, resKey);
-        const touched = touchLastUsed(p);
-        decision = await consume(`K#${p.keyId}`, lookup.then((x) => x.limits));
+        const lookup = tenantReads(route, p, resKey);
+        const touched = s.counts?.m === 1 ? touchLastUsed(p) : undefined;
+        // D6/D13: while the key has two live secrets, both count on the key's own window item.
+        decision = s.counts && !s.sharedCount ? decide(s.counts, (await lookup).limits) : await consume(`K#${p.keyId}`, lookup.then((x) => x.limits));
         const x = await lookup;
         s.responseHeaders['X-Service-Credits-Remaining'] = String(x.credits);
         if (resKey && x.resource) s.prefetched = { PK: resKey.PK, SK: resKey.SK, item: x.resource.item };
+        if (x.tenant) s.tenant = x.tenant;
         await touched;
       } else if (route.rateLimit === 'worker' && p?.kind === 'worker') {
-        decision = await consume(`W#${p.workerId}`, TIERS.standard);
+        decision = s.counts ? decide(s.counts, TIERS.standard) : await consume(`W#${p.workerId}`, TIERS.standard);
       } else if (route.rateLimit === 'signup_buyer' || route.rateLimit === 'signup_worker') {
         // D44: loopback sources are exempt in the local runtime only.
         if (config().runtime === 'local' && isLoopback(s.sourceIp)) return;
