@@ -84,3 +84,8 @@ export function withChildLogScope<T>(extra: Attributes, fn: () => T): T {
 export function withInvocationScope<E, R>(handler: (event: E, context: Context) => Promise<R>): (event: E, context?: Context) => Promise<R> {
   return (event, context) => withLogScope(context, () => handler(event, context as Context));
 }
+
+/** The keys of the current log scope (read-only copy; benchmarks attribute work to invocations by them). */
+export function currentLogScope(): Readonly<Attributes> {
+  return { ...(scopes.getStore() ?? {}) };
+}

@@ -6,20 +6,21 @@
  * already approved anywhere in the organization and environment (`duplicate`), an image within
  * NEAR_DUPLICATE_MAX_DISTANCE bits of an approved image (`near_duplicate`), and a capture point
  * outside the job's radius (`location_mismatch`). It also yields the File fields
- * `perceptual_hash` and `location_verified`, which the pipeline stores with the file's part.
+ * `perceptual_hash` and `location_verified`, which the pipeline stores with the file's part. The
+ * pipeline reads the keys of `trustReads` in the same batch as the job and the job's duplicate guard
+ * (one call), then applies `trustResult`.
  *
  * `addApprovalIndexes` is called inside the approval transaction (the content-hash guard of the
  * tenant and the near-duplicate buckets); `removeApprovalIndexes` inside a withdrawal (override).
  */
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
-import { db, tableName } from '../db/client';
-import { keys } from '../db/keys';
+import { batchGetConsistent, keyId, type ItemsByKey } from '../db/batch-get';
+import { keys, type Key } from '../db/keys';
 import type { Tx } from '../db/tx';
 import type { Env } from '../types';
 import { logger } from '../logger';
 import type { ReasonCode } from '../scoring/types';
 import { perceptualHash } from './phash';
-import { findNearDuplicate, NEAR_DUPLICATE_MAX_DISTANCE } from './neardup';
+import { nearDuplicateIn, probeKeysOf, NEAR_DUPLICATE_MAX_DISTANCE } from './neardup';
 import { checkLocation, jobPoint } from './location';
 
 export { NEAR_DUPLICATE_MAX_DISTANCE };
@@ -48,26 +49,31 @@ export interface TrustInput {
 
 import { hexOf } from './indexes';
 
-async function approvedInTenant(orgId: string, env: Env, contentHash: string): Promise<boolean> {
-  if (!contentHash) return false;
-  const out = await db().send(new GetCommand({ TableName: tableName(), Key: keys.tenantContentHash(orgId, env, hexOf(contentHash)), ConsistentRead: true }));
-  return !!out.Item;
+/** What the checks read, known once the image is hashed: the tenant's content-hash guard and the near-duplicate buckets. */
+export interface TrustReads {
+  hash: string | null;
+  keys: Key[];
 }
 
-export async function trustChecks(input: TrustInput): Promise<{ failures: TrustFailure[]; attrs: TrustAttrs }> {
-  const failures: TrustFailure[] = [];
-  const image = input.contentType.startsWith('image/');
+/** Hashes the image (D69) and names the keys `trustResult` needs, so a caller can batch them with its own reads. */
+export async function trustReads(input: Omit<TrustInput, 'jobLocation'>): Promise<TrustReads> {
   let hash: string | null = null;
-  if (image) {
+  if (input.contentType.startsWith('image/')) {
     hash = await perceptualHash(input.bytes).catch((err: Error) => {
       logger.info('perceptual hash failed: the image does not decode', { error: err.message });
       return null;
     });
   }
-  const [duplicate, near] = await Promise.all([
-    approvedInTenant(input.orgId, input.env, input.metadata.content_hash),
-    hash ? findNearDuplicate(input.orgId, input.env, hash) : Promise.resolve(null),
-  ]);
+  const guard = input.metadata.content_hash ? [keys.tenantContentHash(input.orgId, input.env, hexOf(input.metadata.content_hash))] : [];
+  return { hash, keys: [...guard, ...(hash ? probeKeysOf(input.orgId, input.env, hash) : [])] };
+}
+
+/** The checks on the items read (a strongly consistent read of at least `reads.keys`). */
+export function trustResult(input: TrustInput, reads: TrustReads, items: ItemsByKey): { failures: TrustFailure[]; attrs: TrustAttrs } {
+  const failures: TrustFailure[] = [];
+  const { hash } = reads;
+  const duplicate = !!input.metadata.content_hash && items.has(keyId(keys.tenantContentHash(input.orgId, input.env, hexOf(input.metadata.content_hash))));
+  const near = hash ? nearDuplicateIn(input.orgId, input.env, hash, items) : null;
   if (duplicate) failures.push({ code: 'duplicate', reason: 'the file is identical to a file already approved in this organization' });
   else if (near?.match) {
     failures.push({
@@ -83,6 +89,12 @@ export async function trustChecks(input: TrustInput): Promise<{ failures: TrustF
     });
   }
   return { failures, attrs: { perceptual_hash: hash, location_verified: 'mismatch' in loc ? false : loc.verified } };
+}
+
+/** Every trust check with its own read (one strongly consistent batch). */
+export async function trustChecks(input: TrustInput): Promise<{ failures: TrustFailure[]; attrs: TrustAttrs }> {
+  const reads = await trustReads(input);
+  return trustResult(input, reads, await batchGetConsistent(reads.keys));
 }
 
 export { addApprovalIndexes, removeApprovalIndexes, type ApprovedFileRef } from './indexes';

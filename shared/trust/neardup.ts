@@ -18,8 +18,7 @@
  * of the tenant's N images (about 12 at 100,000), so the bytes read grow slowly while the number of
  * items read stays 69.
  */
-import { BatchGetCommand } from '@aws-sdk/lib-dynamodb';
-import { db, tableName } from '../db/client';
+import { batchGetConsistent, keyId, type ItemsByKey } from '../db/batch-get';
 import { keys, type Key } from '../db/keys';
 import type { Tx } from '../db/tx';
 import type { Env } from '../types';
@@ -79,10 +78,21 @@ export interface NearDuplicateLookup {
 
 /** The closest approved image of the tenant within NEAR_DUPLICATE_MAX_DISTANCE bits of `hash`. */
 export async function findNearDuplicate(org: string, env: Env, hash: string): Promise<NearDuplicateLookup> {
+  return nearDuplicateIn(org, env, hash, await batchGetConsistent(probeKeysOf(org, env, hash)));
+}
+
+/**
+ * The same answer from buckets already read (`items` holds at least the probe keys' items; others
+ * are ignored), so a caller can read the buckets in one batch with other keys it needs.
+ */
+export function nearDuplicateIn(org: string, env: Env, hash: string, items: ItemsByKey): NearDuplicateLookup {
   const probe = probeKeysOf(org, env, hash);
-  const items = await batchGet(probe);
   const seen = new Map<string, string>();
-  for (const it of items) {
+  let itemsRead = 0;
+  for (const key of probe) {
+    const it = items.get(keyId(key));
+    if (!it) continue;
+    itemsRead++;
     for (const [k, v] of Object.entries(it)) if (k.startsWith(ENTRY_PREFIX) && typeof v === 'string') seen.set(k.slice(ENTRY_PREFIX.length), v);
   }
   let match: NearDuplicateMatch | null = null;
@@ -90,28 +100,7 @@ export async function findNearDuplicate(org: string, env: Env, hash: string): Pr
     const d = hammingDistance(hash, h);
     if (d <= NEAR_DUPLICATE_MAX_DISTANCE && (!match || d < match.distance)) match = { file_id: fileId, perceptual_hash: h, distance: d };
   }
-  return { match, keysRequested: probe.length, itemsRead: items.length, candidates: seen.size };
-}
-
-/** BatchGetItem in chunks of 100 (the service limit), retrying unprocessed keys. */
-async function batchGet(all: Key[]): Promise<Record<string, unknown>[]> {
-  const chunks: Key[][] = [];
-  for (let i = 0; i < all.length; i += 100) chunks.push(all.slice(i, i + 100));
-  const results = await Promise.all(
-    chunks.map(async (chunk) => {
-      const got: Record<string, unknown>[] = [];
-      let pending: Key[] = chunk;
-      for (let attempt = 0; pending.length > 0; attempt++) {
-        if (attempt > 8) throw new Error('near-duplicate lookup: keys stayed unprocessed');
-        if (attempt > 0) await new Promise((r) => setTimeout(r, Math.random() * 20 * 2 ** attempt));
-        const out = await db().send(new BatchGetCommand({ RequestItems: { [tableName()]: { Keys: pending, ConsistentRead: true } } }));
-        got.push(...((out.Responses?.[tableName()] as Record<string, unknown>[] | undefined) ?? []));
-        pending = ((out.UnprocessedKeys?.[tableName()]?.Keys as Key[] | undefined) ?? []);
-      }
-      return got;
-    }),
-  );
-  return results.flat();
+  return { match, keysRequested: probe.length, itemsRead, candidates: seen.size };
 }
 
 export interface IndexedImage {

@@ -16,8 +16,8 @@
  */
 import type { SandboxDirective } from '../scoring/types';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { ConditionalCheckFailedException, type AttributeValue } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { db, tableName } from '../db/client';
 import { keys } from '../db/keys';
 import { config } from '../config';
@@ -33,11 +33,12 @@ import { precheck, precheckRejection, scorerFor, type ScoreResult, type Scorer, 
 import { injectScoringFault } from '../scoring/faults';
 import { jobNameFor, transcriberFor, transcriptKeyFor, type TranscriptionState } from '../speech';
 import { deleteObjects, getObjectBytes, objectKeys, parseUploadKey, putObject } from '../storage/s3';
-import { trustChecks, type TrustAttrs } from '../trust';
+import { trustReads, trustResult, type TrustAttrs } from '../trust';
+import { batchGetConsistent, keyId } from '../db/batch-get';
 import { perceptualHash } from '../trust/phash';
 import { getSubmissionItem } from './reservations';
 import { completeIfAllLanded } from './uploads';
-import { tryVerdict } from './verdict';
+import { tryVerdictOn } from './verdict';
 import type { FilePart, PlannedUpload, SubmissionItem } from './model';
 
 import { locateFile, type Located } from './locate';
@@ -52,8 +53,13 @@ async function locate(key: string): Promise<Located | null> {
   return ref ? locateFile(ref) : null;
 }
 
-/** Writes attributes of one file's part, only while the round is current. False when it is not. */
-async function writePart(sub: SubmissionItem, fileId: string, attrs: Record<string, unknown>, firstOnly?: string): Promise<boolean> {
+/**
+ * Writes attributes of one file's part, only while the round is current. Answers whether it was
+ * stored and the submission as DynamoDB holds it right after this write (ReturnValues ALL_NEW),
+ * or as it was when the condition failed (ALL_OLD; undefined when the item is gone), so the
+ * fan-in needs no further read.
+ */
+async function writePart(sub: SubmissionItem, fileId: string, attrs: Record<string, unknown>, firstOnly?: string): Promise<{ stored: boolean; item: SubmissionItem | undefined }> {
   const names: Record<string, string> = { '#p': 'parts', '#f': fileId, '#r': 'round', ...(firstOnly ? { '#g': firstOnly } : {}) };
   const values: Record<string, unknown> = { ':r': sub.round };
   const sets = Object.entries(attrs).map(([k, v], i) => {
@@ -62,7 +68,7 @@ async function writePart(sub: SubmissionItem, fileId: string, attrs: Record<stri
     return `#p.#f.#a${i} = :v${i}`;
   });
   try {
-    await db().send(
+    const out = await db().send(
       new UpdateCommand({
         TableName: tableName(),
         Key: keys.submission(sub.id),
@@ -71,11 +77,16 @@ async function writePart(sub: SubmissionItem, fileId: string, attrs: Record<stri
         ConditionExpression: `#r = :r AND attribute_exists(#p.#f)${firstOnly ? ' AND attribute_not_exists(#p.#f.#g)' : ''}`,
         ExpressionAttributeNames: names,
         ExpressionAttributeValues: values,
+        ReturnValues: 'ALL_NEW',
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       }),
     );
-    return true;
+    return { stored: true, item: out.Attributes as SubmissionItem | undefined };
   } catch (e) {
-    if (e instanceof ConditionalCheckFailedException || (e as Error).name === 'ConditionalCheckFailedException') return false;
+    if (e instanceof ConditionalCheckFailedException || (e as Error).name === 'ConditionalCheckFailedException') {
+      const old = (e as { Item?: Record<string, AttributeValue> }).Item;
+      return { stored: false, item: old ? (unmarshall(old) as SubmissionItem) : undefined };
+    }
     throw e;
   }
 }
@@ -95,11 +106,6 @@ export function scoringJob(job: JobItem): ScoringJob {
   };
 }
 
-async function alreadyApproved(jobId: string, contentHash: string): Promise<boolean> {
-  const out = await db().send(new GetCommand({ TableName: tableName(), Key: keys.jobContentHash(jobId, contentHash.replace(/^sha256:/, '')), ConsistentRead: true }));
-  return !!out.Item;
-}
-
 /** JSON-safe metadata for the item (no undefined). */
 const plain = (m: MediaMetadata) => JSON.parse(JSON.stringify(m)) as Record<string, unknown> & MediaMetadata;
 
@@ -112,7 +118,6 @@ export function setScorerFactory(f: ((env: 'live' | 'test') => Scorer) | null): 
 export interface PrecheckContext {
   sub: SubmissionItem;
   upload: PlannedUpload;
-  job: JobItem;
   metadata: Record<string, unknown> & MediaMetadata;
   bytes: Buffer;
   region: string | null;
@@ -122,14 +127,25 @@ export interface PrecheckContext {
  * The pre-check step (D26, D68): every check that rejects before any model runs, in order; the
  * first rejection wins (1 star, its reason codes, no charge). Add further checks here, each in
  * its own module returning a `precheckRejection(...)` or null.
+ *
+ * Everything it reads is one strongly consistent BatchGetItem: the job, the job's duplicate guard
+ * for these bytes (D26), the organization's (D69) and the near-duplicate buckets of the image's
+ * perceptual hash (D69). Answers the job too, for the scorer.
  */
-export async function prechecks(ctx: PrecheckContext): Promise<{ rejection: ScoreResult | null; attrs: Partial<TrustAttrs> }> {
-  const { sub, upload, job, metadata, bytes } = ctx;
-  const dup = (await alreadyApproved(sub.job_id, metadata.content_hash)) ? [metadata.content_hash] : null;
+export async function prechecks(ctx: PrecheckContext): Promise<{ rejection: ScoreResult | null; attrs: Partial<TrustAttrs>; job: JobItem }> {
+  const { sub, upload, metadata, bytes } = ctx;
+  const input = { orgId: sub.org_id, env: sub.environment, contentType: upload.content_type, bytes, metadata };
+  const reads = await trustReads(input);
+  const jobKey = keys.job(sub.job_id);
+  const guardKey = keys.jobContentHash(sub.job_id, metadata.content_hash.replace(/^sha256:/, ''));
+  const items = await batchGetConsistent([jobKey, guardKey, ...reads.keys]);
+  const job = items.get(keyId(jobKey)) as JobItem | undefined;
+  if (!job) throw new Error(`job ${sub.job_id} of submission ${sub.id} not found`);
+  const dup = items.has(keyId(guardKey)) ? [metadata.content_hash] : null;
   // D69/D70: organization-wide duplicates, near-duplicates, capture point (shared/trust).
-  const trust = await trustChecks({ orgId: sub.org_id, env: sub.environment, jobLocation: job.location, contentType: upload.content_type, bytes, metadata });
+  const trust = trustResult({ ...input, jobLocation: job.location }, reads, items);
   const rejection = precheck(scoringJob(job), metadata, dup) ?? (trust.failures.length ? precheckRejection(trust.failures) : null);
-  return { rejection, attrs: trust.attrs };
+  return { rejection, attrs: trust.attrs, job };
 }
 
 /** Where the file's speech stands: already known, or started now (D65). */
@@ -155,7 +171,7 @@ export async function scoreObject(key: string): Promise<StageOutcome> {
   if (!found) return 'ignored';
   const { sub, upload, part } = found;
   if (part.score) {
-    await tryVerdict(sub.id);
+    await tryVerdictOn(sub);
     return 'skipped';
   }
   const bytes = await getObjectBytes(upload.key);
@@ -172,7 +188,6 @@ export async function scoreObject(key: string): Promise<StageOutcome> {
     }
   }
 
-  const job = (await getJobItem(sub.job_id, true))!;
   let score: ScoreResult;
   let metadata: (Record<string, unknown> & MediaMetadata) | null = null;
   let region: string | null = null;
@@ -189,7 +204,8 @@ export async function scoreObject(key: string): Promise<StageOutcome> {
     score = precheckRejection([{ code: 'unreadable_media', reason: `the file content is ${metadata.detected_content_type}, not the declared ${metadata.content_type}` }]);
   } else {
     region = await workerRegion(metadata.latitude, metadata.longitude).catch(() => null);
-    const checked = await prechecks({ sub, upload, job, metadata, bytes, region });
+    const checked = await prechecks({ sub, upload, metadata, bytes, region });
+    const job = checked.job;
     trustAttrs = checked.attrs;
     const pre = checked.rejection;
     if (pre) score = pre;
@@ -224,7 +240,7 @@ export async function scoreObject(key: string): Promise<StageOutcome> {
     }
   }
   const fallbackMeta = { content_type: upload.content_type, size_bytes: bytes.length, content_hash: '' };
-  const stored = await writePart(
+  const { stored, item } = await writePart(
     sub,
     upload.file_id,
     {
@@ -237,11 +253,13 @@ export async function scoreObject(key: string): Promise<StageOutcome> {
     'score',
   );
   if (!stored) {
-    await tryVerdict(sub.id);
+    await tryVerdictOn(item);
     return 'skipped';
   }
+  // A pre-signed upload completes when its last object is scored (completing runs the fan-in when
+  // every stage was done before it); `item` shows whether another file's stage completed it first.
   if (upload.mode === 'presigned' && sub.status === 'awaiting_upload') await completeIfAllLanded(sub.id, sub.round!);
-  await tryVerdict(sub.id);
+  await tryVerdictOn(item);
   return 'stored';
 }
 
@@ -251,7 +269,7 @@ export async function annotateObject(key: string): Promise<StageOutcome> {
   if (!found) return 'ignored';
   const { sub, upload, part } = found;
   if (part.annotations !== undefined) {
-    await tryVerdict(sub.id);
+    await tryVerdictOn(sub);
     return 'skipped';
   }
   const bytes = await getObjectBytes(upload.key);
@@ -281,11 +299,7 @@ export async function annotateObject(key: string): Promise<StageOutcome> {
     logger.info('annotation failed: the bytes do not decode', { submission_id: sub.id, error: (err as Error).message });
     annotations = null;
   }
-  const stored = await writePart(sub, upload.file_id, { annotations: annotations ? JSON.parse(JSON.stringify(annotations)) : null, keyframes }, 'annotations');
-  if (!stored) {
-    await tryVerdict(sub.id);
-    return 'skipped';
-  }
-  await tryVerdict(sub.id);
-  return 'stored';
+  const { stored, item } = await writePart(sub, upload.file_id, { annotations: annotations ? JSON.parse(JSON.stringify(annotations)) : null, keyframes }, 'annotations');
+  await tryVerdictOn(item);
+  return stored ? 'stored' : 'skipped';
 }

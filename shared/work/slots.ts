@@ -74,10 +74,14 @@ export function addSlotChange(tx: Tx, job: JobItem, change: SlotChange): { statu
 
 const backoff = (attempt: number) => new Promise((r) => setTimeout(r, Math.random() * Math.min(250, 8 * 2 ** attempt)));
 
-/** Optimistic concurrency on the job item: `build` runs on a fresh consistent read until its Tx commits. */
-export async function withJobRetry<T>(jobId: string, build: (job: JobItem, attempt: number) => Promise<T>, maxAttempts = 40): Promise<T> {
+/**
+ * Optimistic concurrency on the job item: `build` runs on a fresh consistent read until its Tx
+ * commits. `first`: a consistent snapshot the caller already holds, used for the first attempt
+ * (a stale one fails the job condition and the next attempt reads afresh).
+ */
+export async function withJobRetry<T>(jobId: string, build: (job: JobItem, attempt: number) => Promise<T>, maxAttempts = 40, first?: JobItem): Promise<T> {
   for (let attempt = 0; ; attempt++) {
-    const job = await getJobItem(jobId, true);
+    const job = attempt === 0 && first ? first : await getJobItem(jobId, true);
     if (!job) throw new Error(`job ${jobId} vanished`);
     try {
       return await build(job, attempt);
@@ -97,9 +101,9 @@ export async function withJobRetry<T>(jobId: string, build: (job: JobItem, attem
 
 /**
  * Puts the available-jobs index entry and the open/filled status back in line with the counters,
- * conditioned on the counters read. Run after an approval: the ledger's approval update is
- * conditioned on `files_approved` only, so its index decision can rest on a stale view of the
- * reservations (see the pipeline notes). A no-op when already consistent.
+ * conditioned on the counters read. A no-op when already consistent. The pipeline's approval no
+ * longer runs it: the ledger's approval update is conditioned on the status and all three counters
+ * of its snapshot, so the index it writes is exact (shared/ledger/escrow.ts `addApprovalCharges`).
  */
 export async function reconcileAvailability(jobId: string): Promise<void> {
   for (let attempt = 0; attempt < 10; attempt++) {

@@ -29,7 +29,7 @@ import { audit } from '../audit';
 import { ConditionFailed, errors, type ErrorDetail } from '../errors';
 import { logger } from '../logger';
 import { recordResponse, systemContext, type MutationContext } from '../context';
-import { getJobItem } from '../jobs';
+import { batchGetConsistent, keyId } from '../db/batch-get';
 import { summaryUpdate as summaryClauses } from './summary';
 import { ACTIVE_STATUSES, type JobItem } from '../jobs/model';
 import { checkUpload, MAX_SIZE_BYTES, categoryOf, normalizeContentType } from '../media/sniff';
@@ -38,6 +38,8 @@ import { addSlotChange, withJobRetry } from './slots';
 import { getReservation, getRetryWindow, getSubmissionItem, reservationKey, type ReservationItem } from './reservations';
 import { presentWorkerSubmission, submissionIndexes, type DeviceFields, type PlannedUpload, type SubmissionItem } from './model';
 import { issuesToDetails } from '../http/middlewares/validate';
+import { tryVerdict } from './verdict';
+import { parseMultipart } from './multipart';
 import { isMultipart, MAX_MULTIPART_BODY_BYTES, multipartTooLarge } from './upload-limits';
 
 export type UploadMode = 'upload' | 'retry';
@@ -75,7 +77,11 @@ function jobTakesFiles(job: JobItem) {
   }
 }
 
-async function activeWindow(sub: SubmissionItem, mode: UploadMode): Promise<ReservationItem> {
+/**
+ * The reservation (phase upload) or retry window (phase retry) an upload of `sub` must hold, still
+ * running, and the job: one strongly consistent BatchGetItem.
+ */
+async function activeWindow(sub: SubmissionItem, mode: UploadMode): Promise<{ w: ReservationItem; job: JobItem }> {
   if (mode === 'upload' && sub.status !== 'awaiting_upload') {
     throw conflict(
       sub.status === 'retry_pending' ? 'This submission waits for a retry: use /retry.' : `This submission is ${sub.status}; it takes no upload.`,
@@ -85,11 +91,16 @@ async function activeWindow(sub: SubmissionItem, mode: UploadMode): Promise<Rese
   if (mode === 'retry' && (sub.status !== 'retry_pending' || Number(sub.attempt) !== 1)) {
     throw conflict(`Only a retry_pending submission can be retried; this one is ${sub.status}.`, `submission_${sub.status}`);
   }
-  const w = mode === 'retry' ? await getRetryWindow(sub.id) : await getReservation(sub.job_id, sub.worker_id);
+  const windowKey = mode === 'retry' ? keys.retryWindow(sub.id) : keys.reservation(sub.job_id, sub.worker_id);
+  const jobKey = keys.job(sub.job_id);
+  const items = await batchGetConsistent([windowKey, jobKey]);
+  const w = items.get(keyId(windowKey)) as ReservationItem | undefined;
   if (!w || w.submission_id !== sub.id || new Date(w.reserved_until).getTime() <= now().getTime()) {
     throw conflict(mode === 'retry' ? 'The retry window has ended.' : 'The reservation has expired; accept the job again.', 'reservation_expired');
   }
-  return w;
+  const job = items.get(keyId(jobKey)) as JobItem | undefined;
+  if (!job) throw new Error(`job ${sub.job_id} of submission ${sub.id} not found`);
+  return { w, job };
 }
 
 function maxFiles(sub: SubmissionItem, mode: UploadMode): number {
@@ -142,8 +153,7 @@ async function writePlan(sub: SubmissionItem, w: ReservationItem, uploads: Plann
 
 /** POST …/upload or …/retry with multipart/form-data: D25 checks, store, complete. 202 with the submission. */
 export async function uploadDirect(ctx: MutationContext, sub: SubmissionItem, mode: UploadMode, files: IncomingFile[], device: DeviceFields) {
-  const w = await activeWindow(sub, mode);
-  const job = (await getJobItem(sub.job_id, true))!;
+  const { w, job } = await activeWindow(sub, mode);
   jobTakesFiles(job);
   countCheck(files.length, maxFiles(sub, mode));
   const problems: ErrorDetail[] = [];
@@ -166,7 +176,9 @@ export async function uploadDirect(ctx: MutationContext, sub: SubmissionItem, mo
     await deleteObjects(uploads.map((u) => u.key)).catch(() => undefined);
     throw err;
   }
-  const done = await completeUpload(ctx, sub.id, round, { checkObjects: false });
+  // What was read and written so far is the state the completion starts from (no re-read).
+  const planned: SubmissionItem = { ...sub, round, uploads, parts: Object.fromEntries(uploads.map((u) => [u.file_id, {}])), device, category: categoryOf(uploads[0]!.content_type) };
+  const done = await completeUpload(ctx, sub.id, round, { checkObjects: false, known: { sub: planned, window: w, job } });
   if (!done) throw errors.internal();
   return done;
 }
@@ -193,8 +205,7 @@ export type PresignRequest = z.infer<typeof presignRequestSchema>;
 
 /** POST …/upload or …/retry with JSON: pre-signed PUT URLs (D24, D45: 200 `{uploads:[…]}`). */
 export async function uploadPresigned(ctx: MutationContext, sub: SubmissionItem, mode: UploadMode, req: PresignRequest) {
-  const w = await activeWindow(sub, mode);
-  const job = (await getJobItem(sub.job_id, true))!;
+  const { w, job } = await activeWindow(sub, mode);
   jobTakesFiles(job);
   countCheck(req.files.length, maxFiles(sub, mode));
   const accepted = new Set((job.accepted_formats as string[]).map((f) => normalizeContentType(f)));
@@ -235,15 +246,22 @@ const cleanName = (name: string) => name.replace(/[\\/\x00-\x1f]/g, '_').slice(-
  * indexes, `submitted` on the job summary) or, for the retry, retry_pending → pending_score
  * (attempt 2; its slots are already pending). Idempotent: returns the worker view when the round
  * is already past this step; null when `checkObjects` finds a planned object missing or refused.
- * Afterwards the fan-in is tried, since both stages may have finished first.
+ * `known`: the submission (as planned), window and job the caller just read, so nothing is read
+ * again (a stale job snapshot fails its condition and is read afresh).
+ *
+ * The fan-in: both stages may have finished before this commit, and then neither saw the
+ * submission pending_score. So the completion is first conditioned on the round NOT being ready
+ * for a verdict; committed, a stage is still to write and its write's item (pipeline.ts) shows
+ * pending_score and both results, so that stage decides. When the condition fails because the
+ * round is ready, the upload completes without it and takes the verdict itself.
  */
 export async function completeUpload(
   ctx: MutationContext,
   subId: string,
   round: string,
-  opts: { checkObjects: boolean },
+  opts: { checkObjects: boolean; known?: { sub: SubmissionItem; window: ReservationItem; job: JobItem | null } },
 ): Promise<ReturnType<typeof presentWorkerSubmission> | null> {
-  let sub = await getSubmissionItem(subId);
+  let sub = opts.known?.sub ?? (await getSubmissionItem(subId));
   if (!sub || sub.round !== round) return null;
   if (sub.status !== 'awaiting_upload' && sub.status !== 'retry_pending') return presentWorkerSubmission(sub);
   if (opts.checkObjects) {
@@ -252,14 +270,15 @@ export async function completeUpload(
     if (heads.some((h) => h === null)) return null;
   }
   const mode: UploadMode = sub.status === 'retry_pending' ? 'retry' : 'upload';
-  const w = mode === 'retry' ? await getRetryWindow(sub.id) : await getReservation(sub.job_id, sub.worker_id);
+  const w = opts.known?.window ?? (mode === 'retry' ? await getRetryWindow(sub.id) : await getReservation(sub.job_id, sub.worker_id));
   if (!w || w.submission_id !== sub.id || new Date(w.reserved_until).getTime() <= now().getTime()) {
     throw conflict(mode === 'retry' ? 'The retry window has ended.' : 'The reservation has expired; accept the job again.', 'reservation_expired');
   }
   const n = sub.uploads.length;
   const at = nowIso();
   const cat = sub.category ?? categoryOf(sub.uploads[0]!.content_type)!;
-  const build = async (job: JobItem | null) => {
+  const from = sub.status;
+  const build = async (job: JobItem | null, unlessReady: boolean) => {
     const s = sub!;
     const tx = new Tx();
     tx.delete('reservation', reservationKey(w), {
@@ -276,13 +295,14 @@ export async function completeUpload(
       reserved_until: null,
       slots_held: mode === 'retry' ? s.slots_held : n,
     });
+    const notReady = unlessReady ? notReadyCondition(s.uploads.map((u) => u.file_id)) : null;
     tx.update(
       'submission',
       keys.submission(s.id),
       `SET #s = :ps, submitted_at = :t, updated_at = :t, reserved_until = :null, attempt = :a, GSI1PK = :g1, GSI1SK = :g1s, GSI2PK = :g2, GSI2SK = :g2s${mode === 'upload' ? ', slots_held = :n' : ''}`,
       {
-        condition: '#s = :from AND #r = :round',
-        names: { '#s': 'status', '#r': 'round' },
+        condition: `#s = :from AND #r = :round${notReady ? ` AND ${notReady.condition}` : ''}`,
+        names: { '#s': 'status', '#r': 'round', ...notReady?.names },
         values: {
           ':ps': 'pending_score',
           ':t': at,
@@ -292,9 +312,10 @@ export async function completeUpload(
           ':g1s': idx.GSI1SK,
           ':g2': idx.GSI2PK,
           ':g2s': idx.GSI2SK,
-          ':from': s.status,
+          ':from': from,
           ':round': round,
           ...(mode === 'upload' ? { ':n': n } : {}),
+          ...notReady?.values,
         },
       },
     );
@@ -312,9 +333,23 @@ export async function completeUpload(
     await tx.commit();
     return view;
   };
+  const complete = (unlessReady: boolean) =>
+    mode === 'upload' ? withJobRetry(sub!.job_id, (job) => build(job, unlessReady), undefined, opts.known?.job ?? undefined) : build(null, unlessReady);
   let view: ReturnType<typeof presentWorkerSubmission>;
+  let decideHere = false;
   try {
-    view = mode === 'upload' ? await withJobRetry(sub.job_id, (job) => build(job)) : await build(null);
+    try {
+      view = await complete(true);
+    } catch (e) {
+      if (!(e instanceof ConditionFailed && e.reasons.includes('submission'))) throw e;
+      // The round may be ready for a verdict already (both stages done): complete without the
+      // condition and take the verdict here. Anything else changed: report below.
+      const now = await getSubmissionItem(subId);
+      if (!now || now.round !== round || now.status !== from) throw e;
+      sub = now;
+      decideHere = true;
+      view = await complete(false);
+    }
   } catch (e) {
     if (!(e instanceof ConditionFailed)) throw e;
     // Someone else completed (or ended) it: report the state as it is.
@@ -322,9 +357,27 @@ export async function completeUpload(
     if (sub.round === round && sub.status === 'pending_score') return presentWorkerSubmission(sub);
     throw conflict('The reservation ended before the upload completed.', 'reservation_expired');
   }
-  const { tryVerdict } = await import('./verdict');
-  await tryVerdict(subId).catch((err: Error) => logger.error('fan-in after upload failed', { error: err, submission_id: subId }));
+  if (decideHere) {
+    await tryVerdict(subId).catch((err: Error) => logger.error('fan-in after upload failed', { error: err, submission_id: subId }));
+  }
   return view;
+}
+
+/**
+ * A condition that holds while the files' round is NOT ready for a verdict (verdict.ts
+ * `readyForVerdict`): no file rejected by a pre-check, and some file without its score or its
+ * annotations (null annotations count as written).
+ */
+function notReadyCondition(fileIds: string[]): { condition: string; names: Record<string, string>; values: Record<string, unknown> } {
+  const names: Record<string, string> = { '#pp': 'parts', '#psc': 'score', '#pan': 'annotations', '#ppr': 'precheck_rejected' };
+  const noPrecheck: string[] = [];
+  const missing: string[] = [];
+  fileIds.forEach((id, i) => {
+    names[`#pf${i}`] = id;
+    noPrecheck.push(`NOT (#pp.#pf${i}.#psc.#ppr = :ptrue)`);
+    missing.push(`attribute_not_exists(#pp.#pf${i}.#psc) OR attribute_not_exists(#pp.#pf${i}.#pan)`);
+  });
+  return { condition: `(${noPrecheck.join(' AND ')}) AND (${missing.join(' OR ')})`, names, values: { ':ptrue': true } };
 }
 
 /** Pipeline side of a pre-signed upload: the scoring stage calls this when an object lands. */
@@ -372,6 +425,5 @@ export async function handleUploadRequest(
 }
 
 async function parseMultipartBody(raw: Buffer, ct: string) {
-  const { parseMultipart } = await import('./multipart');
   return parseMultipart(raw, ct, { files: 5, fileSize: MAX_MULTIPART_FILE });
 }

@@ -28,7 +28,7 @@ import { addMs, now, nowIso } from '../clock';
 import { emit } from '../outbox';
 import { audit } from '../audit';
 import { ConditionFailed } from '../errors';
-import { logger } from '../logger';
+import { logger, withChildLogScope } from '../logger';
 import { addApprovalCharges, approvalAllowed } from '../ledger/escrow';
 import { summaryUpdate as summaryClauses } from './summary';
 import { categoryOf, type JobItem } from '../jobs/model';
@@ -40,7 +40,7 @@ import { fileItem } from '../files';
 import { addApprovalIndexes } from '../trust/indexes';
 import { addPayoutAndApprovedEvent } from './approval-records';
 import { objectKeys, tagVerdict } from '../storage/s3';
-import { addSlotChange, reconcileAvailability, withJobRetry } from './slots';
+import { addSlotChange, withJobRetry } from './slots';
 import { getSubmissionItem, reservationItem } from './reservations';
 import { RESERVATION_MS, type FilePart, type SubmissionItem } from './model';
 
@@ -113,9 +113,22 @@ export function readyForVerdict(sub: SubmissionItem): boolean {
   return parts.every((p) => p?.score && p.annotations !== undefined);
 }
 
-/** Runs the fan-in check and, when ready, the verdict. Returns the verdict taken here, if any. */
-export async function tryVerdict(subId: string): Promise<Verdict | null> {
-  const sub = await getSubmissionItem(subId);
+/** Runs the fan-in check on a consistent read and, when ready, the verdict. Returns the verdict taken here, if any. */
+export function tryVerdict(subId: string): Promise<Verdict | null> {
+  return withChildLogScope({ phase: 'fan-in' }, async () => decideIfReady(await getSubmissionItem(subId)));
+}
+
+/**
+ * The fan-in on an item the caller just got from DynamoDB as it is after its own write (a stage's
+ * UpdateItem with ReturnValues ALL_NEW, or ALL_OLD when its condition failed): no second read.
+ * Of two stages writing concurrently, the later write's item holds both results, so at least one
+ * of them sees the submission ready; the verdict transaction's condition lets exactly one commit.
+ */
+export function tryVerdictOn(sub: SubmissionItem | undefined): Promise<Verdict | null> {
+  return withChildLogScope({ phase: 'fan-in' }, () => decideIfReady(sub));
+}
+
+async function decideIfReady(sub: SubmissionItem | undefined): Promise<Verdict | null> {
   if (!sub || !readyForVerdict(sub)) return null;
   const v = await decide(sub);
   if (v === 'rejected') await markRejectedBytes(sub);
@@ -259,8 +272,9 @@ async function approve(sub: SubmissionItem, job: JobItem, c: Combined): Promise<
   addPayoutAndApprovedEvent(tx, sub, { payId, payout, files: n, stars: c.stars, at });
   scoredEvent(tx, sub, 'approved', c);
   verdictAudit(tx, sub, 'submission.approved', { ai_star_rating: c.stars, files: n, worker_payout_cents: payout });
+  // The job update above is conditioned on the snapshot's status and counters, so the board
+  // index it writes is exact: no availability reconcile (and no job read) after the commit.
   await tx.commit();
-  await reconcileAvailability(job.id).catch((err: Error) => logger.error('reconcile availability failed', { error: err, job_id: job.id }));
   return 'approved';
 }
 

@@ -14,6 +14,12 @@ export interface DynamoCall {
   writeUnits: number;
   /** True for the once-a-minute last_used_at write (an UpdateItem on the API key's record). */
   lastUsedWrite: boolean;
+  /** What `opts.tag` answered when the call started ('' without one). */
+  tag: string;
+  /** The command's input as sent (after the recorder's additions). */
+  input: Record<string, unknown>;
+  /** The error's name when the call failed (e.g. a cancelled transaction). */
+  error?: string;
 }
 
 const READS = new Set(['GetItemCommand', 'BatchGetItemCommand', 'QueryCommand', 'ScanCommand', 'TransactGetItemsCommand']);
@@ -25,7 +31,8 @@ export interface DynamoCallRecorder {
   stop(): void;
 }
 
-export function recordDynamoCalls(): DynamoCallRecorder {
+/** `opts.tag` names the work a call belongs to (e.g. the invocation's function), read when the call starts. */
+export function recordDynamoCalls(opts: { tag?: () => string } = {}): DynamoCallRecorder {
   const calls: DynamoCall[] = [];
   let on = true;
   const name = `recordDynamoCalls-${Math.random().toString(36).slice(2)}`;
@@ -38,16 +45,17 @@ export function recordDynamoCalls(): DynamoCallRecorder {
       // Keys are plain values or marshalled ({S: …}) depending on where the document client is.
       const sk = (input.Key as { SK?: string | { S?: string } } | undefined)?.SK;
       const lastUsedWrite = command === 'UpdateItemCommand' && String(typeof sk === 'object' ? sk?.S : sk).startsWith('KEY#');
+      const tag = opts.tag?.() ?? '';
       const start = performance.now();
       try {
         const out = await next(args);
         const cc = (out.output as { ConsumedCapacity?: unknown }).ConsumedCapacity;
         const units = (Array.isArray(cc) ? cc : cc ? [cc] : []).reduce((sum: number, c: { CapacityUnits?: number }) => sum + (c.CapacityUnits ?? 0), 0);
         const read = READS.has(command);
-        calls.push({ command, start, end: performance.now(), readUnits: read ? units : 0, writeUnits: read ? 0 : units, lastUsedWrite });
+        calls.push({ command, start, end: performance.now(), readUnits: read ? units : 0, writeUnits: read ? 0 : units, lastUsedWrite, tag, input });
         return out;
       } catch (e) {
-        calls.push({ command, start, end: performance.now(), readUnits: 0, writeUnits: 0, lastUsedWrite });
+        calls.push({ command, start, end: performance.now(), readUnits: 0, writeUnits: 0, lastUsedWrite, tag, input, error: (e as Error).name });
         throw e;
       }
     },
