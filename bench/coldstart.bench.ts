@@ -3,11 +3,12 @@
  * (lib/constructs/house-function.ts) has the CDK bundle it, then imported in a fresh `node` process
  * (`--enable-source-maps`, the NODE_OPTIONS the construct sets) with the environment the stack
  * gives it; the time of the `import()` (module evaluation, SDK clients at module scope, no handler
- * call) is compared with a bare reference handler (a DynamoDB document client and nothing else),
- * bundled the same way. The bar of the brief: at most 1.25× the bare handler.
+ * call) is compared with a reference handler (a DynamoDB document client and one GetItem through
+ * the document client's GetCommand), bundled the same way. The bars: every API handler within 1.25×
+ * the reference, every consumer and schedule within 1.5×.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { build, type BuildOptions, type Metafile } from 'esbuild';
@@ -17,6 +18,8 @@ import { HOUSE_BUNDLING } from '../lib/constructs/house-function';
 
 const SAMPLES = 7;
 const BAR = 1.25;
+/** Queue consumers and schedules. */
+const PIPELINE_BAR = 1.5;
 const ROOT = resolve(__dirname, '..');
 
 /**
@@ -40,7 +43,12 @@ const HOUSE_OPTIONS: BuildOptions = {
   metafile: true,
 };
 
-/** What the stack sets on a function at deploy time (lib/stack.ts `common`, lib/api.ts, grants). */
+/**
+ * What the stack sets on a function at deploy time (lib/stack.ts `common`, lib/domain-stack.ts,
+ * lib/constructs/grants.ts), plus what Lambda itself sets. No secret values: functions get secret
+ * ARNs and the key id, and read the values at run time (shared/secrets). Every function gets the
+ * union of the per-function variables here; they are only read, never used, at import.
+ */
 const LAMBDA_ENV: Record<string, string> = {
   AWS_REGION: 'us-east-1',
   AWS_DEFAULT_REGION: 'us-east-1',
@@ -52,23 +60,35 @@ const LAMBDA_ENV: Record<string, string> = {
   AWS_SECRET_ACCESS_KEY: 'bench',
   TABLE_NAME: 'marketplace',
   BUCKET_NAME: 'marketplace-media',
-  CURSOR_SECRET: 'bench-cursor-secret-bench-cursor-secret-bench-cursor-secret-0001',
-  WEBHOOK_SECRET_KEY: 'bench-webhook-secret-bench-webhook-secret-bench-webhook-secr-0001',
+  LOG_LEVEL: 'INFO',
+  POWERTOOLS_METRICS_NAMESPACE: 'MediaMarketplace',
   PUBLIC_BASE_URL: 'https://api.example.com',
   LONG_POLL_MAX_SECONDS: '25',
   SANDBOX_DELAY_SECONDS: '15',
   WORKER_PRIORITY_WINDOW_SECONDS: '0',
+  PAYMENTS_PROVIDER: 'stripe',
+  SECRET_ARN_CURSOR: 'arn:aws:secretsmanager:us-east-1:000000000000:secret:cursor-AbCdEf',
+  SECRET_ARN_STRIPE: 'arn:aws:secretsmanager:us-east-1:000000000000:secret:stripe-AbCdEf',
+  SECRET_ARN_CDN_SIGNING_KEY: 'arn:aws:secretsmanager:us-east-1:000000000000:secret:cdn-signing-key-AbCdEf',
+  KMS_KEY_ID: 'arn:aws:kms:us-east-1:000000000000:key/00000000-0000-0000-0000-000000000000',
+  CDN_BASE_URL: 'https://d111111abcdef8.cloudfront.net',
+  CDN_KEY_PAIR_ID: 'K2JCJMDEHXQW5F',
   QUEUE_URL_WEBHOOKS: 'https://sqs.us-east-1.amazonaws.com/000000000000/webhooks',
   QUEUE_URL_SANDBOX: 'https://sqs.us-east-1.amazonaws.com/000000000000/sandbox',
-  LOG_LEVEL: 'SILENT',
+  QUEUE_URL_SCORING: 'https://sqs.us-east-1.amazonaws.com/000000000000/scoring',
+  QUEUE_URL_EXPORTS: 'https://sqs.us-east-1.amazonaws.com/000000000000/exports',
 };
 
+/** The reference: the DynamoDB document client with one GetItem (what the issue measures against). */
 const BARE_HANDLER = `import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 
 const db = DynamoDBDocumentClient.from(new DynamoDBClient({}));
 
-export const handler = async () => ({ statusCode: 200, body: String(typeof db.send) });
+export const handler = async (event) => {
+  const r = await db.send(new GetCommand({ TableName: process.env.TABLE_NAME, Key: { PK: event.pk, SK: event.sk } }));
+  return { statusCode: r.Item ? 200 : 404, body: JSON.stringify(r.Item ?? null) };
+};
 `;
 
 /** Imports the bundle given as argv[1] and prints the milliseconds the import took. */
@@ -139,7 +159,14 @@ function measureAll(bundles: Bundled[]): Measured[] {
   const ok = bundles.filter((b) => b.file);
   const samples = new Map<Bundled, number[]>(ok.map((b) => [b, []]));
   const failed = new Map<Bundled, string>();
-  for (const b of ok) loadOnce(b.file!); // warm the file cache, not measured
+  for (const b of ok) {
+    // Warm the file cache, not measured; a bundle that does not load is reported, not fatal.
+    try {
+      loadOnce(b.file!);
+    } catch (e) {
+      failed.set(b, (e as Error).message);
+    }
+  }
   for (let round = 0; round < SAMPLES; round++) {
     for (const b of ok) {
       if (failed.has(b)) continue;
@@ -181,23 +208,26 @@ function topInputs(m: Metafile, n: number): string[] {
 const kb = (b?: number) => (b === undefined ? '–' : (b / 1024).toFixed(0));
 const ms = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '–');
 
-function table(rows: Measured[], bare: Measured): string {
-  const lines = ['| Handler | Module | Bundle KB | Median load ms | Min ms | × bare | ≤ 1.25× |', '|---|---|--:|--:|--:|--:|:-:|'];
+function table(rows: Measured[], bare: Measured, bar: number): string {
+  const lines = [`| Handler | Module | Bundle KB | Median load ms | Min ms | × reference | ≤ ${bar}× |`, '|---|---|--:|--:|--:|--:|:-:|'];
   for (const r of rows) {
     if (r.error) {
       lines.push(`| ${r.label} | \`${r.entry}\` | ${kb(r.bytes)} | – | – | – | failed: ${r.error.replace(/\|/g, '\\|').slice(0, 120)} |`);
       continue;
     }
     const ratio = r.median / bare.median;
-    lines.push(`| ${r.label} | \`${r.entry}\` | ${kb(r.bytes)} | ${ms(r.median)} | ${ms(r.min)} | ${ratio.toFixed(2)} | ${ratio <= BAR ? 'yes' : '**no**'} |`);
+    lines.push(`| ${r.label} | \`${r.entry}\` | ${kb(r.bytes)} | ${ms(r.median)} | ${ms(r.min)} | ${ratio.toFixed(2)} | ${ratio <= bar ? 'yes' : '**no**'} |`);
   }
   return lines.join('\n');
 }
 
-export const name = 'Cold module init of the bundled handlers vs a bare DynamoDB handler';
+export const name = 'Cold module init of the bundled handlers vs a DynamoDB GetItem handler';
 
 export async function run(): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'coldstart-bench-'));
+  // A consumer's `native.packages` stay outside its bundle and are installed beside it when
+  // deployed: here the project's node_modules stands beside the bundles.
+  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir');
   try {
     // One Lambda per route; routes that share a module (the D32 purchase alias) share a bundle.
     const apiByModule = new Map<string, string[]>();
@@ -207,7 +237,7 @@ export async function run(): Promise<string> {
       ...QUEUES.map((q) => ({ entry: q.consumer, label: `queue ${q.name}`, external: [...(q.native?.packages ?? [])] })),
       ...SCHEDULES.map((s) => ({ entry: s.handler, label: `schedule ${s.name}` })),
     ];
-    const bareTarget: Target = { entry: '(inline, see bench)', contents: BARE_HANDLER, label: 'bare DynamoDB handler (reference)' };
+    const bareTarget: Target = { entry: '(inline, see bench)', contents: BARE_HANDLER, label: 'reference: document client + one GetItem' };
 
     const t0 = performance.now();
     const bundled = await bundleAll([bareTarget, ...api, ...pipeline], dir);
@@ -218,21 +248,34 @@ export async function run(): Promise<string> {
     const apiRows = rest.slice(0, api.length);
     const pipeRows = rest.slice(api.length);
 
-    const okApi = apiRows.filter((r) => !r.error);
-    const within = okApi.filter((r) => r.median / bare.median <= BAR);
-    const worst = okApi.reduce<Measured | null>((w, r) => (!w || r.median > w.median ? r : w), null);
-    const over = [...okApi, ...pipeRows.filter((r) => !r.error)].filter((r) => r.median / bare.median > BAR).sort((a, b) => b.median - a.median);
+    const summary = (rows: Measured[], bar: number, what: string) => {
+      const ok = rows.filter((r) => !r.error);
+      const within = ok.filter((r) => r.median / bare.median <= bar);
+      const worst = ok.reduce<Measured | null>((w, r) => (!w || r.median > w.median ? r : w), null);
+      const failed = rows.length - ok.length;
+      return (
+        `**${what}:** ${within.length} of ${ok.length} within ${bar}× the reference (${ms(bare.median)} ms)` +
+        (worst ? `; worst ${(worst.median / bare.median).toFixed(2)}× (\`${worst.entry}\`, ${ms(worst.median)} ms)` : '') +
+        (failed ? `; ${failed} failed to bundle or load` : '') +
+        '.'
+      );
+    };
+    const over = [
+      ...apiRows.filter((r) => !r.error && r.median / bare.median > BAR),
+      ...pipeRows.filter((r) => !r.error && r.median / bare.median > PIPELINE_BAR),
+    ].sort((a, b) => b.median - a.median);
     const diag = over.slice(0, 5).map((r) => `- \`${r.entry}\` (${(r.median / bare.median).toFixed(2)}×): ${topInputs(r.metafile!, 5).join(', ')}`);
 
     return [
-      `Each handler bundled with the house esbuild options (ESM, node22, minified, linked source map, AWS SDK bundled), imported in a fresh \`node --enable-source-maps\` process with the stack's environment; ${SAMPLES} samples each, sampled round-robin after one unmeasured warm-up import, no handler call. Bundling took ${(bundleMs / 1000).toFixed(1)} s. Routes sharing a module share a bundle (one row).`,
-      `**API routes:** ${within.length} of ${okApi.length} handler modules within ${BAR}× the bare handler (${ms(bare.median)} ms)${worst ? `; worst ${(worst.median / bare.median).toFixed(2)}× (\`${worst.entry}\`, ${ms(worst.median)} ms)` : ''}${apiRows.length > okApi.length ? `; ${apiRows.length - okApi.length} failed to bundle or load` : ''}.`,
+      `Each handler bundled with the house esbuild options (ESM, node22, minified, linked source map, AWS SDK bundled), imported in a fresh \`node --enable-source-maps\` process with the stack's environment; ${SAMPLES} samples each, sampled round-robin after one unmeasured warm-up import, no handler call. The reference is a handler with the DynamoDB document client and one GetItem (\`GetCommand\`), bundled the same way. Bundling took ${(bundleMs / 1000).toFixed(1)} s. Routes sharing a module share a bundle (one row).`,
+      summary(apiRows, BAR, 'API routes'),
+      summary(pipeRows, PIPELINE_BAR, 'Consumers and schedules'),
       '### API routes',
-      table([bare, ...apiRows], bare),
+      table([bare, ...apiRows], bare, BAR),
       '### Pipeline consumers and schedules',
-      'Bundled like the API handlers: the stack sets no `nodeModules` for them, so native packages are bundled as they deploy.',
-      table([bare, ...pipeRows], bare),
-      ...(diag.length ? ['### Largest inputs of the slowest handlers over the bar (bytes in the minified bundle, by package)', diag.join('\n')] : []),
+      'Bundled like the API handlers; the packages a consumer loads from outside its bundle (`native.packages` of the wiring, e.g. sharp) are external and resolved from a node_modules beside the bundle, as deployed.',
+      table([bare, ...pipeRows], bare, PIPELINE_BAR),
+      ...(diag.length ? ['### Largest inputs of the slowest handlers over their bar (bytes in the minified bundle, by package)', diag.join('\n')] : []),
     ].join('\n\n');
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -20,7 +20,7 @@ import { cannedPolicy, cdnBaseUrl, SIGNING_PARAMS } from '../shared/cdn';
 import { config } from '../shared/config';
 import { nowEpochSeconds } from '../shared/clock';
 import { getSecret } from '../shared/secrets';
-import { s3 } from '../shared/storage/s3';
+import { s3 } from '../shared/storage/s3-client';
 import { writeErrorEnvelope, type LocalPage } from './http';
 
 export type CdnVerdict =

@@ -28,9 +28,13 @@ export function dynamo(): DynamoDBClient {
 
 export function db(): DynamoDBDocumentClient {
   if (!doc) {
-    doc = DynamoDBDocumentClient.from(dynamo(), {
-      marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
-    });
+    // traced() again: the document client sends through its own `send` (on the wrapped client's
+    // middleware stack), which must wait for that stack's X-Ray instrumentation too.
+    doc = traced(
+      DynamoDBDocumentClient.from(dynamo(), {
+        marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
+      }),
+    );
   }
   return doc;
 }

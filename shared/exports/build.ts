@@ -20,7 +20,7 @@ import { config } from '../config';
 import { emit } from '../outbox';
 import { ConditionFailed } from '../errors';
 import { logger } from '../logger';
-import { s3 } from '../storage/s3';
+import { s3 } from '../storage/s3-client';
 import { encoder, type Counter } from './formats';
 import { exportContentType, exportObjectKey, type ExportError, type ExportItem } from './model';
 

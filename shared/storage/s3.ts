@@ -1,23 +1,14 @@
 /**
- * The media bucket: one S3 client per process (lazy), object keys of the pipeline, pre-signed
- * upload URLs and (through shared/cdn) the download URLs. Path-style addressing and the local credentials when `S3_ENDPOINT` is set (the s3rver
- * emulator of the local runtime); the Lambda role's credentials otherwise.
+ * The media bucket: object keys of the pipeline, object reads and writes through the one S3 client
+ * of the process (shared/storage/s3-client.ts, loaded on first use), pre-signed upload URLs and
+ * (through shared/cdn) the download URLs.
  *
  * Object layout (BUCKET_PREFIXES in the wiring; only `uploads/` starts the pipeline, D54):
  *   uploads/<sub_id>/<round>/<file_id><ext>     the worker's bytes (round = one upload attempt)
  *   keyframes/<file_id>/<index>.png              video keyframes (spec "Keyframe")
  */
-import {
-  DeleteObjectsCommand,
-  GetObjectCommand,
-  HeadObjectCommand,
-  PutObjectCommand,
-  PutObjectTaggingCommand,
-  S3Client,
-} from '@aws-sdk/client-s3';
-import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { config } from '../config';
-import { traced } from '../observability/tracer';
+import { current } from './s3-current';
 import { addMs, now } from '../clock';
 import { BUCKET_PREFIXES } from '../manifest/wiring';
 import { DOWNLOAD_URL_TTL_SECONDS, signDownloadUrl, type DownloadUrlOptions as CdnUrlOptions, type SignedUrl } from '../cdn';
@@ -28,32 +19,21 @@ export type DownloadUrlOptions = CdnUrlOptions & { contentType?: string | null }
 /** D24: pre-signed upload URLs (large files) are valid 1 hour. */
 export const UPLOAD_URL_TTL_SECONDS = 3600;
 
-let client: S3Client | null = null;
-
-export function s3(): S3Client {
-  if (!client) {
-    const c = config();
-    client = traced(
-      new S3Client({
-        region: c.region,
-        // D61: no flexible checksums unless an operation requires one (DeleteObjects). Otherwise the
-        // SDK puts the CRC32 of an EMPTY body into every pre-signed PUT URL, which S3 then refuses
-        // for any real body; and no response validation of checksums S3 did not compute.
-        requestChecksumCalculation: 'WHEN_REQUIRED',
-        responseChecksumValidation: 'WHEN_REQUIRED',
-        ...(c.s3Endpoint
-          ? { endpoint: c.s3Endpoint, forcePathStyle: true, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }
-          : {}),
-      }),
-    );
-  }
-  return client;
+/**
+ * The S3 SDK (client, commands, presigner) is loaded on the first call that talks to S3, so
+ * handlers that only name object keys or hand out CDN URLs never load it, and the others load it
+ * outside their cold start (shared/storage/s3-client.ts).
+ */
+let sdkModule: typeof import('./s3-client') | null = null;
+async function sdk(): Promise<typeof import('./s3-client')> {
+  sdkModule ??= await import('./s3-client');
+  return sdkModule;
 }
 
 /** For the local runtime and tests after changing endpoints. */
 export function resetS3(): void {
-  client?.destroy();
-  client = null;
+  current.client?.destroy();
+  current.client = null;
 }
 
 const bucket = () => config().bucketName;
@@ -84,18 +64,21 @@ export function parseUploadKey(key: string): { subId: string; round: string; fil
 
 /** Stored objects default to `Content-Disposition: attachment` (download URLs add the file name). */
 export async function putObject(key: string, body: Buffer, contentType: string): Promise<void> {
+  const { s3, PutObjectCommand } = await sdk();
   await s3().send(
     new PutObjectCommand({ Bucket: bucket(), Key: key, Body: body, ContentType: contentType, ContentLength: body.length, ContentDisposition: 'attachment' }),
   );
 }
 
 export async function getObjectBytes(key: string): Promise<Buffer> {
+  const { s3, GetObjectCommand } = await sdk();
   const out = await s3().send(new GetObjectCommand({ Bucket: bucket(), Key: key }));
   return Buffer.from(await out.Body!.transformToByteArray());
 }
 
 /** Size and type of an object, or null when it does not exist. */
 export async function headObject(key: string): Promise<{ size: number; contentType: string | null } | null> {
+  const { s3, HeadObjectCommand } = await sdk();
   try {
     const out = await s3().send(new HeadObjectCommand({ Bucket: bucket(), Key: key }));
     return { size: Number(out.ContentLength ?? 0), contentType: out.ContentType ?? null };
@@ -115,6 +98,7 @@ export const VERDICT_TAG_KEY = 'verdict';
 
 /** Replaces the objects' tag set with `verdict=<value>`. A missing object is skipped. */
 export async function tagVerdict(keys: string[], value: 'rejected' | 'approved'): Promise<void> {
+  const { s3, PutObjectTaggingCommand } = await sdk();
   await Promise.all(
     keys.map(async (Key) => {
       try {
@@ -130,6 +114,7 @@ export async function tagVerdict(keys: string[], value: 'rejected' | 'approved')
 
 export async function deleteObjects(keys: string[]): Promise<void> {
   if (keys.length === 0) return;
+  const { s3, DeleteObjectsCommand } = await sdk();
   await s3().send(new DeleteObjectsCommand({ Bucket: bucket(), Delete: { Objects: keys.map((Key) => ({ Key })), Quiet: true } }));
 }
 
@@ -152,6 +137,7 @@ export async function presignPut(key: string, contentType: string, sizeBytes: nu
   // SigV4 dates have whole seconds: sign at one, so `expires_at` is exactly when S3 stops accepting.
   const signedAt = new Date(Math.floor(now().getTime() / 1000) * 1000);
   const expires = addMs(signedAt, UPLOAD_URL_TTL_SECONDS * 1000);
+  const { s3, PutObjectCommand, getSignedUrl } = await sdk();
   const url = await getSignedUrl(
     s3(),
     new PutObjectCommand({ Bucket: bucket(), Key: key, ContentType: contentType, ContentLength: sizeBytes }),

@@ -38,6 +38,8 @@ import { addFreeNeutralMove, addSlotChange, withJobRetry } from './slots';
 import { getReservation, getRetryWindow, getSubmissionItem, reservationKey, type ReservationItem } from './reservations';
 import { presentWorkerSubmission, submissionIndexes, type DeviceFields, type PlannedUpload, type SubmissionItem } from './model';
 import { issuesToDetails } from '../http/middlewares/validate';
+import { tryVerdict } from './verdict';
+import { parseMultipart } from './multipart';
 import { isMultipart, MAX_MULTIPART_BODY_BYTES, multipartTooLarge } from './upload-limits';
 
 export type UploadMode = 'upload' | 'retry';
@@ -360,7 +362,6 @@ export async function completeUpload(
     throw conflict('The reservation ended before the upload completed.', 'reservation_expired');
   }
   if (decideHere) {
-    const { tryVerdict } = await import('./verdict');
     await tryVerdict(subId).catch((err: Error) => logger.error('fan-in after upload failed', { error: err, submission_id: subId }));
   }
   return view;
@@ -428,6 +429,5 @@ export async function handleUploadRequest(
 }
 
 async function parseMultipartBody(raw: Buffer, ct: string) {
-  const { parseMultipart } = await import('./multipart');
   return parseMultipart(raw, ct, { files: 5, fileSize: MAX_MULTIPART_FILE });
 }

@@ -12,7 +12,7 @@ import { Tx } from '../../shared/db/tx';
 import { keys, gsi } from '../../shared/db/keys';
 import { newId } from '../../shared/ids';
 import { config } from '../../shared/config';
-import { s3 } from '../../shared/storage/s3';
+import { s3 } from '../../shared/storage/s3-client';
 import { annotateImage } from '../../shared/media';
 import { LocalAnnotationProvider } from '../../shared/media/annotation/local';
 import { packageFile } from '../../shared/media/native';

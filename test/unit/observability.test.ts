@@ -3,7 +3,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { S3Client } from '@aws-sdk/client-s3';
+import { HeadBucketCommand, S3Client } from '@aws-sdk/client-s3';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 
@@ -21,14 +21,47 @@ function withEnv<T>(env: Record<string, string | undefined>, fn: () => T): T {
   }
 }
 
-test('in Lambda, traced() adds the X-Ray instrumentation to an SDK client; locally it leaves the client alone', () => {
+async function withEnvAsync(env: Record<string, string | undefined>, fn: () => Promise<void>): Promise<void> {
+  const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, env);
+  for (const [k, v] of Object.entries(env)) if (v === undefined) delete process.env[k];
+  try {
+    await fn();
+  } finally {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  }
+}
+
+test('in Lambda, traced() instruments an SDK client with X-Ray by its first call, not at module load; locally it leaves the client alone', async () => {
+  let mod!: typeof import('../../shared/observability/tracer');
   jest.isolateModules(() => {
-    const { traced } = require('../../shared/observability/tracer') as typeof import('../../shared/observability/tracer');
-    const deployed = withEnv({ AWS_LAMBDA_FUNCTION_NAME: 'fn', RUNTIME: undefined, AWS_EXECUTION_ENV: 'AWS_Lambda_nodejs22.x' }, () => traced(new S3Client({ region: 'eu-west-1' })));
-    expect(deployed.middlewareStack.identify().join()).toMatch(/XRay/i);
-    const local = withEnv({ AWS_LAMBDA_FUNCTION_NAME: undefined, RUNTIME: 'local' }, () => traced(new S3Client({ region: 'eu-west-1' })));
-    expect(local.middlewareStack.identify().join()).not.toMatch(/XRay/i);
+    mod = require('../../shared/observability/tracer') as typeof import('../../shared/observability/tracer');
   });
+  const lambdaEnv = { AWS_LAMBDA_FUNCTION_NAME: 'fn', RUNTIME: undefined, AWS_EXECUTION_ENV: 'AWS_Lambda_nodejs22.x' };
+  const deployed = withEnv(lambdaEnv, () => mod.traced(new S3Client({ region: 'eu-west-1', credentials: { accessKeyId: 'a', secretAccessKey: 'b' } })));
+  // Nothing of the X-Ray SDK is loaded or added before the client is used.
+  expect(deployed.middlewareStack.identify().join()).not.toMatch(/XRay/i);
+  // A stand-in for the network at the end of the chain: the first call goes through the whole stack.
+  const seen: string[] = [];
+  deployed.middlewareStack.add(
+    () => async () => {
+      seen.push(deployed.middlewareStack.identify().join());
+      return { output: { $metadata: {} }, response: {} } as never;
+    },
+    { step: 'finalizeRequest', priority: 'low', name: 'offline' },
+  );
+  // The environment stays that of Lambda until the call is done (the Tracer reads it when loaded).
+  await withEnvAsync(lambdaEnv, async () => {
+    await deployed.send(new HeadBucketCommand({ Bucket: 'b' }));
+  });
+  expect(seen).toHaveLength(1);
+  expect(seen[0]).toMatch(/XRay/i);
+  const local = withEnv({ AWS_LAMBDA_FUNCTION_NAME: undefined, RUNTIME: 'local' }, () => mod.traced(new S3Client({ region: 'eu-west-1' })));
+  await mod.tracingReady(local);
+  expect(local.middlewareStack.identify().join()).not.toMatch(/XRay/i);
 });
 
 test('every AWS SDK client created under shared/ goes through traced()', () => {

@@ -1,0 +1,39 @@
+/**
+ * The S3 client of this process and the SDK parts shared/storage/s3.ts uses. Loaded by that module
+ * on its first call to S3 (a dynamic import), never at a handler's module load: the S3 SDK is the
+ * largest single package of most bundles. Path-style addressing and the local credentials when
+ * `S3_ENDPOINT` is set (the s3rver emulator of the local runtime); the Lambda role's otherwise.
+ */
+import { S3Client } from '@aws-sdk/client-s3';
+import { config } from '../config';
+import { traced } from '../observability/tracer';
+import { current } from './s3-current';
+
+export {
+  DeleteObjectsCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  PutObjectCommand,
+  PutObjectTaggingCommand,
+} from '@aws-sdk/client-s3';
+export { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+
+export function s3(): S3Client {
+  if (!current.client) {
+    const c = config();
+    current.client = traced(
+      new S3Client({
+        region: c.region,
+        // D61: no flexible checksums unless an operation requires one (DeleteObjects). Otherwise the
+        // SDK puts the CRC32 of an EMPTY body into every pre-signed PUT URL, which S3 then refuses
+        // for any real body; and no response validation of checksums S3 did not compute.
+        requestChecksumCalculation: 'WHEN_REQUIRED',
+        responseChecksumValidation: 'WHEN_REQUIRED',
+        ...(c.s3Endpoint
+          ? { endpoint: c.s3Endpoint, forcePathStyle: true, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }
+          : {}),
+      }),
+    );
+  }
+  return current.client as S3Client;
+}
