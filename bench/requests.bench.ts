@@ -95,6 +95,20 @@ export async function run(): Promise<string> {
       await once(floor, floorWork);
     }
     const create = await measure('POST /v1/jobs (live, credits)', 100, (i) => req('POST', '/v1/jobs', key, body, { 'Idempotency-Key': `bench-req-${i}` }));
+    // Other common requests, for the cost model: 50 each, sequential.
+    const wres = await fetch(`${rt.url}/internal/worker/auth/signup`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'Bench worker', email: `w-${randomBytes(6).toString('hex')}@example.com` }) });
+    const worker: string = ((await wres.json()) as any).token;
+    const sub = await req('POST', `/internal/worker/jobs/${job.id}/accept`, worker);
+    const cancellable: string[] = [];
+    for (let i = 0; i < 50; i++) cancellable.push((await req('POST', '/v1/jobs', key, body, { 'Idempotency-Key': `bench-cancel-job-${i}` })).id as string);
+    const others = [
+      await measure('GET /v1/me', 50, () => req('GET', '/v1/me', key)),
+      await measure('GET /v1/billing/credits', 50, () => req('GET', '/v1/billing/credits', key)),
+      await measure('GET /v1/jobs?limit=20', 50, () => req('GET', '/v1/jobs?limit=20', key)),
+      await measure('GET /v1/jobs/{id}/submissions', 50, () => req('GET', `/v1/jobs/${job.id}/submissions`, key)),
+      await measure('POST /v1/jobs/{id}/cancel (refunds the escrow)', 50, (i) => req('POST', `/v1/jobs/${cancellable[i]}/cancel`, key, undefined, { 'Idempotency-Key': `bench-cancel-${i}` })),
+      await measure('GET /internal/worker/submissions/{id} (worker poll)', 50, () => req('GET', `/internal/worker/submissions/${sub.id}`, worker)),
+    ];
     rec.stop();
 
     const f = (x: number, d = 2) => x.toFixed(d);
@@ -113,6 +127,7 @@ export async function run(): Promise<string> {
       line(raw),
       line(floor),
       line(create),
+      ...others.map(line),
       '',
       `**GET p50 / raw GetItem p50: ${f(pct(get.lat, 0.5) / pct(raw.lat, 0.5))}×.** The DynamoDB work alone, issued directly: ${f(pct(floor.lat, 0.5) / pct(raw.lat, 0.5))}× a raw GetItem; the HTTP front, the handler and its middlewares add ${f(pct(get.lat, 0.5) - pct(floor.lat, 0.5), 1)} ms at p50.`,
       '',

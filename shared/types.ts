@@ -31,7 +31,8 @@ export type Principal = BuyerPrincipal | WorkerPrincipal;
 
 /**
  * Tenant items read (strongly consistent) beside the rate-limit decision, for the domain function:
- * absent when the route reads none or DynamoDB left one unprocessed (the function reads it itself).
+ * the organization and the balance on every buyer route, the settings and credit lots when the
+ * route declares them (`reads`). Absent when DynamoDB left one unprocessed (the function reads it).
  */
 export interface TenantReads {
   org?: Record<string, unknown>;

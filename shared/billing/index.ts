@@ -5,13 +5,14 @@ import { binding } from '../http/schemas';
 import { readBalanceItem } from '../ledger/balance';
 import type { TransactionType } from '../ledger/lots';
 import { organizationCreatedAt } from '../orgs';
-import type { BuyerPrincipal } from '../types';
+import type { BuyerPrincipal, TenantReads } from '../types';
 
 export { createCheckoutSession, confirmCheckout, presentSession } from './checkout';
 export { runAutoTopUp } from './auto-top-up';
 
-export async function getCredits(p: BuyerPrincipal) {
-  const b = await readBalanceItem(p.orgId, p.env, false);
+/** The balance; `pre` is the organization and balance already read (strongly consistent) for the request. */
+export async function getCredits(p: BuyerPrincipal, pre?: TenantReads) {
+  const b = pre && 'balance' in pre ? pre.balance : await readBalanceItem(p.orgId, p.env, false);
   const available = Number(b?.available_cents ?? 0);
   const held = Number(b?.held_cents ?? 0);
   return {
@@ -23,7 +24,7 @@ export async function getCredits(p: BuyerPrincipal) {
     balance_cents: available,
     currency: 'usd' as const,
     // D59: never null; a balance that never moved was last updated when the organization was created.
-    updated_at: (b?.updated_at as string | undefined) ?? (await organizationCreatedAt(p.orgId)),
+    updated_at: (b?.updated_at as string | undefined) ?? ((pre?.org?.created_at as string | undefined) ?? (await organizationCreatedAt(p.orgId))),
   };
 }
 

@@ -172,8 +172,11 @@ export function approvalAllowed(job: Pick<JobItem, 'status' | 'files_approved' |
  *   money was escrowed at creation). Test jobs (D3): counters only, no money.
  * - The job update is conditioned on status ∈ {open, filled, in_progress} and on files_approved,
  *   files_pending and slots_reserved still being the values read (status and board visibility are
- *   computed from them). `ConditionFailed` with label `job` on commit: re-read the job and
- *   build the Tx again (then `approvalAllowed` decides between approving and rejecting).
+ *   computed from them). Except the common case, which needs no snapshot: an in_progress job that
+ *   this approval does not complete, with pendingReleased = files (free slots unchanged), is
+ *   conditioned only on staying in_progress and below files_needed. `ConditionFailed` with label
+ *   `job` on commit: re-read the job and build the Tx again (then `approvalAllowed` decides
+ *   between approving and rejecting).
  */
 export function addApprovalCharges(tx: Tx, input: ApprovalChargeInput): { chargedCents: number; completed: boolean; status: JobStatus } {
   const { job, files } = input;
@@ -198,7 +201,26 @@ export function addApprovalCharges(tx: Tx, input: ApprovalChargeInput): { charge
     ...(input.jobUpdate?.set ?? []),
   ];
   const add = ['files_approved :nfiles', 'files_pending :npending', 'escrow_remaining_cents :ncharge', ...(input.jobUpdate?.add ?? [])];
-  tx.update('job', keys.job(job.id), `SET ${set.join(', ')} ADD ${add.join(', ')}${avail ? '' : ' REMOVE GSI3PK, GSI3SK'}`, {
+  if (job.status === 'in_progress' && !completed && pendingReleased === files) {
+    // The common approval: the job stays in_progress and its free slots do not move (pending →
+    // approved), so neither the status nor the board index changes and no snapshot of the other
+    // counters is needed. Conditioned on staying below files_needed after the addition, so the
+    // completing approval (and any over-approval) fails here and is rebuilt on a fresh read.
+    // Concurrent approvals then no longer cancel each other.
+    tx.update('job', keys.job(job.id), `SET ${['updated_at = :nt', ...(input.jobUpdate?.set ?? [])].join(', ')} ADD ${add.join(', ')}`, {
+      condition: '#s = :ainprog AND files_approved <= :amaxbefore',
+      names: { '#s': 'status', ...(input.jobUpdate?.names ?? {}) },
+      values: {
+        ':nt': at,
+        ':nfiles': files,
+        ':npending': -pendingReleased,
+        ':ncharge': -charge,
+        ':ainprog': 'in_progress',
+        ':amaxbefore': Number(job.files_needed) - files - 1,
+        ...(input.jobUpdate?.values ?? {}),
+      },
+    });
+  } else tx.update('job', keys.job(job.id), `SET ${set.join(', ')} ADD ${add.join(', ')}${avail ? '' : ' REMOVE GSI3PK, GSI3SK'}`, {
     // The counters as read: the new status and the board visibility (D23) are computed from them.
     condition: '#s IN (:a1, :a2, :a3) AND files_approved = :afa AND files_pending = :afp AND slots_reserved = :asr',
     names: { '#s': 'status', ...(input.jobUpdate?.names ?? {}) },

@@ -72,6 +72,27 @@ export function addSlotChange(tx: Tx, job: JobItem, change: SlotChange): { statu
   return { status, free };
 }
 
+/**
+ * A move between the slot counters that leaves the free slots unchanged (Δ reserved = −Δ pending,
+ * e.g. an upload completing: its reserved slots become pending). Free slots decide the status and
+ * the board index, and every other writer keeps those in line with the counters, so neither
+ * changes and no snapshot is needed: the update only adds, and a concurrent change of the job
+ * does not cancel it (while the writers that do read a snapshot see their condition fail and read
+ * again). Returns false, adding nothing, when the move would change the free slots.
+ */
+export function addFreeNeutralMove(tx: Tx, jobId: string, change: SlotChange): boolean {
+  const reserved = change.reserved ?? 0;
+  const pending = change.pending ?? 0;
+  if (reserved + pending !== 0 || change.extra?.set?.length) return false;
+  const add = [...(reserved ? ['slots_reserved :wdr', 'files_pending :wdp'] : []), ...(change.extra?.add ?? [])];
+  tx.update('job', keys.job(jobId), `SET updated_at = :wt${add.length ? ` ADD ${add.join(', ')}` : ''}`, {
+    condition: 'attribute_exists(PK)',
+    names: change.extra?.names,
+    values: { ':wt': nowIso(), ...(reserved ? { ':wdr': reserved, ':wdp': pending } : {}), ...(change.extra?.values ?? {}) },
+  });
+  return true;
+}
+
 const backoff = (attempt: number) => new Promise((r) => setTimeout(r, Math.random() * Math.min(250, 8 * 2 ** attempt)));
 
 /**

@@ -34,7 +34,7 @@ import { summaryUpdate as summaryClauses } from './summary';
 import { ACTIVE_STATUSES, type JobItem } from '../jobs/model';
 import { checkUpload, MAX_SIZE_BYTES, categoryOf, normalizeContentType } from '../media/sniff';
 import { deleteObjects, headObject, objectKeys, presignPut, putObject } from '../storage/s3';
-import { addSlotChange, withJobRetry } from './slots';
+import { addFreeNeutralMove, addSlotChange, withJobRetry } from './slots';
 import { getReservation, getRetryWindow, getSubmissionItem, reservationKey, type ReservationItem } from './reservations';
 import { presentWorkerSubmission, submissionIndexes, type DeviceFields, type PlannedUpload, type SubmissionItem } from './model';
 import { issuesToDetails } from '../http/middlewares/validate';
@@ -286,6 +286,7 @@ export async function completeUpload(
       values: { ':sid': s.id, ':ru': w.reserved_until },
     });
     if (job) addSlotChange(tx, job, { reserved: -Number(w.slots), pending: n, extra: summaryClauses(cat, 'submitted') });
+    else if (mode === 'upload') addFreeNeutralMove(tx, s.job_id, { reserved: -n, pending: n, extra: summaryClauses(cat, 'submitted') });
     const idx = submissionIndexes(s).buyer;
     const view = presentWorkerSubmission({
       ...s,
@@ -333,8 +334,11 @@ export async function completeUpload(
     await tx.commit();
     return view;
   };
+  // Every reserved slot becomes pending (the usual case): the free slots do not move, so the job
+  // update needs no snapshot and concurrent completions and approvals do not cancel each other.
+  const neutral = mode === 'upload' && Number(w.slots) === n;
   const complete = (unlessReady: boolean) =>
-    mode === 'upload' ? withJobRetry(sub!.job_id, (job) => build(job, unlessReady), undefined, opts.known?.job ?? undefined) : build(null, unlessReady);
+    mode === 'upload' && !neutral ? withJobRetry(sub!.job_id, (job) => build(job, unlessReady), undefined, opts.known?.job ?? undefined) : build(null, unlessReady);
   let view: ReturnType<typeof presentWorkerSubmission>;
   let decideHere = false;
   try {

@@ -115,6 +115,16 @@ describe('GET /v1/jobs/{id}', () => {
   });
 });
 
+describe('GET /v1/billing/credits', () => {
+  test('answers from the balance read for the credits header: 2 calls in 2 steps, body and header agree', async () => {
+    await rt.request('GET', '/v1/me', { key: b.live });
+    const { result: r, commands } = await measured(() => rt.request('GET', '/v1/billing/credits', { key: b.live }));
+    expect(r.status).toBe(200);
+    expect(commands).toEqual(['BatchGetItemCommand', 'UpdateItemCommand']);
+    expect(r.headers['x-service-credits-remaining']).toBe(String(r.json.available_cents));
+  });
+});
+
 describe('POST /v1/jobs', () => {
   test('a test-environment creation makes 4 calls: authentication with the count, one batch, the idempotency lock, one transaction', async () => {
     await rt.request('GET', '/v1/me', { key: b.test });

@@ -61,8 +61,9 @@ async function tenantReads(route: RouteDef, p: BuyerPrincipal, resKey: Key | nul
   // A key DynamoDB left unprocessed was not read: whoever needs it reads it itself.
   const unprocessed = out.UnprocessedKeys?.[tableName()]?.Keys ?? [];
   const read = (k: Key | null): k is Key => !!k && !unprocessed.some((u) => u.PK === k.PK && u.SK === k.SK);
+  // The organization and balance go to every route (the credits route answers from them too).
   const tenant: TenantReads | undefined =
-    read(orgKey) && read(balKey) && (!setKey || read(setKey)) ? { org, balance: bal, ...(setKey ? { settings: find(setKey) } : {}), ...(lots ? { lots } : {}) } : undefined;
+    read(orgKey) && read(balKey) ? { org, balance: bal, ...(setKey && read(setKey) ? { settings: find(setKey) } : {}), ...(lots ? { lots } : {}) } : undefined;
   return {
     limits,
     credits: Number(bal?.available_cents ?? 0),
