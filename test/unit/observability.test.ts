@@ -4,6 +4,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { HeadBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import { DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 
@@ -62,6 +64,32 @@ test('in Lambda, traced() instruments an SDK client with X-Ray by its first call
   const local = withEnv({ AWS_LAMBDA_FUNCTION_NAME: undefined, RUNTIME: 'local' }, () => mod.traced(new S3Client({ region: 'eu-west-1' })));
   await mod.tracingReady(local);
   expect(local.middlewareStack.identify().join()).not.toMatch(/XRay/i);
+});
+
+test('in Lambda, a DynamoDB document client over a traced client sends through the same X-Ray instrumentation, added once', async () => {
+  let mod!: typeof import('../../shared/observability/tracer');
+  jest.isolateModules(() => {
+    mod = require('../../shared/observability/tracer') as typeof import('../../shared/observability/tracer');
+  });
+  const lambdaEnv = { AWS_LAMBDA_FUNCTION_NAME: 'fn', RUNTIME: undefined, AWS_EXECUTION_ENV: 'AWS_Lambda_nodejs22.x' };
+  await withEnvAsync(lambdaEnv, async () => {
+    const raw = mod.traced(new DynamoDBClient({ region: 'eu-west-1', credentials: { accessKeyId: 'a', secretAccessKey: 'b' } }));
+    const doc = mod.traced(DynamoDBDocumentClient.from(raw));
+    const seen: string[] = [];
+    raw.middlewareStack.add(
+      () => async () => {
+        seen.push(raw.middlewareStack.identify().join());
+        return { output: { $metadata: {} }, response: {} } as never;
+      },
+      { step: 'finalizeRequest', priority: 'low', name: 'offline' },
+    );
+    await doc.send(new GetCommand({ TableName: 't', Key: { PK: 'a', SK: 'b' } }));
+    await raw.send(new GetItemCommand({ TableName: 't', Key: { PK: { S: 'a' }, SK: { S: 'b' } } }));
+    expect(seen).toHaveLength(2);
+    expect(seen[0]).toMatch(/XRay/i);
+    // One instrumentation on the shared stack, not one per client.
+    expect(raw.middlewareStack.identify().filter((m) => /XRay/i.test(m))).toHaveLength(1);
+  });
 });
 
 test('every AWS SDK client created under shared/ goes through traced()', () => {
