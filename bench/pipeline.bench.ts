@@ -197,7 +197,7 @@ export async function run(): Promise<string> {
       await annotateImage(bytes);
       annCpu += cpuSeconds() - c;
       c = cpuSeconds();
-      await scorer.score({ job: sj, sandboxDirective: null, file: { content_type: 'image/jpeg', bytes, s3: { bucket: 'b', key: 'k' }, metadata, original_filename: 'p.jpg', transcript: null, transcript_unavailable: null, image_quality: await analyzeImage(bytes) } });
+      await scorer.score({ job: sj, sandboxDirective: null, file: { content_type: 'image/jpeg', bytes, s3: { bucket: 'b', key: 'k' }, metadata, original_filename: 'p.jpg', transcript: null, transcript_unavailable: null, image_quality: await analyzeImage(bytes, { palette: false }) } });
       scoreCpu += cpuSeconds() - c;
     }
     annCpu /= MODEL_ROUNDS;

@@ -234,7 +234,7 @@ export async function scoreObject(key: string): Promise<StageOutcome> {
           ...(transcription.status === 'completed'
             ? { transcript: transcription.speech.transcript.full_text || null, transcript_unavailable: transcription.speech.transcript.full_text ? null : 'no speech in the recording' }
             : { transcript: null, transcript_unavailable: transcription.status === 'unavailable' ? transcription.reason : null }),
-          ...(category === 'image' && scorer.name === 'local' ? { image_quality: await analyzeImage(bytes) } : {}),
+          ...(category === 'image' && scorer.name === 'local' ? { image_quality: await analyzeImage(bytes, { palette: false }) } : {}),
         },
       });
     }
