@@ -8,7 +8,11 @@
  * re-encoded, recompressed, resized or lightly brightened copy keeps (nearly) the same bits, while a
  * different scene flips about half of them. Two hashes are compared by their Hamming distance.
  */
-import sharp from 'sharp';
+import type { default as Sharp } from 'sharp';
+
+/** sharp (a native addon) is loaded by the first hash, not when the scoring consumer loads. */
+let loaded: Promise<typeof Sharp> | null = null;
+const loadSharp = () => (loaded ??= import('sharp').then((m) => ((m as { default?: typeof Sharp }).default ?? (m as unknown as typeof Sharp))));
 
 const N = 32;
 const K = 8;
@@ -22,6 +26,7 @@ const COS: Float64Array[] = Array.from({ length: K }, (_, u) => {
 
 /** The 64-bit hash of the image bytes as 16 lowercase hex characters. */
 export async function perceptualHash(input: Buffer): Promise<string> {
+  const sharp = await loadSharp();
   const px = await sharp(input, { failOn: 'none' })
     .rotate()
     .flatten({ background: '#ffffff' })
