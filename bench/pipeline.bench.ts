@@ -197,7 +197,7 @@ export async function run(): Promise<string> {
       await annotateImage(bytes);
       annCpu += cpuSeconds() - c;
       c = cpuSeconds();
-      await scorer.score({ job: sj, sandboxDirective: null, file: { content_type: 'image/jpeg', bytes, s3: { bucket: 'b', key: 'k' }, metadata, original_filename: 'p.jpg', transcript: null, transcript_unavailable: null, image_quality: await analyzeImage(bytes) } });
+      await scorer.score({ job: sj, sandboxDirective: null, file: { content_type: 'image/jpeg', bytes, s3: { bucket: 'b', key: 'k' }, metadata, original_filename: 'p.jpg', transcript: null, transcript_unavailable: null, image_quality: await analyzeImage(bytes, { palette: false }) } });
       scoreCpu += cpuSeconds() - c;
     }
     annCpu /= MODEL_ROUNDS;
@@ -250,6 +250,7 @@ export async function run(): Promise<string> {
     const machine0 = machineBusySeconds();
     const cpu0 = cpuSeconds();
     const child0 = childCpuSeconds();
+    const elu0 = performance.eventLoopUtilization();
     const t0 = performance.now();
     await Promise.all(
       Array.from({ length: CONCURRENCY }, async () => {
@@ -262,6 +263,7 @@ export async function run(): Promise<string> {
       }),
     );
     const wall = performance.now() - t0;
+    const elu = performance.eventLoopUtilization(elu0).utilization;
     const cpuSelf = cpuSeconds() - cpu0;
     const child1 = childCpuSeconds();
     const machine1 = machineBusySeconds();
@@ -320,7 +322,9 @@ export async function run(): Promise<string> {
       `| ${CONCURRENCY} workers: upload request (multipart → 202) | ${f(q(up, 0.5))} | ${f(q(up, 0.99))} |`,
       `| ${CONCURRENCY} workers: upload start → verdict | ${f(loadedP50)} | ${f(q(lat, 0.99))} |`,
       '',
-      `Verdicts under load: ${Object.entries(statuses).map(([k, v]) => `${v} ${k}`).join(', ')}; ${f2(loadedCalls)} DynamoDB calls per approved file (${f2(failedCalls)} of them failed: transactions cancelled by a concurrent change and retried). Other processes on this shared machine used ${(others / (wall / 1000)).toFixed(2)} cores meanwhile, leaving ${coresLeft.toFixed(2)}: bound ${boundLeft.toFixed(0)} per minute, **${f2(perMin / boundLeft)} of the bound on the cores left**. Throughput: ${perMin.toFixed(0)} submissions per minute (wall ${(wall / 1000).toFixed(1)} s); the CPU bound is ${cores} cores ÷ ${f2(perImage)} s = ${bound.toFixed(0)} per minute, so **${f2(perMin / bound)} of the bound**. Loaded p50 ${f(loadedP50)} against isolated p50 ${f(isoP50)} + the queueing the bound implies ((${CONCURRENCY} − ${cores}) × ${f2(perImage)} s ÷ ${cores} = ${f(queueing)}): **${f2(loadedP50 / (1.5 * isoP50 + queueing))} of 1.5 × isolated + queueing**; with the queueing on the cores left (${f(queueingLeft)}), **${f2(loadedP50 / (1.5 * isoP50 + queueingLeft))}** (≤ 1 meets the goal).`,
+      `Verdicts under load: ${Object.entries(statuses).map(([k, v]) => `${v} ${k}`).join(', ')}; ${f2(loadedCalls)} DynamoDB calls per approved file (${f2(failedCalls)} of them failed: transactions cancelled by a concurrent change and retried). Other processes on this shared machine used ${(others / (wall / 1000)).toFixed(2)} cores meanwhile, leaving ${coresLeft.toFixed(2)}: bound ${boundLeft.toFixed(0)} per minute, **${f2(perMin / boundLeft)} of the bound on the cores left**. The main thread of this process (HTTP handlers, both consumers, the face/object/NSFW models on WASM; OCR runs in a worker thread, image decoding in libuv's pool) was busy ${(elu * 100).toFixed(0)} % of the wall time. Throughput: ${perMin.toFixed(0)} submissions per minute (wall ${(wall / 1000).toFixed(1)} s); the CPU bound is ${cores} cores ÷ ${f2(perImage)} s = ${bound.toFixed(0)} per minute, so **${f2(perMin / bound)} of the bound**. Loaded p50 ${f(loadedP50)} against isolated p50 ${f(isoP50)} + the queueing the bound implies ((${CONCURRENCY} − ${cores}) × ${f2(perImage)} s ÷ ${cores} = ${f(queueing)}): **${f2(loadedP50 / (1.5 * isoP50 + queueing))} of 1.5 × isolated + queueing**; with the queueing on the cores left (${f(queueingLeft)}), **${f2(loadedP50 / (1.5 * isoP50 + queueingLeft))}** (≤ 1 meets the goal).`,
+      '',
+      `What bounds throughput here is the main thread, not the cores: the local runtime runs the HTTP handlers and every consumer invocation in one Node.js process, and the face, object and NSFW models (tfjs on WASM) run on its one event loop, so with ${CONCURRENCY} workers that loop is saturated while the second core still has room (DynamoDB Local, the OCR worker thread and sharp use it). Deployed, every Lambda invocation has its own process and core share. Reaching 0.9 of the 2-core bound locally needs the consumers (or at least the annotation models) off the main thread, in worker threads or child processes; that is not done.`,
     ].join('\n');
   } finally {
     await rt.stop();

@@ -58,6 +58,9 @@ export interface ImageQuality {
   elapsed_ms: number;
 }
 
+/** The measurements without the colour palette (what the local scorer rates: `analyzeImage(…, { palette: false })`). */
+export type ImageMeasures = Omit<ImageQuality, 'palette' | 'color_palette'>;
+
 export const ANALYSIS_SIZE = 512;
 
 export function blurScoreFromVariance(variance: number): number {
@@ -82,8 +85,14 @@ async function loadSharp(): Promise<(input?: Buffer | string, options?: import('
   return (mod.default ?? mod) as unknown as (input?: Buffer | string, options?: import('sharp').SharpOptions) => Sharp;
 }
 
-/** Analyse an image (bytes or path). Throws when sharp cannot decode it. */
-export async function analyzeImage(input: Buffer | string): Promise<ImageQuality> {
+/**
+ * Analyse an image (bytes or path). Throws when sharp cannot decode it. `palette: false` skips the
+ * dominant colours (a k-means pass costing about as much as the rest of the analysis) for callers
+ * that only rate the image.
+ */
+export async function analyzeImage(input: Buffer | string): Promise<ImageQuality>;
+export async function analyzeImage(input: Buffer | string, opts: { palette: false }): Promise<ImageMeasures>;
+export async function analyzeImage(input: Buffer | string, opts: { palette?: boolean } = {}): Promise<ImageQuality | ImageMeasures> {
   const t0 = performance.now();
   const sharp = await loadSharp();
   const base = sharp(input, { failOn: 'none' });
@@ -169,8 +178,7 @@ export async function analyzeImage(input: Buffer | string): Promise<ImageQuality
     }
   }
 
-  const palette = dominantColours(data, w, h, ch);
-  return {
+  const measures = {
     width: meta.width ?? w,
     height: meta.pageHeight ?? meta.height ?? h,
     analysed_width: w,
@@ -185,10 +193,10 @@ export async function analyzeImage(input: Buffer | string): Promise<ImageQuality
     noise_level: noiseLevelFrom(noiseSigma),
     entropy: round4(entropy / 8),
     edge_density: round4(lapN > 0 ? edges / lapN : 0),
-    palette,
-    color_palette: palette.map((p) => p.hex),
-    elapsed_ms: Math.round(performance.now() - t0),
   };
+  if (opts.palette === false) return { ...measures, elapsed_ms: Math.round(performance.now() - t0) };
+  const palette = dominantColours(data, w, h, ch);
+  return { ...measures, palette, color_palette: palette.map((p) => p.hex), elapsed_ms: Math.round(performance.now() - t0) };
 }
 
 /** Median of 9 values by a fixed exchange network (Paeth / Devillard opt_med9). */

@@ -32,7 +32,7 @@
  * Consequences (tested): a flat single-colour image scores 1 (≤ 2); a sharp, well-exposed
  * image meeting every constraint scores 4–5 (≥ 3); a heavily blurred one scores 1.
  */
-import { analyzeImage, type ImageQuality } from '../media/image-quality';
+import { analyzeImage, type ImageMeasures } from '../media/image-quality';
 import { categoryOf, normalizeContentType } from '../media/sniff';
 import { clampStar, reasonCodesFromDimensions, type Dimensions, type ScoreResult, type Scorer, type ScoringInput } from './types';
 
@@ -41,7 +41,7 @@ const NEAR_UNIFORM_ENTROPY = 0.15;
 
 const clampDim = (n: number) => Math.max(1, Math.min(5, Math.round(n)));
 
-export function imageQualityScore(q: ImageQuality): { quality: number; notes: string[]; nearUniform: boolean } {
+export function imageQualityScore(q: ImageMeasures): { quality: number; notes: string[]; nearUniform: boolean } {
   const notes: string[] = [];
   const nearUniform = q.entropy < NEAR_UNIFORM_ENTROPY;
   if (nearUniform) {
@@ -100,7 +100,7 @@ export class LocalScorer implements Scorer {
     let quality = 3;
     let relevance = 3;
     if (category === 'image') {
-      const q = file.image_quality ?? (await analyzeImage(requireInput(file)));
+      const q = file.image_quality ?? (await analyzeImage(requireInput(file), { palette: false }));
       const r = imageQualityScore(q);
       quality = r.quality;
       notes.push(...r.notes);
@@ -197,7 +197,7 @@ export class LocalScorer implements Scorer {
       const { extractKeyframes } = await import('../media/annotate-image');
       const [frame] = await extractKeyframes(requireInput(file), md.duration_seconds, [0.5], 512);
       if (frame) {
-        const q = await analyzeImage(frame.png);
+        const q = await analyzeImage(frame.png, { palette: false });
         if (q.entropy < NEAR_UNIFORM_ENTROPY) {
           empty = true;
           quality = 1;

@@ -2,7 +2,7 @@
  * The scoring provider interface (D28). Every provider returns integer stars 1..5 and the three
  * dimensions of the `submission.scored` event (relevance, quality, instruction_compliance).
  */
-import type { ImageQuality } from '../media/image-quality';
+import type { ImageMeasures } from '../media/image-quality';
 import type { MediaMetadata } from '../media/metadata';
 
 /** The job fields scoring reads (D17 echo names). */
@@ -41,7 +41,7 @@ export interface ScoringFile {
   s3?: S3ObjectRef;
   metadata: ScoringMetadata;
   /** precomputed image analysis (saves a decode when annotation already ran) */
-  image_quality?: ImageQuality;
+  image_quality?: ImageMeasures;
   /** audio/video loudness when measured (annotate-image.ts `loudness`) */
   mean_volume_db?: number | null;
   /** transcript text of the speech (Amazon Transcribe, D65), for audio and video sound tracks */

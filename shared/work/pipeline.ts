@@ -10,9 +10,9 @@
  *
  * Each stage writes only its own attributes of the file's part, conditioned on the upload round,
  * and skips work already done, so redelivered and duplicated events are harmless. Each then tries
- * the fan-in (verdict.ts). Unknown keys, stale rounds and decided submissions are acknowledged
- * and dropped; anything unexpected throws, so the message is retried and, after maxReceiveCount,
- * parked in the dead-letter queue.
+ * the fan-in (verdict.ts) on the item its write returned. Unknown keys, stale rounds and decided
+ * submissions are acknowledged and dropped; anything unexpected throws, so the message is retried
+ * and, after maxReceiveCount, parked in the dead-letter queue.
  */
 import type { SandboxDirective } from '../scoring/types';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
@@ -36,7 +36,6 @@ import { deleteObjects, getObjectBytes, objectKeys, parseUploadKey, putObject } 
 import { trustReads, trustResult, type TrustAttrs } from '../trust';
 import { batchGetConsistent, keyId } from '../db/batch-get';
 import { perceptualHash } from '../trust/phash';
-import { getSubmissionItem } from './reservations';
 import { completeIfAllLanded } from './uploads';
 import { tryVerdictOn } from './verdict';
 import type { FilePart, PlannedUpload, SubmissionItem } from './model';
@@ -234,7 +233,7 @@ export async function scoreObject(key: string): Promise<StageOutcome> {
           ...(transcription.status === 'completed'
             ? { transcript: transcription.speech.transcript.full_text || null, transcript_unavailable: transcription.speech.transcript.full_text ? null : 'no speech in the recording' }
             : { transcript: null, transcript_unavailable: transcription.status === 'unavailable' ? transcription.reason : null }),
-          ...(category === 'image' && scorer.name === 'local' ? { image_quality: await analyzeImage(bytes) } : {}),
+          ...(category === 'image' && scorer.name === 'local' ? { image_quality: await analyzeImage(bytes, { palette: false }) } : {}),
         },
       });
     }

@@ -25,22 +25,20 @@ import { keys } from '../db/keys';
 import { Tx } from '../db/tx';
 import { newId } from '../ids';
 import { now, nowIso } from '../clock';
-import { audit } from '../audit';
 import { ConditionFailed, errors, type ErrorDetail } from '../errors';
-import { logger } from '../logger';
-import { recordResponse, systemContext, type MutationContext } from '../context';
+import type { MutationContext } from '../context';
 import { batchGetConsistent, keyId } from '../db/batch-get';
-import { summaryUpdate as summaryClauses } from './summary';
 import { ACTIVE_STATUSES, type JobItem } from '../jobs/model';
 import { checkUpload, MAX_SIZE_BYTES, categoryOf, normalizeContentType } from '../media/sniff';
-import { deleteObjects, headObject, objectKeys, presignPut, putObject } from '../storage/s3';
-import { addFreeNeutralMove, addSlotChange, withJobRetry } from './slots';
-import { getReservation, getRetryWindow, getSubmissionItem, reservationKey, type ReservationItem } from './reservations';
-import { presentWorkerSubmission, submissionIndexes, type DeviceFields, type PlannedUpload, type SubmissionItem } from './model';
+import { deleteObjects, objectKeys, presignPut, putObject } from '../storage/s3';
+import { reservationKey, type ReservationItem } from './reservations';
+import type { DeviceFields, PlannedUpload, SubmissionItem } from './model';
 import { issuesToDetails } from '../http/middlewares/validate';
-import { tryVerdict } from './verdict';
 import { parseMultipart } from './multipart';
 import { isMultipart, MAX_MULTIPART_BODY_BYTES, multipartTooLarge } from './upload-limits';
+import { completeUpload } from './complete-upload';
+
+export { completeUpload, completeIfAllLanded } from './complete-upload';
 
 export type UploadMode = 'upload' | 'retry';
 
@@ -240,159 +238,6 @@ export async function uploadPresigned(ctx: MutationContext, sub: SubmissionItem,
 }
 
 const cleanName = (name: string) => name.replace(/[\\/\x00-\x1f]/g, '_').slice(-255) || 'upload';
-
-/**
- * The upload is complete: awaiting_upload → pending_score (slots reserved → pending, the buyer
- * indexes, `submitted` on the job summary) or, for the retry, retry_pending → pending_score
- * (attempt 2; its slots are already pending). Idempotent: returns the worker view when the round
- * is already past this step; null when `checkObjects` finds a planned object missing or refused.
- * `known`: the submission (as planned), window and job the caller just read, so nothing is read
- * again (a stale job snapshot fails its condition and is read afresh).
- *
- * The fan-in: both stages may have finished before this commit, and then neither saw the
- * submission pending_score. So the completion is first conditioned on the round NOT being ready
- * for a verdict; committed, a stage is still to write and its write's item (pipeline.ts) shows
- * pending_score and both results, so that stage decides. When the condition fails because the
- * round is ready, the upload completes without it and takes the verdict itself.
- */
-export async function completeUpload(
-  ctx: MutationContext,
-  subId: string,
-  round: string,
-  opts: { checkObjects: boolean; known?: { sub: SubmissionItem; window: ReservationItem; job: JobItem | null } },
-): Promise<ReturnType<typeof presentWorkerSubmission> | null> {
-  let sub = opts.known?.sub ?? (await getSubmissionItem(subId));
-  if (!sub || sub.round !== round) return null;
-  if (sub.status !== 'awaiting_upload' && sub.status !== 'retry_pending') return presentWorkerSubmission(sub);
-  if (opts.checkObjects) {
-    if (Object.values(sub.parts ?? {}).some((p) => p.upload_error)) return null;
-    const heads = await Promise.all(sub.uploads.map((u) => headObject(u.key)));
-    if (heads.some((h) => h === null)) return null;
-  }
-  const mode: UploadMode = sub.status === 'retry_pending' ? 'retry' : 'upload';
-  const w = opts.known?.window ?? (mode === 'retry' ? await getRetryWindow(sub.id) : await getReservation(sub.job_id, sub.worker_id));
-  if (!w || w.submission_id !== sub.id || new Date(w.reserved_until).getTime() <= now().getTime()) {
-    throw conflict(mode === 'retry' ? 'The retry window has ended.' : 'The reservation has expired; accept the job again.', 'reservation_expired');
-  }
-  const n = sub.uploads.length;
-  const at = nowIso();
-  const cat = sub.category ?? categoryOf(sub.uploads[0]!.content_type)!;
-  const from = sub.status;
-  const build = async (job: JobItem | null, unlessReady: boolean) => {
-    const s = sub!;
-    const tx = new Tx();
-    tx.delete('reservation', reservationKey(w), {
-      condition: 'submission_id = :sid AND reserved_until = :ru',
-      values: { ':sid': s.id, ':ru': w.reserved_until },
-    });
-    if (job) addSlotChange(tx, job, { reserved: -Number(w.slots), pending: n, extra: summaryClauses(cat, 'submitted') });
-    else if (mode === 'upload') addFreeNeutralMove(tx, s.job_id, { reserved: -n, pending: n, extra: summaryClauses(cat, 'submitted') });
-    const idx = submissionIndexes(s).buyer;
-    const view = presentWorkerSubmission({
-      ...s,
-      status: 'pending_score',
-      attempt: mode === 'retry' ? 2 : 1,
-      submitted_at: at,
-      reserved_until: null,
-      slots_held: mode === 'retry' ? s.slots_held : n,
-    });
-    const notReady = unlessReady ? notReadyCondition(s.uploads.map((u) => u.file_id)) : null;
-    tx.update(
-      'submission',
-      keys.submission(s.id),
-      `SET #s = :ps, submitted_at = :t, updated_at = :t, reserved_until = :null, attempt = :a, GSI1PK = :g1, GSI1SK = :g1s, GSI2PK = :g2, GSI2SK = :g2s${mode === 'upload' ? ', slots_held = :n' : ''}`,
-      {
-        condition: `#s = :from AND #r = :round${notReady ? ` AND ${notReady.condition}` : ''}`,
-        names: { '#s': 'status', '#r': 'round', ...notReady?.names },
-        values: {
-          ':ps': 'pending_score',
-          ':t': at,
-          ':null': null,
-          ':a': mode === 'retry' ? 2 : 1,
-          ':g1': idx.GSI1PK,
-          ':g1s': idx.GSI1SK,
-          ':g2': idx.GSI2PK,
-          ':g2s': idx.GSI2SK,
-          ':from': from,
-          ':round': round,
-          ...(mode === 'upload' ? { ':n': n } : {}),
-          ...notReady?.values,
-        },
-      },
-    );
-    audit(tx, {
-      orgId: s.org_id,
-      eventType: mode === 'retry' ? 'submission.retried' : 'submission.submitted',
-      actor: ctx.actor,
-      env: s.environment,
-      resource: { type: 'submission', id: s.id },
-      jobId: s.job_id,
-      requestId: ctx.requestId,
-      data: { files: n, round },
-    });
-    recordResponse(ctx, tx, view, 202);
-    await tx.commit();
-    return view;
-  };
-  // Every reserved slot becomes pending (the usual case): the free slots do not move, so the job
-  // update needs no snapshot and concurrent completions and approvals do not cancel each other.
-  const neutral = mode === 'upload' && Number(w.slots) === n;
-  const complete = (unlessReady: boolean) =>
-    mode === 'upload' && !neutral ? withJobRetry(sub!.job_id, (job) => build(job, unlessReady), undefined, opts.known?.job ?? undefined) : build(null, unlessReady);
-  let view: ReturnType<typeof presentWorkerSubmission>;
-  let decideHere = false;
-  try {
-    try {
-      view = await complete(true);
-    } catch (e) {
-      if (!(e instanceof ConditionFailed && e.reasons.includes('submission'))) throw e;
-      // The round may be ready for a verdict already (both stages done): complete without the
-      // condition and take the verdict here. Anything else changed: report below.
-      const now = await getSubmissionItem(subId);
-      if (!now || now.round !== round || now.status !== from) throw e;
-      sub = now;
-      decideHere = true;
-      view = await complete(false);
-    }
-  } catch (e) {
-    if (!(e instanceof ConditionFailed)) throw e;
-    // Someone else completed (or ended) it: report the state as it is.
-    sub = (await getSubmissionItem(subId))!;
-    if (sub.round === round && sub.status === 'pending_score') return presentWorkerSubmission(sub);
-    throw conflict('The reservation ended before the upload completed.', 'reservation_expired');
-  }
-  if (decideHere) {
-    await tryVerdict(subId).catch((err: Error) => logger.error('fan-in after upload failed', { error: err, submission_id: subId }));
-  }
-  return view;
-}
-
-/**
- * A condition that holds while the files' round is NOT ready for a verdict (verdict.ts
- * `readyForVerdict`): no file rejected by a pre-check, and some file without its score or its
- * annotations (null annotations count as written).
- */
-function notReadyCondition(fileIds: string[]): { condition: string; names: Record<string, string>; values: Record<string, unknown> } {
-  const names: Record<string, string> = { '#pp': 'parts', '#psc': 'score', '#pan': 'annotations', '#ppr': 'precheck_rejected' };
-  const noPrecheck: string[] = [];
-  const missing: string[] = [];
-  fileIds.forEach((id, i) => {
-    names[`#pf${i}`] = id;
-    noPrecheck.push(`NOT (#pp.#pf${i}.#psc.#ppr = :ptrue)`);
-    missing.push(`attribute_not_exists(#pp.#pf${i}.#psc) OR attribute_not_exists(#pp.#pf${i}.#pan)`);
-  });
-  return { condition: `(${noPrecheck.join(' AND ')}) AND (${missing.join(' OR ')})`, names, values: { ':ptrue': true } };
-}
-
-/** Pipeline side of a pre-signed upload: the scoring stage calls this when an object lands. */
-export async function completeIfAllLanded(subId: string, round: string): Promise<void> {
-  try {
-    await completeUpload(systemContext('pipeline'), subId, round, { checkObjects: true });
-  } catch (e) {
-    if (e instanceof Error && (e as { status?: number }).status === 409) return; // expired meanwhile: the sweep ends it
-    throw e;
-  }
-}
 
 /** Body schema of the upload routes: JSON asks for pre-signed URLs; a multipart body validates as `{}`. */
 export const uploadBodySchema = presignRequestSchema.extend({ files: presignRequestSchema.shape.files.optional() });

@@ -2,11 +2,13 @@
  * The fan-in and the verdict (D26, D27, D29, D47, D54, D67, D68).
  *
  * Both pipeline stages write their result for a file into `parts[file_id]` of the submission and
- * then call `tryVerdict`, which reads the submission consistently: the verdict is taken once every
- * planned file has a score AND annotations (or at once when a pre-check rejected a file, D26), in
- * one transaction conditioned on `status = pending_score` and the upload round. Of two concurrent
- * callers exactly one commits; a duplicated S3 event finds the part already written and the status
- * already final, so it never approves or charges twice.
+ * then call `tryVerdictOn` with the item their conditional write returned (ALL_NEW, or ALL_OLD when
+ * the condition failed), so no second read: the later of two writes holds both results. Other
+ * callers (an upload completing after both stages) use `tryVerdict`, which reads consistently. The
+ * verdict is taken once every planned file has a score AND annotations (or at once when a
+ * pre-check rejected a file, D26), in one transaction conditioned on `status = pending_score` and
+ * the upload round. Of two concurrent callers exactly one commits; a duplicated S3 event finds the
+ * part already written and the status already final, so it never approves or charges twice.
  *
  * At the verdict the content policy is applied to each file's annotations (D67: a violation is a
  * final 1-star rejection with `policy_violation`), the speech of audio and video is merged into the

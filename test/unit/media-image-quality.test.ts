@@ -30,6 +30,18 @@ describe('D55 blur_score (0..1, higher = blurrier)', () => {
     expect(veryBlurred.blur_score).toBeGreaterThan(0.85);
   });
 
+  it('without the palette (what the local scorer asks for): the same measurements, no palette fields', async () => {
+    const full = await analyzeImage(detailed);
+    const rated = await analyzeImage(detailed, { palette: false });
+    const { palette, color_palette, elapsed_ms, ...measures } = full;
+    expect(palette.length).toBeGreaterThan(0);
+    expect({ ...rated, elapsed_ms: 0 }).toEqual({ ...measures, elapsed_ms: 0 });
+    expect(rated).not.toHaveProperty('palette');
+    expect(rated).not.toHaveProperty('color_palette');
+    void color_palette;
+    void elapsed_ms;
+  });
+
   it('is a monotonic map of the Laplacian variance into 0..1', () => {
     expect(blurScoreFromVariance(0)).toBe(1);
     expect(blurScoreFromVariance(100)).toBe(0.5);
