@@ -204,6 +204,8 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       TABLE_NAME: tableName,
       BUCKET_NAME: bucketName,
       DYNAMODB_ENDPOINT: dynamoEndpoint,
+      // Our DynamoDB Local on disk: make committed transactions survive a SIGKILL (shared/db/client).
+      LOCAL_DYNAMODB_DURABLE_TRANSACTIONS: dynamo && dataDir ? '1' : '0',
       S3_ENDPOINT: s3.endpoint,
       SQS_ENDPOINT: sqsEmulator.endpoint,
       LOCAL_SECRETS_FILE: secrets.file,

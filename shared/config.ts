@@ -11,6 +11,11 @@ export interface Config {
   bucketName: string;
   /** Endpoints of the local emulators; unset in AWS. */
   dynamoEndpoint?: string;
+  /**
+   * Local runtime on a persistent DynamoDB Local: follow every transaction with a plain write, the
+   * only thing that makes DynamoDB Local persist a committed transaction at once (shared/db/client).
+   */
+  localDurableTransactions?: boolean;
   s3Endpoint?: string;
   sqsEndpoint?: string;
   /** Queue URLs by logical queue name (wiring). */
@@ -41,6 +46,7 @@ export function config(): Config {
     tableName: e.TABLE_NAME ?? 'marketplace',
     bucketName: e.BUCKET_NAME ?? 'marketplace-media',
     dynamoEndpoint: e.DYNAMODB_ENDPOINT || undefined,
+    localDurableTransactions: e.LOCAL_DYNAMODB_DURABLE_TRANSACTIONS === '1',
     s3Endpoint: e.S3_ENDPOINT || undefined,
     sqsEndpoint: e.SQS_ENDPOINT || undefined,
     queueUrls,
