@@ -11,7 +11,6 @@
  */
 import { Readable } from 'node:stream';
 import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { Upload } from '@aws-sdk/lib-storage';
 import { db, tableName } from '../db/client';
 import { keys, indexKeys } from '../db/keys';
 import { Tx } from '../db/tx';
@@ -20,7 +19,6 @@ import { config } from '../config';
 import { emit } from '../outbox';
 import { ConditionFailed } from '../errors';
 import { logger } from '../logger';
-import { s3 } from '../storage/s3-client';
 import { encoder, type Counter } from './formats';
 import { exportContentType, exportObjectKey, type ExportError, type ExportItem } from './model';
 
@@ -89,6 +87,9 @@ export async function buildExport(exportId: string): Promise<BuildOutcome> {
       })(),
       { objectMode: false, highWaterMark: 1024 * 1024 },
     );
+    // The S3 SDK and its multipart uploader are loaded by the build (the exports consumer), not by
+    // the API routes that only read and queue exports through this module.
+    const [{ Upload }, { s3 }] = await Promise.all([import('@aws-sdk/lib-storage'), import('../storage/s3-client')]);
     const upload = new Upload({
       client: s3(),
       params: { Bucket: config().bucketName, Key: key, Body: body, ContentType: exportContentType(running.format) },
