@@ -160,7 +160,8 @@ export const ROUTES: readonly RouteDef[] = [
   buyer('jobs.create', 'POST', '/v1/jobs', 'functions/jobs/create.ts', 'jobs:write', {
     successStatus: 201,
     access: { table: 'write', ...PAYS }, // a crossing of the low-balance threshold runs the auto top-up (D34)
-    reads: ['settings', 'live_credit_lots'], // D34 threshold; a live job's escrow draws on the lots (D33)
+    // The low-balance threshold (D34) and, for a live job's escrow, the credit lots (D33).
+    reads: ['settings', 'live_credit_lots'],
   }),
   buyer('jobs.list', 'GET', '/v1/jobs', 'functions/jobs/list.ts', 'jobs:read', { access: LIST }),
   buyer('jobs.get', 'GET', '/v1/jobs/{job_id}', 'functions/jobs/get.ts', 'jobs:read', {
