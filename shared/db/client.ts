@@ -35,7 +35,7 @@ export function dynamo(): DynamoDBClient {
  * with a PutItem of one marker item, through its own client (request counters never see it).
  */
 function persistTransactionsAtOnce(client: DynamoDBClient, endpoint: string, region: string): void {
-  const flusher = new DynamoDBClient({ region, endpoint, credentials: localCredentials, maxAttempts: 3 });
+  const flusher = traced(new DynamoDBClient({ region, endpoint, credentials: localCredentials, maxAttempts: 3 }));
   client.middlewareStack.add(
     (next, context) => async (args) => {
       const out = await next(args);
