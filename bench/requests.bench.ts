@@ -4,6 +4,7 @@
  * on the same emulator in the same run (sequential, one request at a time).
  */
 import { randomBytes } from 'node:crypto';
+import { benchClient, fundedBuyer } from './support';
 import { BatchGetCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 
 const N = 300;
@@ -21,25 +22,9 @@ export async function run(): Promise<string> {
   try {
     const { db, tableName } = await import('../shared/db/client');
     const { keys } = await import('../shared/db/keys');
-    const { confirmCheckout } = await import('../shared/billing');
     const { recordDynamoCalls } = await import('../test/support/dynamo-calls');
-    const req = async (method: string, path: string, key: string, body?: unknown, headers: Record<string, string> = {}) => {
-      const res = await fetch(`${rt.url}${path}`, {
-        method,
-        headers: { Authorization: `Bearer ${key}`, ...(body ? { 'Content-Type': 'application/json' } : {}), ...headers },
-        body: body ? JSON.stringify(body) : undefined,
-      });
-      const json = (await res.json()) as any;
-      if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
-      return json;
-    };
-    const signup = await fetch(`${rt.url}/v1/auth/signup`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'Bench', email: `bench-${randomBytes(6).toString('hex')}@example.com` }) });
-    const s = (await signup.json()) as any;
-    const key: string = s.api_key.secret;
-    const orgId: string = s.organization.id;
-    await db().send(new UpdateCommand({ TableName: tableName(), Key: keys.organization(orgId), UpdateExpression: 'SET rate_limits = :l', ExpressionAttributeValues: { ':l': { perMinute: 1e6, perHour: 1e7 } } }));
-    const cs = await req('POST', '/v1/billing/credits/purchase', key, { amount_cents: 100_000 }, { 'Idempotency-Key': 'bench-purchase' });
-    await confirmCheckout(cs.id, { paymentMethod: 'pm_bench', providerRef: cs.id });
+    const req = benchClient(rt);
+    const { key, orgId } = await fundedBuyer(rt, 100_000);
     const body = { type: 'data_collection', description: 'Benchmark job: photos of storefronts', files_needed: 2, accepted_formats: ['image/jpeg'], price_per_file_cents: 10 };
     const job = await req('POST', '/v1/jobs', key, body, { 'Idempotency-Key': 'warm-up' });
 

@@ -1,7 +1,7 @@
-import { ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import type { SQSEvent, SQSRecord } from 'aws-lambda';
-import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
-import { accept, createJob, detailedJpeg, liveBuyer, signupWorker, uploadFile } from './support';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSEvent } from 'aws-lambda';
+import { startTestRuntime, type TestRuntime } from '../support/harness';
+import { accept, createJob, detailedJpeg, liveBuyer, queueClient, signupWorker, sqsRecord, takeMessage, uploadFile } from './support';
 
 // D54 idempotency: the consumers run here by hand (pollers off), so one S3 event can be delivered
 // to each stage twice at the same moment, and again after the verdict.
@@ -14,7 +14,7 @@ describe('pipeline consumers: duplicated S3 events and poison messages', () => {
   beforeAll(async () => {
     process.env.LOCAL_FIXED_OTP = '123456';
     rt = await startTestRuntime({ enablePollers: false });
-    sqs = new SQSClient({ endpoint: rt.sqsEndpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+    sqs = queueClient(rt);
     score = (await import('../../functions/pipeline/score')).handler as never;
     annotate = (await import('../../functions/pipeline/annotate')).handler as never;
   });
@@ -23,15 +23,7 @@ describe('pipeline consumers: duplicated S3 events and poison messages', () => {
     await rt?.stop();
   });
 
-  const record = (body: string, id: string): SQSRecord => ({ messageId: id, body, receiptHandle: id, attributes: {} as never, messageAttributes: {}, md5OfBody: '', eventSource: 'aws:sqs', eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:x', awsRegion: 'us-east-1' });
 
-  async function receiveOne(queue: string): Promise<string> {
-    const got = await waitFor(async () => {
-      const r = await sqs.send(new ReceiveMessageCommand({ QueueUrl: rt.queues.get(queue)!.url, MaxNumberOfMessages: 1, WaitTimeSeconds: 0, VisibilityTimeout: 300 }));
-      return r.Messages?.[0]?.Body ?? null;
-    });
-    return got;
-  }
 
   it('D54: the same S3 event delivered twice to both stages yields one verdict, one File and one charge', async () => {
     const buyer = await liveBuyer(rt);
@@ -39,19 +31,19 @@ describe('pipeline consumers: duplicated S3 events and poison messages', () => {
     const w = await signupWorker(rt);
     const a = await accept(rt, w.token, job.id);
     expect((await uploadFile(rt, w.token, a.json.id, await detailedJpeg(5))).status).toBe(202);
-    const scoringBody = await receiveOne('scoring');
-    const annotationBody = await receiveOne('annotation');
+    const scoringBody = await takeMessage(rt, sqs, 'scoring');
+    const annotationBody = await takeMessage(rt, sqs, 'annotation');
     expect(JSON.parse(scoringBody).detail.object.key).toMatch(new RegExp(`^uploads/${a.json.id}/`));
 
     const results = await Promise.all([
-      score({ Records: [record(scoringBody, 's1')] }),
-      score({ Records: [record(scoringBody, 's2')] }),
-      annotate({ Records: [record(annotationBody, 'a1')] }),
-      annotate({ Records: [record(annotationBody, 'a2')] }),
+      score({ Records: [sqsRecord(scoringBody, 's1')] }),
+      score({ Records: [sqsRecord(scoringBody, 's2')] }),
+      annotate({ Records: [sqsRecord(annotationBody, 'a1')] }),
+      annotate({ Records: [sqsRecord(annotationBody, 'a2')] }),
     ]);
     expect(results.flatMap((r) => r.batchItemFailures)).toEqual([]);
     // A third delivery after the verdict changes nothing either.
-    await Promise.all([score({ Records: [record(scoringBody, 's3')] }), annotate({ Records: [record(annotationBody, 'a3')] })]);
+    await Promise.all([score({ Records: [sqsRecord(scoringBody, 's3')] }), annotate({ Records: [sqsRecord(annotationBody, 'a3')] })]);
 
     const sub = await rt.request('GET', `/internal/worker/submissions/${a.json.id}`, { key: w.token });
     expect(sub.json.status).toBe('approved');
@@ -68,7 +60,7 @@ describe('pipeline consumers: duplicated S3 events and poison messages', () => {
     const unknownKey = JSON.stringify({ 'detail-type': 'Object Created', source: 'aws.s3', detail: { bucket: { name: rt.bucketName }, object: { key: 'uploads/not-ours.jpg', size: 1 } } });
     const staleSub = JSON.stringify({ 'detail-type': 'Object Created', source: 'aws.s3', detail: { object: { key: 'uploads/sub_01JZZZZZZZZZZZZZZZZZZZZZZZ/abc/file_01JZZZZZZZZZZZZZZZZZZZZZZZ.jpg' } } });
     for (const h of [score, annotate]) {
-      const out = await h({ Records: [record('not json', 'poison'), record('{"detail-type":"Object Deleted"}', 'wrong'), record(unknownKey, 'ok1'), record(staleSub, 'ok2')] });
+      const out = await h({ Records: [sqsRecord('not json', 'poison'), sqsRecord('{"detail-type":"Object Deleted"}', 'wrong'), sqsRecord(unknownKey, 'ok1'), sqsRecord(staleSub, 'ok2')] });
       expect(out.batchItemFailures.map((f) => f.itemIdentifier).sort()).toEqual(['poison', 'wrong']);
     }
   });

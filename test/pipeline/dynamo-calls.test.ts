@@ -1,8 +1,8 @@
-import { ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import type { SQSEvent, SQSRecord } from 'aws-lambda';
-import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSEvent } from 'aws-lambda';
+import { startTestRuntime, type TestRuntime } from '../support/harness';
 import { recordDynamoCalls, type DynamoCall, type DynamoCallRecorder } from '../support/dynamo-calls';
-import { accept, createJob, detailedJpeg, liveBuyer, signupWorker, uploadFile } from './support';
+import { accept, createJob, detailedJpeg, liveBuyer, queueClient, signupWorker, sqsRecord, takeMessage, uploadFile } from './support';
 
 // Issue 15 (pipeline cost): the DynamoDB calls one approved image costs, pinned as counts so a
 // re-read creeping back into a stage fails here. The consumers run by hand (pollers off) with a
@@ -19,7 +19,7 @@ describe('DynamoDB calls per approved submission (one image)', () => {
   beforeAll(async () => {
     process.env.LOCAL_FIXED_OTP = '123456';
     rt = await startTestRuntime({ enablePollers: false, enableStreams: false });
-    sqs = new SQSClient({ endpoint: rt.sqsEndpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+    sqs = queueClient(rt);
     score = (await import('../../functions/pipeline/score')).handler as never;
     annotate = (await import('../../functions/pipeline/annotate')).handler as never;
     const { lambdaContext } = await import('../../local/lambda');
@@ -33,15 +33,7 @@ describe('DynamoDB calls per approved submission (one image)', () => {
     await rt?.stop();
   });
 
-  const record = (body: string, id: string): SQSRecord => ({ messageId: id, body, receiptHandle: id, attributes: {} as never, messageAttributes: {}, md5OfBody: '', eventSource: 'aws:sqs', eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:x', awsRegion: 'us-east-1' });
 
-  async function receiveFor(queue: string, subId: string): Promise<string> {
-    return waitFor(async () => {
-      const r = await sqs.send(new ReceiveMessageCommand({ QueueUrl: rt.queues.get(queue)!.url, MaxNumberOfMessages: 1, WaitTimeSeconds: 0, VisibilityTimeout: 300 }));
-      const body = r.Messages?.[0]?.Body;
-      return body && JSON.parse(body).detail.object.key.includes(subId) ? body : null;
-    });
-  }
 
   const commands = (calls: DynamoCall[]) => calls.map((c) => c.command.replace(/Command$/, ''));
   const pkOf = (c: DynamoCall) => String(((c.input.Key as { PK?: unknown } | undefined)?.PK as { S?: string } | undefined)?.S ?? (c.input.Key as { PK?: unknown } | undefined)?.PK ?? '');
@@ -57,12 +49,12 @@ describe('DynamoDB calls per approved submission (one image)', () => {
     rec.reset();
     expect((await uploadFile(rt, w.token, sub, image)).status).toBe(202);
     const upload = rec.calls.filter((c) => /upload/i.test(c.tag));
-    const bodies = { scoring: await receiveFor('scoring', sub), annotation: await receiveFor('annotation', sub) };
+    const bodies = { scoring: await takeMessage(rt, sqs, 'scoring', sub), annotation: await takeMessage(rt, sqs, 'annotation', sub) };
     const steps: Record<string, DynamoCall[]> = {};
     for (const stage of order) {
       rec.reset();
       const run = stage === 'scoring' ? score : annotate;
-      const out = await run({ Records: [record(bodies[stage], `${stage}-1`)] }, context(`${stage}-consumer`));
+      const out = await run({ Records: [sqsRecord(bodies[stage], `${stage}-1`)] }, context(`${stage}-consumer`));
       expect(out.batchItemFailures).toEqual([]);
       steps[stage] = rec.calls.filter((c) => c.tag === `${stage}-consumer`);
     }

@@ -1,7 +1,7 @@
-import { ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import type { SQSEvent, SQSRecord } from 'aws-lambda';
-import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
-import { accept, createJob, detailedJpeg, liveBuyer, signupWorker } from './support';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSEvent } from 'aws-lambda';
+import { startTestRuntime, type TestRuntime } from '../support/harness';
+import { accept, createJob, detailedJpeg, liveBuyer, queueClient, signupWorker, sqsRecord, takeMessage } from './support';
 
 // D54 fan-in: each stage decides on the submission as its own write left it (no second read), and
 // a pre-signed upload completes from the scoring stage. Whatever order the stages and the upload's
@@ -16,7 +16,7 @@ describe('fan-in: the verdict whatever order the stages and the upload completio
   beforeAll(async () => {
     process.env.LOCAL_FIXED_OTP = '123456';
     rt = await startTestRuntime({ enablePollers: false });
-    sqs = new SQSClient({ endpoint: rt.sqsEndpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+    sqs = queueClient(rt);
     score = (await import('../../functions/pipeline/score')).handler as never;
     annotate = (await import('../../functions/pipeline/annotate')).handler as never;
   });
@@ -25,15 +25,7 @@ describe('fan-in: the verdict whatever order the stages and the upload completio
     await rt?.stop();
   });
 
-  const record = (body: string, id: string): SQSRecord => ({ messageId: id, body, receiptHandle: id, attributes: {} as never, messageAttributes: {}, md5OfBody: '', eventSource: 'aws:sqs', eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:x', awsRegion: 'us-east-1' });
 
-  async function receiveFor(queue: string, subId: string): Promise<string> {
-    return waitFor(async () => {
-      const r = await sqs.send(new ReceiveMessageCommand({ QueueUrl: rt.queues.get(queue)!.url, MaxNumberOfMessages: 1, WaitTimeSeconds: 0, VisibilityTimeout: 300 }));
-      const body = r.Messages?.[0]?.Body;
-      return body && JSON.parse(body).detail.object.key.includes(subId) ? body : null;
-    });
-  }
 
   async function presignedUpload(seed: number) {
     const buyer = await liveBuyer(rt);
@@ -44,7 +36,7 @@ describe('fan-in: the verdict whatever order the stages and the upload completio
     const plan = await rt.request('POST', `/internal/worker/submissions/${sub}/upload`, { key: w.token, body: { files: [{ filename: 'p.jpg', content_type: 'image/jpeg', size_bytes: bytes.length }] } });
     expect(plan.status).toBe(200);
     expect((await fetch(plan.json.uploads[0].url, { method: 'PUT', body: bytes, headers: plan.json.uploads[0].headers })).status).toBe(200);
-    return { buyer, job, w, sub, bodies: { scoring: await receiveFor('scoring', sub), annotation: await receiveFor('annotation', sub) } };
+    return { buyer, job, w, sub, bodies: { scoring: await takeMessage(rt, sqs, 'scoring', sub), annotation: await takeMessage(rt, sqs, 'annotation', sub) } };
   }
 
   async function expectOneApproval(t: Awaited<ReturnType<typeof presignedUpload>>) {
@@ -56,28 +48,28 @@ describe('fan-in: the verdict whatever order the stages and the upload completio
 
   it('pre-signed, annotation first: both results are in before the upload completes, so completing takes the verdict', async () => {
     const t = await presignedUpload(201);
-    expect((await annotate({ Records: [record(t.bodies.annotation, 'a')] })).batchItemFailures).toEqual([]);
+    expect((await annotate({ Records: [sqsRecord(t.bodies.annotation, 'a')] })).batchItemFailures).toEqual([]);
     // Annotated but not complete: no verdict without the score.
     expect((await rt.request('GET', `/internal/worker/submissions/${t.sub}`, { key: t.w.token })).json.status).toBe('awaiting_upload');
-    expect((await score({ Records: [record(t.bodies.scoring, 's')] })).batchItemFailures).toEqual([]);
+    expect((await score({ Records: [sqsRecord(t.bodies.scoring, 's')] })).batchItemFailures).toEqual([]);
     await expectOneApproval(t);
   });
 
   it('pre-signed, scoring first: the upload completes with the score, and the annotation stage decides on its own write', async () => {
     const t = await presignedUpload(202);
-    expect((await score({ Records: [record(t.bodies.scoring, 's')] })).batchItemFailures).toEqual([]);
+    expect((await score({ Records: [sqsRecord(t.bodies.scoring, 's')] })).batchItemFailures).toEqual([]);
     expect((await rt.request('GET', `/internal/worker/submissions/${t.sub}`, { key: t.w.token })).json.status).toBe('pending_score');
-    expect((await annotate({ Records: [record(t.bodies.annotation, 'a')] })).batchItemFailures).toEqual([]);
+    expect((await annotate({ Records: [sqsRecord(t.bodies.annotation, 'a')] })).batchItemFailures).toEqual([]);
     await expectOneApproval(t);
   });
 
   it('pre-signed, both stages at once and each delivered twice: one verdict, one File, one charge', async () => {
     const t = await presignedUpload(203);
     const out = await Promise.all([
-      score({ Records: [record(t.bodies.scoring, 's1')] }),
-      annotate({ Records: [record(t.bodies.annotation, 'a1')] }),
-      score({ Records: [record(t.bodies.scoring, 's2')] }),
-      annotate({ Records: [record(t.bodies.annotation, 'a2')] }),
+      score({ Records: [sqsRecord(t.bodies.scoring, 's1')] }),
+      annotate({ Records: [sqsRecord(t.bodies.annotation, 'a1')] }),
+      score({ Records: [sqsRecord(t.bodies.scoring, 's2')] }),
+      annotate({ Records: [sqsRecord(t.bodies.annotation, 'a2')] }),
     ]);
     expect(out.flatMap((r) => r.batchItemFailures)).toEqual([]);
     await expectOneApproval(t);

@@ -1,6 +1,8 @@
-/** Builders for the worker / pipeline tests: workers, live jobs, media bytes, multipart bodies. */
+/** Builders for the worker / pipeline tests: workers, live jobs, media bytes, multipart bodies, queue messages. */
 import { createHash, randomBytes } from 'node:crypto';
 import sharp, { type Sharp } from 'sharp';
+import { ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSRecord } from 'aws-lambda';
 import { idemKey, signupBuyer, verifyPhone, uniqueEmail } from '../support/buyers';
 import { waitFor, type TestRuntime } from '../support/harness';
 
@@ -110,4 +112,27 @@ export function waitForVerdict(rt: TestRuntime, token: string, subId: string, ti
     },
     { timeoutMs, intervalMs: 700 },
   );
+}
+
+/** An SQS record as Lambda's event source mapping hands one message to a consumer. */
+export function sqsRecord(body: string, id: string): SQSRecord {
+  return { messageId: id, body, receiptHandle: id, attributes: {} as never, messageAttributes: {}, md5OfBody: '', eventSource: 'aws:sqs', eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:x', awsRegion: 'us-east-1' };
+}
+
+/** A client of the runtime's SQS emulator, for tests that hand messages to a consumer themselves. */
+export function queueClient(rt: TestRuntime): SQSClient {
+  return new SQSClient({ endpoint: rt.sqsEndpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+}
+
+/**
+ * Takes the next message of one of the runtime's queues (hidden for 5 minutes, not deleted); with
+ * `subId`, the next whose S3 object key names that submission.
+ */
+export function takeMessage(rt: TestRuntime, sqs: SQSClient, queue: string, subId?: string): Promise<string> {
+  return waitFor(async () => {
+    const r = await sqs.send(new ReceiveMessageCommand({ QueueUrl: rt.queues.get(queue)!.url, MaxNumberOfMessages: 1, WaitTimeSeconds: 0, VisibilityTimeout: 300 }));
+    const body = r.Messages?.[0]?.Body;
+    if (!body) return null;
+    return subId === undefined || JSON.parse(body).detail.object.key.includes(subId) ? body : null;
+  });
 }
