@@ -4,7 +4,9 @@
  */
 import { DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { marshall } from '@aws-sdk/util-dynamodb';
 import { config } from '../config';
+import { keys } from './keys';
 import { traced } from '../observability/tracer';
 
 let doc: DynamoDBDocumentClient | null = null;
@@ -40,7 +42,7 @@ function persistTransactionsAtOnce(client: DynamoDBClient, endpoint: string, reg
     (next, context) => async (args) => {
       const out = await next(args);
       if ((context as { commandName?: string }).commandName === 'TransactWriteItemsCommand') {
-        await flusher.send(new PutItemCommand({ TableName: tableName(), Item: { PK: { S: 'LOCAL#DURABILITY' }, SK: { S: 'FLUSH' } } }));
+        await flusher.send(new PutItemCommand({ TableName: tableName(), Item: marshall(keys.localDurabilityMarker()) }));
       }
       return out;
     },

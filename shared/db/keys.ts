@@ -97,6 +97,8 @@ export const keys = {
   // ---------------------------------------------------------------- request plumbing
   /** D10: scope organization + environment + key string; the key string is hashed (≤255 chars). */
   idempotency: (scope: string, keyHash: string): Key => ({ PK: `IDEM#${scope}#${keyHash}`, SK: 'IDEM' }),
+  /** Local runtime only: the item written after each transaction so DynamoDB Local persists it (shared/db/client). */
+  localDurabilityMarker: (): Key => ({ PK: 'LOCAL#DURABILITY', SK: 'FLUSH' }),
   /** Fixed-window counters (D13): one item per principal per hour, holding the hour's and each minute's count. */
   rateWindow: (principal: string, window: 'm' | 'h', windowStart: number): Key => ({
     PK: `RL#${principal}#${window}#${windowStart}`,
