@@ -29,6 +29,8 @@ import { startScheduler, type Scheduler } from './scheduler';
 import { countMessages, readSnapshot, removeSnapshot, restoreSnapshot, takeSnapshot, writeSnapshot } from './sqs-snapshot';
 import { createQueues, defaultConsumerConcurrency, localSqsClient, QueuePoller, queueSender, queueUrlEnvName, startSqsEmulator, type LocalQueue } from './sqs';
 import { fileCheckpoints, localStreamsClient, memoryCheckpoints, StreamPipes } from './streams';
+import { ModelWorkerPool } from './model-pool';
+import { imageAnalysisOffload, setImageAnalysisOffload } from '../shared/media/offload';
 
 export interface RuntimeOptions {
   /** HTTP port; 0 picks a free one. Default 3000. */
@@ -62,6 +64,13 @@ export interface RuntimeOptions {
    * else the machine's cores.
    */
   consumerConcurrency?: number | Record<string, number>;
+  /**
+   * Worker threads for the image models and pixel analysis (local/model-pool.ts), so the consumers'
+   * models use the machine's cores as separate Lambda invocations would; 0 runs them on this
+   * process's main thread. Default: LOCAL_MODEL_WORKERS, else the consumer concurrency (a number
+   * for every queue), else the machine's cores.
+   */
+  modelWorkers?: number;
 }
 
 export interface Runtime {
@@ -77,9 +86,18 @@ export interface Runtime {
   polledQueues: string[];
   /** Concurrent consumer invocations of each polled queue. */
   consumerConcurrency: Record<string, number>;
+  /** The model worker threads (null: the models run on the main thread). */
+  modelWorkers: ModelWorkerPool | null;
   pipes: readonly PipeDef[];
   schedules: ScheduleDef[];
   stop(): Promise<void>;
+}
+
+function modelWorkerCount(opts: RuntimeOptions): number {
+  const env = process.env.LOCAL_MODEL_WORKERS;
+  const n = opts.modelWorkers ?? (env ? Number(env) : typeof opts.consumerConcurrency === 'number' ? opts.consumerConcurrency : defaultConsumerConcurrency());
+  if (!(Number.isInteger(n) && n >= 0)) throw new Error(`model workers must be a whole number ≥ 0 (LOCAL_MODEL_WORKERS: "${env}")`);
+  return n;
 }
 
 export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> {
@@ -243,6 +261,17 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       await runReconcilers({ send, route: (event) => router.route(event), bucketName, account: LOCAL_ACCOUNT_ID, region, log });
     }
 
+    // Before the pollers: stops run in reverse, so the pool stops after their last batch.
+    const workers = modelWorkerCount(opts);
+    const modelWorkers = workers > 0 ? new ModelWorkerPool({ size: workers, onWorkerExit: (m) => log.error(m) }) : null;
+    if (modelWorkers) {
+      setImageAnalysisOffload(modelWorkers);
+      stops.push(() => {
+        if (imageAnalysisOffload() === modelWorkers) setImageAnalysisOffload(null);
+        return modelWorkers.stop();
+      });
+    }
+
     const polledQueues: string[] = [];
     const consumerConcurrency: Record<string, number> = {};
     if (opts.enablePollers ?? true) {
@@ -303,6 +332,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       queues,
       polledQueues,
       consumerConcurrency,
+      modelWorkers,
       pipes: opts.enableStreams ?? true ? PIPES : [],
       schedules: scheduler?.active ?? [],
       stop: stopAll,

@@ -26,6 +26,7 @@
  *   clusters under 2 % of the pixels are dropped.
  */
 import type { Sharp } from 'sharp';
+import { imageAnalysisOffload } from './offload';
 
 export type Exposure = 'underexposed' | 'well_exposed' | 'overexposed';
 export type NoiseLevel = 'low' | 'medium' | 'high';
@@ -93,6 +94,8 @@ async function loadSharp(): Promise<(input?: Buffer | string, options?: import('
 export async function analyzeImage(input: Buffer | string): Promise<ImageQuality>;
 export async function analyzeImage(input: Buffer | string, opts: { palette: false }): Promise<ImageMeasures>;
 export async function analyzeImage(input: Buffer | string, opts: { palette?: boolean } = {}): Promise<ImageQuality | ImageMeasures> {
+  const offload = imageAnalysisOffload(); // the local runtime's model workers (offload.ts)
+  if (offload) return offload.analyzeImage(input, opts);
   const t0 = performance.now();
   const sharp = await loadSharp();
   const base = sharp(input, { failOn: 'none' });

@@ -29,6 +29,7 @@ import { checkUpload, categoryOf } from '../media/sniff';
 import { workerRegion } from '../media/region';
 import { annotateAudio, annotateImage, annotateVideo, extractKeyframes } from '../media/annotate-image';
 import { analyzeImage } from '../media/image-quality';
+import { isAnalysisWorkerFailure } from '../media/offload';
 import { precheck, precheckRejection, scorerFor, type ScoreResult, type Scorer, type ScoringJob } from '../scoring';
 import { injectScoringFault } from '../scoring/faults';
 import { jobNameFor, transcriberFor, transcriptKeyFor, type TranscriptionState } from '../speech';
@@ -294,6 +295,8 @@ export async function annotateObject(key: string): Promise<StageOutcome> {
       }
     }
   } catch (err) {
+    // The analysis never ran (the local runtime's model worker died): fail, so the message comes back.
+    if (isAnalysisWorkerFailure(err)) throw err;
     // Undecodable content: the scoring stage rejects it; the fan-in must not wait forever.
     logger.info('annotation failed: the bytes do not decode', { submission_id: sub.id, error: (err as Error).message });
     annotations = null;

@@ -17,6 +17,7 @@ import type { Sharp, SharpOptions } from 'sharp';
 import { analyzeImage, type ImageQuality } from '../image-quality';
 import { clamp01, keepOcrWords, nsfwScore, piiInText, round4, type Detection, type NsfwClass, type PiiType } from './derive';
 import { loadHuman, loadNsfw, loadOcr, type Tensor } from './models';
+import { imageAnalysisOffload } from '../offload';
 import { localAnnotatorOf, localSemantics } from './local';
 import type { AnnotationProvider, ImageAnnotations, ImageFacts, SemanticParts, TextExtraction } from './types';
 
@@ -123,6 +124,8 @@ async function runOcr(png: Buffer): Promise<TextExtraction> {
 
 /** Measured facts of an image (see the header). Throws only when sharp cannot decode it. */
 export async function measureImageFacts(input: Buffer | string, detectors: Detectors = {}, quality?: ImageQuality): Promise<{ facts: ImageFacts; quality: ImageQuality }> {
+  const offload = imageAnalysisOffload(); // the local runtime's model workers (../offload.ts)
+  if (offload) return offload.measureImageFacts(input, detectors, quality);
   const s = await sharp();
   const oriented = () => s(input, { failOn: 'none' }).rotate().flatten({ background: '#ffffff' });
   const rgbP = oriented()
