@@ -123,7 +123,7 @@ export async function run(): Promise<string> {
       '  counts, the hour\'s count and each minute\'s. One strongly consistent conditional UpdateItem adds the request and',
       '  returns the item: that is both the authentication and the rate-limit count, so both windows stay exact (one',
       '  atomic write). The condition holds only on an existing item, so an unknown or revoked secret is refused and',
-      '  nothing is created; nothing about keys is cached, so a revoke is effective on the next request. The first',
+      '  nothing is created; no answer about a key is cached, so a revoke is effective on the next request. The first',
       '  request of an hour on a secret starts the hour afresh (one more call, once an hour).',
       '- **A rotation keeps one limit per key.** While a key has two live secrets, both count on the key\'s own window',
       '  item (the rotation carries the hour\'s count over to it), a third call during the overlap only.',
