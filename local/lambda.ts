@@ -22,8 +22,12 @@ const loaded = new Map<string, Promise<AnyHandler>>();
 
 /** True when the module file of a manifest entry exists (others are still being written). */
 export function handlerModuleExists(modulePath: string): boolean {
-  return existsSync(resolve(PROJECT_ROOT, modulePath));
+  if (present.has(modulePath)) return true;
+  const found = existsSync(resolve(PROJECT_ROOT, modulePath));
+  if (found) present.add(modulePath); // a module, once there, stays (a missing one is asked again)
+  return found;
 }
+const present = new Set<string>();
 
 /**
  * The `handler` export of a manifest module, imported once per module (as a Lambda container keeps

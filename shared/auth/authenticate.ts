@@ -126,6 +126,15 @@ function principalOf(item: Item, expected: 'api_key' | 'worker', hash: string): 
 }
 
 /**
+ * The SHA-256 of the API key an `Authorization` header presents, when it is well formed (nothing
+ * is read: whether the key exists is for `authenticate` to decide).
+ */
+export function presentedKeyHash(authorization: string | undefined): string | undefined {
+  const m = authorization ? /^Bearer\s+(\S+)\s*$/i.exec(authorization) : null;
+  return m && secretShape(m[1]!)?.kind === 'api_key' ? sha256hex(m[1]!) : undefined;
+}
+
+/**
  * Authenticate the `Authorization` header for a route of the `expected` principal; with `count`,
  * the same call counts the request (see the module comment).
  */

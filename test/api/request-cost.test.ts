@@ -1,7 +1,8 @@
 /**
  * What an API request costs in DynamoDB calls (issue 15): authentication (one conditional
  * UpdateItem on the secret's lookup item, which also counts the request), then everything else in
- * parallel. Counted with a recorder on the
+ * parallel; for a key this process has authenticated before, everything else starts beside the
+ * authentication (one step). Counted with a recorder on the
  * shared DynamoDB client; the runtime runs in this process with its pollers and streams off, so
  * every call recorded between the request and its response is the request's own.
  */
@@ -58,25 +59,38 @@ async function measured<T>(fn: () => Promise<T>, opts: { keepLastUse?: boolean }
 }
 
 describe('GET /v1/jobs/{id}', () => {
-  test('authentication is one conditional UpdateItem (it counts the request), alone in the first step', async () => {
-    await rt.request('GET', `/v1/jobs/${jobId}`, { key: b.live });
-    const { result: r } = await measured(() => rt.request('GET', `/v1/jobs/${jobId}`, { key: b.live }));
+  /** A new key of the buyer's organization, which this process has never authenticated. */
+  const newKey = async (): Promise<{ id: string; secret: string }> => {
+    const r = await post(rt, b.live, '/v1/api_keys', { name: `fresh ${Math.random()}`, scopes: ['jobs:read', 'jobs:write'] });
     expect(r.status).toBe(200);
-    const [first, ...rest] = [...rec.calls].sort((x, y) => x.start - y.start);
-    expect(first!.command).toBe('UpdateItemCommand');
-    for (const c of rest) expect(c.start).toBeGreaterThanOrEqual(first!.end);
+    return { id: r.json.id, secret: r.json.secret };
+  };
+
+  test("a key's first request in this process: the batch waits for the authenticating count", async () => {
+    const { result: r } = await measured(async () => {
+      const k = await newKey();
+      rec.reset();
+      return rt.request('GET', `/v1/jobs/${jobId}`, { key: k.secret });
+    });
+    expect(r.status).toBe(200);
+    // A new secret's first request also starts its hour on the secret item (a second conditional
+    // write, once an hour): every authenticating write ends before the batch starts.
+    const auth = rec.calls.filter((c) => c.command === 'UpdateItemCommand' && !c.lastUsedWrite);
+    const batch = rec.calls.find((c) => c.command === 'BatchGetItemCommand')!;
+    expect(auth.length).toBeGreaterThanOrEqual(1);
+    for (const c of auth) expect(batch.start).toBeGreaterThanOrEqual(c.end);
   });
 
-  test('makes 2 DynamoDB calls in 2 steps: authentication with the count, then one batch of tier, balance and job', async () => {
+  test('a key this process authenticated before: 2 DynamoDB calls in 1 step, the batch of tier, balance and job beside the authenticating count', async () => {
     await rt.request('GET', `/v1/jobs/${jobId}`, { key: b.live }); // this minute's last-use write is done
     const { result: r, commands } = await measured(() => rt.request('GET', `/v1/jobs/${jobId}`, { key: b.live }));
     expect(r.status).toBe(200);
     expect(r.json.id).toBe(jobId);
     expect(commands).toEqual(['BatchGetItemCommand', 'UpdateItemCommand']);
-    expect(rec.steps()).toBe(2);
+    expect(rec.steps()).toBe(1);
   });
 
-  test('the once-a-minute last_used_at write runs in the second step, beside the batch', async () => {
+  test('the once-a-minute last_used_at write runs after the authenticating count, beside the batch', async () => {
     const { result: r, commands } = await measured(
       async () => {
         await forgetThisMinute(b.live);
@@ -87,12 +101,29 @@ describe('GET /v1/jobs/{id}', () => {
     );
     expect(r.status).toBe(200);
     expect(commands).toEqual(['BatchGetItemCommand', 'UpdateItemCommand', 'UpdateItemCommand']);
-    expect(rec.calls.filter((c) => c.lastUsedWrite)).toHaveLength(1);
-    expect(rec.steps()).toBe(2);
+    const lastUse = rec.calls.filter((c) => c.lastUsedWrite);
+    expect(lastUse).toHaveLength(1);
+    const count = rec.calls.find((c) => c.command === 'UpdateItemCommand' && !c.lastUsedWrite)!;
+    expect(lastUse[0]!.start).toBeGreaterThanOrEqual(count.end); // it needs the minute's count
+    expect(rec.steps()).toBeLessThanOrEqual(2);
     const me = await rt.request('GET', '/v1/me', { key: b.live });
     const keysList = await rt.request('GET', '/v1/api_keys?limit=100', { key: b.live });
     const mine = keysList.json.data.find((k: { id: string }) => k.id === me.json.key_id);
     expect(Date.now() - Date.parse(mine.last_used_at)).toBeLessThan(60_000);
+  });
+
+  test('D6: a revoked key is refused on its next request although its owner was remembered, and it reads nothing of that owner afterwards', async () => {
+    const k = await newKey();
+    expect((await rt.request('GET', `/v1/jobs/${jobId}`, { key: k.secret })).status).toBe(200);
+    const revoked = await post(rt, b.live, `/v1/api_keys/${k.id}/revoke`, {});
+    expect(revoked.status).toBe(204);
+    const refused = await rt.request('GET', `/v1/jobs/${jobId}`, { key: k.secret });
+    expect(refused.status).toBe(401);
+    expect(refused.headers['x-service-credits-remaining']).toBeUndefined();
+    expect(JSON.stringify(refused.json)).not.toContain(jobId);
+    const { result: again, commands } = await measured(() => rt.request('GET', `/v1/jobs/${jobId}`, { key: k.secret }));
+    expect(again.status).toBe(401);
+    expect(commands).toEqual(['UpdateItemCommand']); // the refused count only: the owner is forgotten
   });
 
   test('the credits header is the balance read in the same request', async () => {
@@ -144,7 +175,7 @@ describe('POST /v1/jobs', () => {
       'TransactWriteItemsCommand', // job, escrow, event, audit, idempotency record
       'UpdateItemCommand', // authentication, counting the request
     ]);
-    expect(rec.steps()).toBe(4);
+    expect(rec.steps()).toBe(3); // the key authenticated before: the batch and lots beside the count
   });
 });
 

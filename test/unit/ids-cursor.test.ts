@@ -22,6 +22,17 @@ describe('identifiers (D1)', () => {
     expect(idTime(a).toISOString()).toBe('2026-01-01T00:00:00.000Z');
   });
 
+  test('ids of one instant are all distinct, their random part drawing every character evenly', () => {
+    clock.set(new Date('2026-01-01T00:00:00.000Z'));
+    const ids = Array.from({ length: 20_000 }, () => newId('job'));
+    expect(new Set(ids).size).toBe(ids.length);
+    const seen = new Map<string, number>();
+    for (const id of ids) for (const c of id.slice(-16)) seen.set(c, (seen.get(c) ?? 0) + 1);
+    expect(seen.size).toBe(32);
+    const expected = (ids.length * 16) / 32; // 10,000 per character
+    for (const n of seen.values()) expect(Math.abs(n - expected)).toBeLessThan(expected * 0.06);
+  });
+
   test('a malformed id is not an id of its kind (D43)', () => {
     expect(isId('job', 'job_123')).toBe(false);
     expect(isId('job', newId('file'))).toBe(false);

@@ -70,7 +70,7 @@ const LOADERS: Record<ResourceKind, Loader> = {
 };
 
 /** Where the path's resource lives, or null when the path names none (no route resource, bad id). */
-export function resourceKey(route: RouteDef, s: ApiState): Key | null {
+export function resourceKey(route: RouteDef, s: Pick<ApiState, 'params' | 'principal'>): Key | null {
   if (!route.resource || !s.principal) return null;
   const l = LOADERS[route.resource.kind];
   const id = decodePathParam(s.params[route.resource.param] ?? '');
