@@ -49,6 +49,7 @@ interface Slot {
   worker: Worker;
   pending: Map<number, Pending>;
   error?: Error;
+  tid?: number | null;
 }
 
 export class ModelWorkerPool implements ImageAnalysisOffload {
@@ -97,6 +98,11 @@ export class ModelWorkerPool implements ImageAnalysisOffload {
     return this.slots.map((s) => s?.worker.performance.eventLoopUtilization() ?? null);
   }
 
+  /** Linux thread ids of the running workers (their JS threads), for reading their CPU time in /proc. */
+  threadIds(): number[] {
+    return this.slots.flatMap((s) => (s?.tid ? [s.tid] : []));
+  }
+
   /** Fault drill (tests): the next `times` tasks of this kind kill their worker as a native crash would. */
   crashNext(kind: AnalysisTask['kind'], times = 1): void {
     this.crashFaults.set(kind, times);
@@ -135,6 +141,7 @@ export class ModelWorkerPool implements ImageAnalysisOffload {
     this.started++;
     worker.unref();
     worker.on('message', (reply: WorkerReply) => {
+      if (reply.id === 0 && reply.ok) slot.tid = (reply.value as { tid: number | null }).tid;
       const p = slot.pending.get(reply.id);
       if (!p) return;
       slot.pending.delete(reply.id);

@@ -6,8 +6,10 @@
  *
  * Messages in: `{ id, task }` (run it), `{ id, warmUp: true }` (load every model now),
  * `{ id, task, crash: true }` (exit at once, as a native crash would: the pool's fault drill).
- * Messages out: `{ id, ok: true, value }` or `{ id, ok: false, error: { name, message } }`.
+ * Messages out: `{ id, ok: true, value }` or `{ id, ok: false, error: { name, message } }`; first of
+ * all `{ id: 0, ok: true, value: { tid } }`, the thread's id on Linux (else null).
  */
+import { readlinkSync } from 'node:fs';
 import { parentPort } from 'node:worker_threads';
 import { analyzeImage } from '../shared/media/image-quality';
 import { measureImageFacts } from '../shared/media/annotation/image';
@@ -28,6 +30,14 @@ export function runTask(task: AnalysisTask): Promise<unknown> {
 
 const port = parentPort;
 if (port) {
+  // The kernel's id of this thread (Linux), so a bench can read its CPU time from /proc.
+  let tid: number | null = null;
+  try {
+    tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
+  } catch {
+    // not Linux
+  }
+  port.postMessage({ id: 0, ok: true, value: { tid } } satisfies WorkerReply);
   port.on('message', (msg: WorkerRequest) => {
     if ('task' in msg && msg.crash) process.exit(70);
     const work = 'warmUp' in msg ? warmUp() : runTask(msg.task);
