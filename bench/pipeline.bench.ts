@@ -25,6 +25,7 @@ import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 const N = 40;
 const CONCURRENCY = 8;
 const ISOLATED = 8;
+const WARM_LOADED = 16;
 const MODEL_ROUNDS = 6;
 
 export const name = 'Pipeline: upload → verdict on the local runtime (local scorer)';
@@ -187,7 +188,8 @@ export async function run(): Promise<string> {
     await db().send(new UpdateCommand({ TableName: tableName(), Key: keys.organization(s.organization.id), UpdateExpression: 'SET rate_limits = :l', ExpressionAttributeValues: { ':l': { perMinute: 1e6, perHour: 1e7 } } }));
     const cs = await call('POST', '/v1/billing/credits/purchase', key, { amount_cents: 10_000 }, { 'Idempotency-Key': 'bench-purchase' });
     await confirmCheckout(cs.id, { paymentMethod: 'pm_bench', providerRef: cs.id });
-    const total = N + ISOLATED + 2;
+    // N loaded with the model workers, N more with the models on the main thread (when the runtime has workers).
+    const total = N + ISOLATED + (rt.modelWorkers ? N : 0) + WARM_LOADED + 2;
     const job = await call('POST', '/v1/jobs', key, { type: 'data_collection', description: 'Benchmark: photos of storefronts', files_needed: total, accepted_formats: ['image/jpeg'], price_per_file_cents: 10 }, { 'Idempotency-Key': 'bench-job' });
 
     const workers = await Promise.all(Array.from({ length: total }, async (_, i) => (await call('POST', '/internal/worker/auth/signup', null, { name: `W${i}`, email: `w-${i}-${randomBytes(4).toString('hex')}@example.com` })).token as string));
@@ -211,6 +213,12 @@ export async function run(): Promise<string> {
     const rssWarm = process.memoryUsage().rss;
     await one(total - 1); // warm-up: loads the consumer modules, sharp, the region data
     await one(total - 2);
+    // ... and under load, so that the JIT compilers (V8's, DynamoDB Local's JVM) are as warm for the
+    // first measured run as for the second.
+    let warmNext = total - 2 - WARM_LOADED;
+    await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
+      for (let i = warmNext++; i < total - 2; i = warmNext++) await one(i);
+    }));
 
     // 1. The models alone (same images, one at a time; in the model workers when the runtime has them).
     const { annotateImage } = await import('../shared/media/annotate-image');
@@ -275,46 +283,55 @@ export async function run(): Promise<string> {
       byTag.set(c.tag, t);
     }
 
-    // 3. Loaded.
-    const lat: number[] = [];
-    const up: number[] = [];
-    const statuses: Record<string, number> = {};
-    let next = 0;
+    // 3. Loaded: `count` submissions from index `from`, CONCURRENCY workers at once.
+    const loadedRun = async (from: number, count: number) => {
+      const lat: number[] = [];
+      const up: number[] = [];
+      const statuses: Record<string, number> = {};
+      let next = from;
+      const machine0 = machineBusySeconds();
+      const cpu0 = cpuSeconds();
+      const child0 = childCpuSeconds();
+      const threads0 = threadCpuSeconds();
+      const elu0 = performance.eventLoopUtilization();
+      const workerElu0 = pool?.eventLoopUtilization() ?? [];
+      const t0 = performance.now();
+      await Promise.all(
+        Array.from({ length: CONCURRENCY }, async () => {
+          for (let i = next++; i < from + count; i = next++) {
+            const r = await one(i);
+            lat.push(r.ms);
+            up.push(r.uploadMs);
+            statuses[r.status] = (statuses[r.status] ?? 0) + 1;
+          }
+        }),
+      );
+      const wall = performance.now() - t0;
+      const elu = performance.eventLoopUtilization(elu0).utilization;
+      const workerElu = (pool?.eventLoopUtilization() ?? []).map((e, i) => (e && workerElu0[i] ? performance.eventLoopUtilization(e, workerElu0[i]!).utilization : null));
+      const cpuSelf = cpuSeconds() - cpu0;
+      const threads1 = threadCpuSeconds();
+      const threadDelta = (tid: number) => (threads1.get(tid) ?? 0) - (threads0.get(tid) ?? 0);
+      const mainCpu = threadDelta(process.pid);
+      const workerCpu = (pool?.threadIds() ?? []).reduce((a, tid) => a + threadDelta(tid), 0);
+      const child1 = childCpuSeconds();
+      const machine1 = machineBusySeconds();
+      return { lat, up, statuses, wall, elu, workerElu, cpuSelf, mainCpu, workerCpu, child0, child1, machine: machine1 - machine0 };
+    };
     const loadedRec = recordDynamoCalls({ tag: tagOf });
-    const machine0 = machineBusySeconds();
-    const cpu0 = cpuSeconds();
-    const child0 = childCpuSeconds();
-    const threads0 = threadCpuSeconds();
-    const elu0 = performance.eventLoopUtilization();
-    const workerElu0 = pool?.eventLoopUtilization() ?? [];
-    const t0 = performance.now();
-    await Promise.all(
-      Array.from({ length: CONCURRENCY }, async () => {
-        for (let i = next++; i < N; i = next++) {
-          const r = await one(i);
-          lat.push(r.ms);
-          up.push(r.uploadMs);
-          statuses[r.status] = (statuses[r.status] ?? 0) + 1;
-        }
-      }),
-    );
-    const wall = performance.now() - t0;
-    const elu = performance.eventLoopUtilization(elu0).utilization;
-    const workerElu = (pool?.eventLoopUtilization() ?? []).map((e, i) => (e && workerElu0[i] ? performance.eventLoopUtilization(e, workerElu0[i]!).utilization : null));
-    const cpuSelf = cpuSeconds() - cpu0;
-    const threads1 = threadCpuSeconds();
-    const threadDelta = (tid: number) => (threads1.get(tid) ?? 0) - (threads0.get(tid) ?? 0);
-    const mainCpu = threadDelta(process.pid);
-    const workerCpu = (pool?.threadIds() ?? []).reduce((a, tid) => a + threadDelta(tid), 0);
-    const child1 = childCpuSeconds();
-    const machine1 = machineBusySeconds();
+    const L = await loadedRun(0, N);
     const rssLoaded = process.memoryUsage().rss;
     loadedRec.stop();
+    const { lat, up, statuses, wall, elu, workerElu, cpuSelf, mainCpu, workerCpu, child0, child1 } = L;
+    const machine1 = L.machine;
+    const machine0 = 0;
 
-    // 4. The same models on the main thread (what the workers save or cost), after the loaded run so
-    // that their memory is not counted above.
+    // 4. The same models on the main thread, in this run (what the workers save or cost): the models
+    // alone, then the loaded run again. After the loaded run above, so that their memory is not
+    // counted there.
     let annHere = NaN;
     let scoreHere = NaN;
+    let H: Awaited<ReturnType<typeof loadedRun>> | null = null;
     if (pool) {
       const { setImageAnalysisOffload } = await import('../shared/media/offload');
       const { warmUp } = await import('../shared/media/annotation/models');
@@ -323,6 +340,7 @@ export async function run(): Promise<string> {
         await warmUp();
         await annotateImage(images[N]!);
         [annHere, scoreHere] = await modelsAlone();
+        H = await loadedRun(N + ISOLATED, N);
       } finally {
         setImageAnalysisOffload(pool);
       }
@@ -361,8 +379,36 @@ export async function run(): Promise<string> {
     const per = (x: number) => (approvedIso ? x / approvedIso : NaN);
     const childNames = Object.entries(childDelta).map(([k, v]) => `${k} ${f2(v / approved)} s`).join(', ');
 
-    const mb = (b: number) => `${Math.round(b / 2 ** 20)} MB`;
     const pct = (x: number) => `${(x * 100).toFixed(0)} %`;
+    // The same measures for the loaded run with the models on the main thread (same run, same isolated p50).
+    const summary = (r: Awaited<ReturnType<typeof loadedRun>>) => {
+      const ok = r.statuses.approved ?? 0;
+      const cpu = (r.cpuSelf + r.child1.total - r.child0.total) / ok;
+      const rate = (N / r.wall) * 60_000;
+      const b = (cores / cpu) * 60;
+      const qd = (Math.max(0, CONCURRENCY - cores) * cpu * 1000) / cores;
+      const p50 = q(r.lat, 0.5);
+      const othersCores = Math.max(0, r.machine - r.cpuSelf - (r.child1.total - r.child0.total)) / (r.wall / 1000);
+      return { ok, cpu, rate, ofBound: rate / b, p50, ofGoal: p50 / (1.5 * isoP50 + qd), elu: r.elu, main: r.mainCpu / ok, other: (r.cpuSelf - r.mainCpu - r.workerCpu) / ok, child: (r.child1.total - r.child0.total) / ok, othersCores };
+    };
+    const A = summary(L);
+    const B = H ? summary(H) : null;
+    const row = (label: string, x: ReturnType<typeof summary>) =>
+      `| ${label} | ${x.ok} | ${f2(x.cpu)} s | ${f2(x.main)} s | ${pct(x.elu)} | ${x.rate.toFixed(0)} | **${f2(x.ofBound)}** | ${f(x.p50)} | **${f2(x.ofGoal)}** | ${x.othersCores.toFixed(2)} |`;
+    const compare = B
+      ? [
+          '',
+          `**Model workers against the main thread, in this run** (${N} submissions each, ${CONCURRENCY} workers at once; the p50 ratio is against the isolated p50 above + the queueing each row's CPU implies):`,
+          '',
+          '| image models run on | approved | CPU per image | of it on the main thread | main thread busy | per minute | of the CPU bound | loaded p50 | of 1.5 × isolated + queueing | other processes (cores) |',
+          '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+          row(`${pool!.size} model workers`, A),
+          row('the main thread', B),
+          '',
+          `With the models on the main thread, that thread is the bottleneck (busy ${pct(B.elu)} of the wall time) while the second core has room; with the workers, both cores work and the main thread is busy ${pct(A.elu)}. The CPU per image is ${f2(A.cpu / B.cpu)} × that of the main-thread run: the models alone cost about the same in a worker as on the main thread (above); the JavaScript threads (main + workers) take ${f2(A.cpu - A.other - A.child)} s per image against ${f2(B.cpu - B.other - B.child)} s, the process's other threads ${f2(A.other)} s against ${f2(B.other)} s, the child processes ${f2(A.child)} s against ${f2(B.child)} s.`,
+        ].join('\n')
+      : '';
+    const mb = (b: number) => `${Math.round(b / 2 ** 20)} MB`;
     const where = pool
       ? `the image models and pixel analysis run in ${pool.size} model worker threads (local/model-pool.ts), the HTTP handlers and the consumers' own code on the main thread`
       : 'the image models and pixel analysis run on the main thread (no model workers)';
@@ -395,6 +441,7 @@ export async function run(): Promise<string> {
       `Verdicts under load: ${Object.entries(statuses).map(([k, v]) => `${v} ${k}`).join(', ')}; ${f2(loadedCalls)} DynamoDB calls per approved file (${f2(failedCalls)} of them failed: transactions cancelled by a concurrent change and retried). Other processes on this shared machine used ${(others / (wall / 1000)).toFixed(2)} cores meanwhile, leaving ${coresLeft.toFixed(2)}: bound ${boundLeft.toFixed(0)} per minute, **${f2(perMin / boundLeft)} of the bound on the cores left**. ${busy} Throughput: ${perMin.toFixed(0)} submissions per minute (wall ${(wall / 1000).toFixed(1)} s); the CPU bound is ${cores} cores ÷ ${f2(perImage)} s = ${bound.toFixed(0)} per minute, so **${f2(perMin / bound)} of the bound**. Loaded p50 ${f(loadedP50)} against isolated p50 ${f(isoP50)} + the queueing the bound implies ((${CONCURRENCY} − ${cores}) × ${f2(perImage)} s ÷ ${cores} = ${f(queueing)}): **${f2(loadedP50 / (1.5 * isoP50 + queueing))} of 1.5 × isolated + queueing**; with the queueing on the cores left (${f(queueingLeft)}), **${f2(loadedP50 / (1.5 * isoP50 + queueingLeft))}** (≤ 1 meets the goal).`,
       '',
       memory,
+      ...(compare ? [compare] : []),
       '',
       `Goals in this run: throughput ${f2(perMin / bound)} of the CPU bound (≥ 0.9: ${perMin / bound >= 0.9 ? 'met' : 'not met'}); loaded p50 ${f2(loadedP50 / (1.5 * isoP50 + queueing))} of 1.5 × isolated + queueing (≤ 1: ${loadedP50 / (1.5 * isoP50 + queueing) <= 1 ? 'met' : 'not met'}); CPU per approved image ${f2(perImage)} s (≤ 0.5 s: ${perImage <= 0.5 ? 'met' : 'not met'}).`,
       '',
