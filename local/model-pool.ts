@@ -12,9 +12,9 @@
  * - Size: the consumers' concurrency (default the machine's cores). Workers start on demand (a task
  *   goes to the worker with the fewest tasks in flight, a new one while fewer than `size` run) and
  *   load their models on first use, or all at once with `warmUp()`.
- * - Each worker holds its own models (about 150 MB of memory each; the old-generation heap is
- *   capped at `maxHeapMb`).
- * - A worker that dies (a crash, out of memory) fails its tasks in flight with AnalysisWorkerFailed,
+ * - Each worker holds its own models (about 230 MB of resident memory each, measured by
+ *   bench/pipeline.bench.ts; the old-generation heap is capped at `maxHeapMb`).
+ * - A worker that dies (a crash, out of memory, a task past `taskTimeoutMs`) fails its tasks in flight with AnalysisWorkerFailed,
  *   so the consumer invocation fails and its message comes back (after maxReceiveCount: the DLQ);
  *   the next task starts a fresh worker. An error inside a task (bytes that do not decode) is
  *   answered as the same error the in-process call would throw.
@@ -35,6 +35,11 @@ export interface ModelPoolOptions {
   size: number;
   /** Old-generation heap cap of each worker, MB (WASM memory and native buffers are outside it). Default 1024. */
   maxHeapMb?: number;
+  /**
+   * A task running longer than this ends its worker (its tasks fail with AnalysisWorkerFailed), as a
+   * Lambda invocation past its timeout is ended. Default: none.
+   */
+  taskTimeoutMs?: number;
   /** Told when a worker dies. */
   onWorkerExit?: (message: string) => void;
 }
@@ -42,6 +47,7 @@ export interface ModelPoolOptions {
 interface Pending {
   resolve(value: unknown): void;
   reject(err: Error): void;
+  timer?: NodeJS.Timeout;
 }
 
 interface Slot {
@@ -145,6 +151,7 @@ export class ModelWorkerPool implements ImageAnalysisOffload {
       const p = slot.pending.get(reply.id);
       if (!p) return;
       slot.pending.delete(reply.id);
+      clearTimeout(p.timer);
       if (slot.pending.size === 0) worker.unref();
       if (reply.ok) p.resolve(reply.value);
       else p.reject(Object.assign(new Error(reply.error.message), { name: reply.error.name }));
@@ -164,7 +171,16 @@ export class ModelWorkerPool implements ImageAnalysisOffload {
   private send(slot: Slot, msg: Omit<WorkerRequest, 'id'> & ({ task: AnalysisTask; crash?: boolean } | { warmUp: true })): Promise<unknown> {
     const id = this.nextId++;
     return new Promise((ok, fail) => {
-      slot.pending.set(id, { resolve: ok, reject: fail });
+      const pending: Pending = { resolve: ok, reject: fail };
+      const limit = this.opts.taskTimeoutMs;
+      if (limit && 'task' in msg) {
+        pending.timer = setTimeout(() => {
+          slot.error = new Error(`a task ran longer than ${limit / 1000} s`);
+          void slot.worker.terminate();
+        }, limit);
+        pending.timer.unref();
+      }
+      slot.pending.set(id, pending);
       slot.worker.ref();
       slot.worker.postMessage({ ...msg, id } as WorkerRequest);
     });
@@ -173,6 +189,9 @@ export class ModelWorkerPool implements ImageAnalysisOffload {
   private failAll(slot: Slot, err: Error): void {
     const pending = [...slot.pending.values()];
     slot.pending.clear();
-    for (const p of pending) p.reject(err);
+    for (const p of pending) {
+      clearTimeout(p.timer);
+      p.reject(err);
+    }
   }
 }

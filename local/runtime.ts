@@ -263,7 +263,15 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
 
     // Before the pollers: stops run in reverse, so the pool stops after their last batch.
     const workers = modelWorkerCount(opts);
-    const modelWorkers = workers > 0 ? new ModelWorkerPool({ size: workers, onWorkerExit: (m) => log.error(m) }) : null;
+    const modelWorkers =
+      workers > 0
+        ? new ModelWorkerPool({
+            size: workers,
+            // As Lambda ends an invocation past its timeout: no analysis outlives the longest consumer's.
+            taskTimeoutMs: Math.max(...QUEUES.map((q) => q.consumerTimeoutSeconds)) * 1000,
+            onWorkerExit: (m) => log.error(m),
+          })
+        : null;
     if (modelWorkers) {
       setImageAnalysisOffload(modelWorkers);
       stops.push(() => {

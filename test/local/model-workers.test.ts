@@ -3,8 +3,9 @@ import { ModelWorkerPool } from '../../local/model-pool';
 import { annotateImage } from '../../shared/media/annotate-image';
 import { analyzeImage } from '../../shared/media/image-quality';
 import { packageFile } from '../../shared/media/native';
-import { AnalysisWorkerFailed, setImageAnalysisOffload } from '../../shared/media/offload';
+import { AnalysisWorkerFailed, imageAnalysisOffload, setImageAnalysisOffload } from '../../shared/media/offload';
 import { detailedJpeg } from '../pipeline/support';
+import { startTestRuntime } from '../support/harness';
 
 // The local runtime runs the image models in worker threads (local/model-pool.ts) so that they use
 // the machine's cores as separate Lambda invocations would; what they answer must not change.
@@ -63,6 +64,29 @@ describe('local runtime: model worker threads', () => {
     expect(pool.deaths).toBe(deaths + 1);
     const again = await viaPool(() => annotateImage(bytes));
     expect(again).toMatchObject({ type: 'image', width: 640, height: 480 });
+  });
+
+  it('a task past the time limit ends its worker, as Lambda ends an invocation past its timeout', async () => {
+    const slow = new ModelWorkerPool({ size: 1, taskTimeoutMs: 50 }); // a fresh worker first loads the models: far longer
+    try {
+      const err = await slow.measureImageFacts(await detailedJpeg(33), {}).then(() => null, (e: Error) => e);
+      expect(err).toBeInstanceOf(AnalysisWorkerFailed);
+      expect(err?.message).toMatch(/a task ran longer than 0\.05 s/);
+      expect(slow.deaths).toBe(1);
+    } finally {
+      await slow.stop();
+    }
+  });
+
+  it('the runtime starts one model worker per consumer slot unless told otherwise, and stops them with itself', async () => {
+    const rt = await startTestRuntime({ modelWorkers: undefined, consumerConcurrency: 3, enablePollers: false, enableStreams: false });
+    try {
+      expect(rt.modelWorkers?.size).toBe(3);
+      expect(imageAnalysisOffload()).toBe(rt.modelWorkers);
+    } finally {
+      await rt.stop();
+    }
+    expect(imageAnalysisOffload()).toBeNull();
   });
 
   it('a stopped pool refuses work with AnalysisWorkerFailed', async () => {
