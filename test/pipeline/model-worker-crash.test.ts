@@ -1,7 +1,7 @@
-import { GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSClient } from '@aws-sdk/client-sqs';
 import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
 import { queueByName } from '../../shared/manifest/wiring';
-import { accept, createJob, detailedJpeg, liveBuyer, queueClient, signupWorker, uploadFile, waitForVerdict } from './support';
+import { dlqDepth, queueClient, uploadedSubmission, waitForVerdict } from './support';
 
 // The local runtime runs the image models in worker threads (local/model-pool.ts). A worker that
 // dies mid-annotation is not a verdict on the file: the consumer invocation fails, its message
@@ -23,20 +23,6 @@ describe('pipeline: a model worker that dies never loses the annotation', () => 
     await rt?.stop();
   });
 
-  const annotationDlqDepth = async () => {
-    const { Attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: rt.queues.get('annotation')!.dlqUrl, AttributeNames: ['ApproximateNumberOfMessages'] }));
-    return Number(Attributes?.ApproximateNumberOfMessages ?? 0);
-  };
-
-  async function upload(seed: number) {
-    const buyer = await liveBuyer(rt);
-    const job = await createJob(rt, buyer.live, { files_needed: 1 });
-    const w = await signupWorker(rt);
-    const a = await accept(rt, w.token, job.id);
-    expect((await uploadFile(rt, w.token, a.json.id, await detailedJpeg(seed), 'image/jpeg', 'shop.jpg')).status).toBe(202);
-    return { buyer, job, w, subId: a.json.id as string };
-  }
-
   it('the runtime runs the models in its worker threads', () => {
     expect(rt.modelWorkers?.size).toBe(1);
   });
@@ -44,7 +30,7 @@ describe('pipeline: a model worker that dies never loses the annotation', () => 
   it('a worker dies while annotating: the message comes back, a fresh worker annotates it, the file is approved with its annotations', async () => {
     const deaths = rt.modelWorkers!.deaths;
     rt.modelWorkers!.crashNext('measureImageFacts', 1);
-    const { buyer, job, w, subId } = await upload(301);
+    const { buyer, job, w, subId } = await uploadedSubmission(rt, 301);
     const done = await waitForVerdict(rt, w.token, subId);
     expect(rt.modelWorkers!.deaths).toBe(deaths + 1);
     expect(done.status).toBe('approved');
@@ -56,8 +42,8 @@ describe('pipeline: a model worker that dies never loses the annotation', () => 
     const max = queueByName('annotation').maxReceiveCount;
     const deaths = rt.modelWorkers!.deaths;
     rt.modelWorkers!.crashNext('measureImageFacts', max);
-    const { w, subId } = await upload(302);
-    await waitFor(async () => (await annotationDlqDepth()) >= 1, { timeoutMs: 120_000, intervalMs: 500 });
+    const { w, subId } = await uploadedSubmission(rt, 302);
+    await waitFor(async () => (await dlqDepth(rt, sqs, 'annotation')) >= 1, { timeoutMs: 120_000, intervalMs: 500 });
     expect(rt.modelWorkers!.deaths).toBe(deaths + max);
     expect((await rt.request('GET', `/internal/worker/submissions/${subId}`, { key: w.token })).json.status).toBe('pending_score');
   });

@@ -1,9 +1,9 @@
-import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSClient } from '@aws-sdk/client-sqs';
 import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
 import { injectedScoringFaults, resetInjectedScoringFaults } from '../../shared/scoring/faults';
 import { queueByName } from '../../shared/manifest/wiring';
 import { redriveMessages } from '../../scripts/redrive';
-import { accept, createJob, detailedJpeg, liveBuyer, signupWorker, uploadFile } from './support';
+import { dlqDepth, queueClient, uploadedSubmission } from './support';
 
 // D66 / D64: a scoring provider that fails never strands a submission, approves, rejects or
 // charges anything. LOCAL_FAULT_SCORING_FAILURES=N makes the first N scoring attempts fail; the
@@ -17,7 +17,7 @@ describe('pipeline: scoring recovers from provider failures', () => {
     process.env.PIPELINE_RETRY_BASE_SECONDS = '1';
     process.env.PIPELINE_RETRY_MAX_SECONDS = '1';
     rt = await startTestRuntime();
-    sqs = new SQSClient({ endpoint: rt.sqsEndpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+    sqs = queueClient(rt);
   });
   afterEach(() => {
     delete process.env.LOCAL_FAULT_SCORING_FAILURES;
@@ -33,24 +33,10 @@ describe('pipeline: scoring recovers from provider failures', () => {
   const view = async (token: string, subId: string) => (await rt.request('GET', `/internal/worker/submissions/${subId}`, { key: token })).json;
   const deductions = async (key: string) => (await rt.request('GET', '/v1/billing/transactions?type=deduction&limit=100', { key })).json.data as unknown[];
   const scoredEvents = async (key: string) => ((await rt.request('GET', '/v1/webhook_events?type=submission.scored&limit=100', { key })).json?.data ?? []) as unknown[];
-  const dlqDepth = async () => {
-    const { Attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: rt.queues.get('scoring')!.dlqUrl, AttributeNames: ['ApproximateNumberOfMessages'] }));
-    return Number(Attributes?.ApproximateNumberOfMessages ?? 0);
-  };
-
-  async function uploadDetailed(seed: number) {
-    const buyer = await liveBuyer(rt);
-    const job = await createJob(rt, buyer.live, { files_needed: 1 });
-    const w = await signupWorker(rt);
-    const a = await accept(rt, w.token, job.id);
-    expect((await uploadFile(rt, w.token, a.json.id, await detailedJpeg(seed), 'image/jpeg', 'shop.jpg')).status).toBe(202);
-    return { buyer, job, w, subId: a.json.id as string };
-  }
-
   it('upload → 2 failed scoring attempts → still pending_score, nothing charged → the verdict arrives', async () => {
     resetInjectedScoringFaults();
     process.env.LOCAL_FAULT_SCORING_FAILURES = '2';
-    const { buyer, w, subId } = await uploadDetailed(201);
+    const { buyer, w, subId } = await uploadedSubmission(rt, 201);
     await waitFor(() => injectedScoringFaults() >= 1, { timeoutMs: 60_000, intervalMs: 200 });
     expect((await view(w.token, subId)).status).toBe('pending_score');
     expect(await deductions(buyer.live)).toEqual([]);
@@ -70,8 +56,8 @@ describe('pipeline: scoring recovers from provider failures', () => {
     const max = queueByName('scoring').maxReceiveCount;
     resetInjectedScoringFaults();
     process.env.LOCAL_FAULT_SCORING_FAILURES = String(max);
-    const { buyer, w, subId } = await uploadDetailed(202);
-    await waitFor(async () => (await dlqDepth()) >= 1, { timeoutMs: 120_000, intervalMs: 500 });
+    const { buyer, w, subId } = await uploadedSubmission(rt, 202);
+    await waitFor(async () => (await dlqDepth(rt, sqs, 'scoring')) >= 1, { timeoutMs: 120_000, intervalMs: 500 });
     expect(injectedScoringFaults()).toBe(max);
     // Parked, not decided: no verdict, no event, no charge.
     expect((await view(w.token, subId)).status).toBe('pending_score');
@@ -87,6 +73,6 @@ describe('pipeline: scoring recovers from provider failures', () => {
       { timeoutMs: 90_000, intervalMs: 700 },
     );
     expect(done).toMatchObject({ status: 'approved', reason_codes: [] });
-    expect(await dlqDepth()).toBe(0);
+    expect(await dlqDepth(rt, sqs, 'scoring')).toBe(0);
   });
 });

@@ -1,7 +1,7 @@
 /** Builders for the worker / pipeline tests: workers, live jobs, media bytes, multipart bodies, queue messages. */
 import { createHash, randomBytes } from 'node:crypto';
 import sharp, { type Sharp } from 'sharp';
-import { ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { GetQueueAttributesCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
 import { idemKey, signupBuyer, verifyPhone, uniqueEmail } from '../support/buyers';
 import { waitFor, type TestRuntime } from '../support/harness';
@@ -135,4 +135,21 @@ export function takeMessage(rt: TestRuntime, sqs: SQSClient, queue: string, subI
     if (!body) return null;
     return subId === undefined || JSON.parse(body).detail.object.key.includes(subId) ? body : null;
   });
+}
+
+/** Messages waiting in a queue's dead-letter queue. */
+export async function dlqDepth(rt: TestRuntime, sqs: SQSClient, queue: string): Promise<number> {
+  const { Attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: rt.queues.get(queue)!.dlqUrl, AttributeNames: ['ApproximateNumberOfMessages'] }));
+  return Number(Attributes?.ApproximateNumberOfMessages ?? 0);
+}
+
+/** A live buyer's one-file job, accepted by a new worker, with a detailed JPEG (seeded) uploaded. */
+export async function uploadedSubmission(rt: TestRuntime, seed: number) {
+  const buyer = await liveBuyer(rt);
+  const job = await createJob(rt, buyer.live, { files_needed: 1 });
+  const w = await signupWorker(rt);
+  const a = await accept(rt, w.token, job.id);
+  const up = await uploadFile(rt, w.token, a.json.id, await detailedJpeg(seed), 'image/jpeg', 'shop.jpg');
+  if (up.status !== 202) throw new Error(`upload: ${up.status} ${up.text}`);
+  return { buyer, job, w, subId: a.json.id as string };
 }
