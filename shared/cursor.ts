@@ -10,6 +10,14 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { errors } from './errors';
 import { getSecret } from './secrets';
 
+/**
+ * A cursor binding: the tenant and every filter of the request, in a stable order. (Here, not
+ * beside the query schemas, so the domain modules that page do not load zod.)
+ */
+export function binding(parts: Record<string, unknown>): string {
+  return JSON.stringify(Object.keys(parts).sort().map((k) => [k, parts[k] ?? null]));
+}
+
 async function sign(payload: string): Promise<string> {
   return createHmac('sha256', await getSecret('cursor')).update(payload).digest('base64url');
 }

@@ -19,7 +19,7 @@ import { keys } from './db/keys';
 import { now, DAY_MS } from './clock';
 import { errors } from './errors';
 import { sha256hex } from './auth/secrets';
-import { sealer, type PreparedSeal } from './secrets/sealer';
+import type { PreparedSeal, Sealer } from './secrets/sealer';
 import type { Tx } from './db/tx';
 
 export const IDEMPOTENCY_TTL_MS = DAY_MS;
@@ -140,8 +140,11 @@ export async function acquire(opts: {
   fingerprint: string;
   requestId: string;
   successStatus: number;
-  /** The response holds a one-time secret: store it sealed (issue 11.1). */
-  sealResponse?: boolean;
+  /**
+   * The response holds a one-time secret: store it sealed with this sealer (issue 11.1). Passed in
+   * by the routes that seal, so the others do not bundle the sealer and its KMS client.
+   */
+  sealer?: Sealer;
 }): Promise<AcquireResult> {
   const keyHash = sha256hex(opts.key);
   const k = keys.idempotency(opts.scope, keyHash);
@@ -166,7 +169,7 @@ export async function acquire(opts: {
           ExpressionAttributeValues: { ':now': t, ':inprog': 'in_progress', ':stale': t - STALE_LOCK_MS },
         }),
       );
-      const sealing = opts.sealResponse ? await sealer().prepare() : null;
+      const sealing = opts.sealer ? await opts.sealer.prepare() : null;
       return { kind: 'acquired', handle: new IdempotencyHandle(opts.scope, keyHash, opts.requestId, opts.successStatus, sealing) };
     } catch (err) {
       if (!(err instanceof ConditionalCheckFailedException)) throw err;
@@ -185,8 +188,10 @@ export async function acquire(opts: {
     }
     const stored = rec.response as StoredItem;
     if (typeof stored.body_sealed === 'string') {
+      // Same fingerprint (method, path, body), so the route that sealed it: it has the sealer.
+      if (!opts.sealer) throw new Error('a sealed idempotent response met a route without a sealer');
       const { body_sealed: sealed, ...rest } = stored;
-      return { kind: 'replay', stored: { ...rest, body: JSON.parse(await sealer().open(sealed, sealContext(opts.scope, keyHash))) } };
+      return { kind: 'replay', stored: { ...rest, body: JSON.parse(await opts.sealer.open(sealed, sealContext(opts.scope, keyHash))) } };
     }
     return { kind: 'replay', stored };
   }

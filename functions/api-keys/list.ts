@@ -1,7 +1,7 @@
-import { route } from '../../shared/http/route';
+import { routeWithoutIdempotencyKey } from '../../shared/http/route-without-key';
 import { listQuery } from '../../shared/http/schemas';
 import { listKeys } from '../../shared/api-keys';
 
-export const handler = route('api_keys.list', { query: listQuery({}) }, async (req) => ({
+export const handler = routeWithoutIdempotencyKey('api_keys.list', { query: listQuery({}) }, async (req) => ({
   body: await listKeys(req.buyer.orgId, req.query.limit, req.query.cursor),
 }));

@@ -1,13 +1,13 @@
-import * as z from 'zod';
-import { route } from '../../shared/http/route';
+import * as z from '../../shared/zod';
+import { routeWithoutIdempotencyKey } from '../../shared/http/route-without-key';
 import { listQuery } from '../../shared/http/schemas';
 import { listAudit } from '../../shared/audit';
 
 const query = listQuery({
-  job_id: z.string().min(1).max(64).optional(),
-  event_type: z.string().min(1).max(64).optional(),
+  job_id: z.optional(z.string().check(z.minLength(1), z.maxLength(64))),
+  event_type: z.optional(z.string().check(z.minLength(1), z.maxLength(64))),
 });
 
-export const handler = route('audit_events.list', { query }, async (req) => ({
+export const handler = routeWithoutIdempotencyKey('audit_events.list', { query }, async (req) => ({
   body: await listAudit(req.buyer.orgId, req.query),
 }));

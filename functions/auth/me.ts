@@ -1,4 +1,4 @@
-import { route } from '../../shared/http/route';
+import { routeWithoutIdempotencyKey } from '../../shared/http/route-without-key';
 import { me } from '../../shared/orgs';
 
-export const handler = route('me.get', {}, async (req) => ({ body: me(req.buyer) }));
+export const handler = routeWithoutIdempotencyKey('me.get', {}, async (req) => ({ body: me(req.buyer) }));

@@ -1,9 +1,9 @@
-import * as z from 'zod';
+import * as z from '../../shared/zod';
 import { route } from '../../shared/http/route';
 import { startVerification } from '../../shared/orgs/phone';
 
 /** E.164: a plus sign and 8 to 15 digits. */
-export const e164 = z.string().regex(/^\+[1-9]\d{7,14}$/, 'an E.164 phone number such as +14155550100');
+export const e164 = z.string().check(z.regex(/^\+[1-9]\d{7,14}$/, 'an E.164 phone number such as +14155550100'));
 
 const body = z.strictObject({ phone: e164 });
 

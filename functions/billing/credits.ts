@@ -1,4 +1,4 @@
-import { route } from '../../shared/http/route';
+import { routeWithoutIdempotencyKey } from '../../shared/http/route-without-key';
 import { getCredits } from '../../shared/billing';
 
-export const handler = route('billing.credits', {}, async (req) => ({ body: await getCredits(req.buyer, req.tenant) }));
+export const handler = routeWithoutIdempotencyKey('billing.credits', {}, async (req) => ({ body: await getCredits(req.buyer, req.tenant) }));

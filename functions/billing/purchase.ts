@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from '../../shared/zod';
 import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
 import { route, type ApiHandler } from '../../shared/http/route';
 import { createCheckoutSession } from '../../shared/billing';
@@ -6,7 +6,7 @@ import { PURCHASE_MAX_CENTS, PURCHASE_MIN_CENTS } from '../../shared/billing/che
 import { routeById } from '../../shared/manifest/routes';
 
 // D32: any integer amount in 1000..100000; 200 with the checkout session (D43).
-const body = z.strictObject({ amount_cents: z.number().int().min(PURCHASE_MIN_CENTS).max(PURCHASE_MAX_CENTS) });
+const body = z.strictObject({ amount_cents: z.int().check(z.gte(PURCHASE_MIN_CENTS), z.lte(PURCHASE_MAX_CENTS)) });
 
 const build = (id: string) =>
   route(id, { body }, async (req) => ({ body: await createCheckoutSession(req.ctx, req.buyer, req.body.amount_cents) }));

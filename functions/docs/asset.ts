@@ -1,9 +1,9 @@
-import { route } from '../../shared/http/route';
+import { routeWithoutIdempotencyKey } from '../../shared/http/route-without-key';
 import { readDocsAsset } from '../../shared/openapi/page';
 import { errors } from '../../shared/errors';
 
 // D72: Swagger UI's script and style, read from the swagger-ui-dist package (shipped with the function).
-export const handler = route('docs.asset', {}, async (req) => {
+export const handler = routeWithoutIdempotencyKey('docs.asset', {}, async (req) => {
   const asset = await readDocsAsset(req.params.asset ?? '');
   if (!asset) throw errors.notFound('asset', req.params.asset);
   return {

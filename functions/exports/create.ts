@@ -1,11 +1,11 @@
-import * as z from 'zod';
+import * as z from '../../shared/zod';
 import { route } from '../../shared/http/route';
 import { createExport } from '../../shared/exports';
 import { EXPORT_FORMATS } from '../../shared/exports/model';
 
 const body = z.strictObject({
   format: z.enum(EXPORT_FORMATS),
-  min_score: z.number().int().min(1).max(5).optional(),
+  min_score: z.optional(z.int().check(z.gte(1), z.lte(5))),
 });
 
 // D73: 202 with the pending export; the `exports` queue consumer builds it.

@@ -1,10 +1,10 @@
-import { route } from '../../shared/http/route';
+import { routeWithoutIdempotencyKey } from '../../shared/http/route-without-key';
 import { presentExport, waitForExportChange } from '../../shared/exports';
 import { parsePreferWait } from '../../shared/jobs/wait';
 import type { ExportItem } from '../../shared/exports/model';
 
 // D73 with D20/D57: `Prefer: wait=N` holds until the status changes (or N s).
-export const handler = route('exports.get', {}, async (req) => {
+export const handler = routeWithoutIdempotencyKey('exports.get', {}, async (req) => {
   const item = req.resource as unknown as ExportItem;
   const wait = parsePreferWait(req.headers['prefer']);
   if (wait === null) return { body: await presentExport(item) };

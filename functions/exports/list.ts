@@ -1,8 +1,8 @@
-import { route } from '../../shared/http/route';
+import { routeWithoutIdempotencyKey } from '../../shared/http/route-without-key';
 import { listQuery } from '../../shared/http/schemas';
 import { listExports } from '../../shared/exports';
 
 /** The job's exports, newest first (D12 pagination). */
-export const handler = route('jobs.exports.list', { query: listQuery({}) }, async (req) => ({
+export const handler = routeWithoutIdempotencyKey('jobs.exports.list', { query: listQuery({}) }, async (req) => ({
   body: await listExports(req.resource.id as string, req.query),
 }));

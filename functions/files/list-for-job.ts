@@ -1,11 +1,11 @@
-import * as z from 'zod';
-import { route } from '../../shared/http/route';
+import * as z from '../../shared/zod';
+import { routeWithoutIdempotencyKey } from '../../shared/http/route-without-key';
 import { listQuery } from '../../shared/http/schemas';
 import { listFilesForJob } from '../../shared/files';
 
-const query = listQuery({ min_score: z.coerce.number().int().min(1).max(5).default(3) });
+const query = listQuery({ min_score: z._default(z.coerce.number().check(z.int(), z.gte(1), z.lte(5)), 3) });
 
 /** Approved files with ai_star_rating ≥ min_score (default 3); fresh 7-day URLs on every call (D30). */
-export const handler = route('jobs.files.list', { query }, async (req) => ({
+export const handler = routeWithoutIdempotencyKey('jobs.files.list', { query }, async (req) => ({
   body: await listFilesForJob(req.resource.id as string, req.query),
 }));

@@ -1,10 +1,10 @@
-import { route } from '../../shared/http/route';
+import { routeWithoutIdempotencyKey } from '../../shared/http/route-without-key';
 import { jobWithSummary } from '../../shared/jobs';
 import { parsePreferWait, waitForStatusChange } from '../../shared/jobs/wait';
 
 // D20/D46/D57: `Prefer: wait=N` holds until the status changes (or N s), and every answer to a
 // request that carried it says what was applied.
-export const handler = route('jobs.get', {}, async (req) => {
+export const handler = routeWithoutIdempotencyKey('jobs.get', {}, async (req) => {
   const wait = parsePreferWait(req.headers['prefer']);
   if (wait === null) return { body: jobWithSummary(req.resource) };
   const item = await waitForStatusChange(req.resource, wait);

@@ -1,11 +1,11 @@
-import * as z from 'zod';
+import * as z from '../../shared/zod';
 import { route } from '../../shared/http/route';
 import { rateJob } from '../../shared/jobs';
 import type { JobItem } from '../../shared/jobs/model';
 
 const body = z.strictObject({
-  rating: z.number().int().min(1).max(5),
-  feedback: z.string().max(2000).optional(),
+  rating: z.int().check(z.gte(1), z.lte(5)),
+  feedback: z.optional(z.string().check(z.maxLength(2000))),
 });
 
 // D22: 409 unless completed and not yet rated.

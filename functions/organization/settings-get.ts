@@ -1,4 +1,4 @@
-import { route } from '../../shared/http/route';
+import { routeWithoutIdempotencyKey } from '../../shared/http/route-without-key';
 import { getSettings } from '../../shared/orgs';
 
-export const handler = route('organization.settings.get', {}, async (req) => ({ body: await getSettings(req.buyer.orgId) }));
+export const handler = routeWithoutIdempotencyKey('organization.settings.get', {}, async (req) => ({ body: await getSettings(req.buyer.orgId) }));

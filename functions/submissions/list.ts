@@ -1,18 +1,18 @@
-import * as z from 'zod';
-import { route } from '../../shared/http/route';
+import * as z from '../../shared/zod';
+import { routeWithoutIdempotencyKey } from '../../shared/http/route-without-key';
 import { isoTimestamp, listQuery } from '../../shared/http/schemas';
 import { listTenantSubmissions } from '../../shared/work/queries';
 import { BUYER_STATUSES } from '../../shared/work/model';
 
 const query = listQuery({
-  job_id: z.string().max(40).optional(),
-  status: z.enum(BUYER_STATUSES).optional(),
-  min_score: z.coerce.number().int().min(1).max(5).optional(),
-  start_date: isoTimestamp.optional(),
-  end_date: isoTimestamp.optional(),
+  job_id: z.optional(z.string().check(z.maxLength(40))),
+  status: z.optional(z.enum(BUYER_STATUSES)),
+  min_score: z.optional(z.coerce.number().check(z.int(), z.gte(1), z.lte(5))),
+  start_date: z.optional(isoTimestamp),
+  end_date: z.optional(isoTimestamp),
 });
 
 /** D8 scope jobs:read; date range defaults to the last 30 days. */
-export const handler = route('submissions.list', { query }, async (req) => ({
+export const handler = routeWithoutIdempotencyKey('submissions.list', { query }, async (req) => ({
   body: await listTenantSubmissions(req.buyer, req.query),
 }));

@@ -1,15 +1,15 @@
-import * as z from 'zod';
-import { route } from '../../shared/http/route';
+import * as z from '../../shared/zod';
+import { routeWithoutIdempotencyKey } from '../../shared/http/route-without-key';
 import { isoTimestamp } from '../../shared/http/schemas';
 import { submissionSummary } from '../../shared/work/queries';
 
 const query = z.strictObject({
-  job_id: z.string().max(40).optional(),
-  start_date: isoTimestamp.optional(),
-  end_date: isoTimestamp.optional(),
+  job_id: z.optional(z.string().check(z.maxLength(40))),
+  start_date: z.optional(isoTimestamp),
+  end_date: z.optional(isoTimestamp),
 });
 
 /** D50, D56. */
-export const handler = route('submissions.summary', { query }, async (req) => ({
+export const handler = routeWithoutIdempotencyKey('submissions.summary', { query }, async (req) => ({
   body: await submissionSummary(req.buyer, req.query),
 }));

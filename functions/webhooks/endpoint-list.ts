@@ -1,7 +1,7 @@
-import { route } from '../../shared/http/route';
+import { routeWithoutIdempotencyKey } from '../../shared/http/route-without-key';
 import { listQuery } from '../../shared/http/schemas';
 import { listEndpoints } from '../../shared/webhooks/endpoints';
 
-export const handler = route('webhook_endpoints.list', { query: listQuery({}) }, async (req) => ({
+export const handler = routeWithoutIdempotencyKey('webhook_endpoints.list', { query: listQuery({}) }, async (req) => ({
   body: await listEndpoints(req.buyer, req.query.limit, req.query.cursor),
 }));

@@ -1,8 +1,8 @@
-import * as z from 'zod';
+import * as z from '../../shared/zod';
 import { route } from '../../shared/http/route';
 import { flagJob } from '../../shared/work/flags';
 
-const body = z.strictObject({ reason: z.string().trim().min(1).max(1000) });
+const body = z.strictObject({ reason: z.string().check(z.trim(), z.minLength(1), z.maxLength(1000)) });
 
 /** D35 `job.flagged`: once per worker per job. */
 export const handler = route('worker.jobs.flag', { body }, async (req) => ({

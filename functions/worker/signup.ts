@@ -1,13 +1,14 @@
-import * as z from 'zod';
+import * as z from '../../shared/zod';
 import { route } from '../../shared/http/route';
+import { sealer } from '../../shared/secrets/sealer';
 import { signupWorker } from '../../shared/workers';
 
 const body = z.strictObject({
-  name: z.string().trim().min(1).max(200),
-  email: z.email().max(254),
+  name: z.string().check(z.trim(), z.minLength(1), z.maxLength(200)),
+  email: z.email().check(z.maxLength(254)),
 });
 
 export const handler = route('worker.signup', { body }, async (req) => ({
   status: 201,
   body: await signupWorker(req.ctx, req.body),
-}));
+}), { sealer }); // the response holds a one-time secret: stored sealed (issue 11.1)

@@ -1,7 +1,7 @@
-import { route } from '../../shared/http/route';
+import { routeWithoutIdempotencyKey } from '../../shared/http/route-without-key';
 import { presentWorkerSubmission, type SubmissionItem } from '../../shared/work/model';
 
 /** Polled by the worker's app for the score (D45 worker view). */
-export const handler = route('worker.submissions.get', {}, async (req) => ({
+export const handler = routeWithoutIdempotencyKey('worker.submissions.get', {}, async (req) => ({
   body: presentWorkerSubmission(req.resource as SubmissionItem),
 }));

@@ -1,14 +1,14 @@
-import * as z from 'zod';
-import { route } from '../../shared/http/route';
+import * as z from '../../shared/zod';
+import { routeWithoutIdempotencyKey } from '../../shared/http/route-without-key';
 import { listQuery } from '../../shared/http/schemas';
 import { listWorkerSubmissions } from '../../shared/work/queries';
 
 const query = listQuery({
-  status: z.enum(['awaiting_upload', 'pending_score', 'approved', 'rejected', 'retry_pending', 'withdrawn', 'expired']).optional(),
-  job_id: z.string().max(40).optional(),
+  status: z.optional(z.enum(['awaiting_upload', 'pending_score', 'approved', 'rejected', 'retry_pending', 'withdrawn', 'expired'])),
+  job_id: z.optional(z.string().check(z.maxLength(40))),
 });
 
 /** The worker's submission history, newest first. */
-export const handler = route('worker.submissions.list', { query }, async (req) => ({
+export const handler = routeWithoutIdempotencyKey('worker.submissions.list', { query }, async (req) => ({
   body: await listWorkerSubmissions(req.worker, req.query),
 }));

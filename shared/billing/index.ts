@@ -1,7 +1,7 @@
 /** Billing reads: the credit balance (spec + D13 header value) and the transaction list (D31). */
 import { indexKeys } from '../db/keys';
 import { queryPage, listBody } from '../db/query';
-import { binding } from '../http/schemas';
+import { binding } from '../cursor';
 import { readBalanceItem } from '../ledger/balance';
 import type { TransactionType } from '../ledger/lots';
 import { organizationCreatedAt } from '../orgs';

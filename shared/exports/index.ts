@@ -6,7 +6,7 @@
 import { keys, gsi, indexKeys } from '../db/keys';
 import { Tx } from '../db/tx';
 import { queryPage, listBody } from '../db/query';
-import { binding } from '../http/schemas';
+import { binding } from '../cursor';
 import { newId } from '../ids';
 import { nowIso } from '../clock';
 import { audit } from '../audit';

@@ -6,7 +6,7 @@
  */
 import { keys, gsi, indexKeys } from '../db/keys';
 import { queryPage, listBody } from '../db/query';
-import { binding } from '../http/schemas';
+import { binding } from '../cursor';
 import { signDownloadUrl } from '../cdn';
 import type { FilePart, PlannedUpload, SubmissionItem } from '../work/model';
 

@@ -8,7 +8,7 @@ import { db, tableName } from '../db/client';
 import { keys, indexKeys } from '../db/keys';
 import { Tx } from '../db/tx';
 import { queryPage, listBody } from '../db/query';
-import { binding } from '../http/schemas';
+import { binding } from '../cursor';
 import { newId, ulidFloor } from '../ids';
 import { nowIso } from '../clock';
 import { config } from '../config';
@@ -22,7 +22,8 @@ import { getSettings, settingsFromItems } from '../orgs';
 import { addEscrow, addEscrowRefund, insufficientCredits } from '../ledger/escrow';
 import { runAutoTopUp } from '../billing/auto-top-up';
 import { ACTIVE_STATUSES, availability, emptySummary, jobIndex, type JobItem, type JobStatus } from './model';
-import { checkCombinations, checkPrice, money, normalise, type CreateJobInput } from './validation';
+import { checkCombinations, checkPrice, money, normalise } from './validation';
+import type { CreateJobInput } from './create-body';
 import { presentJob, presentSummary } from './view';
 import type { BuyerPrincipal, TenantReads } from '../types';
 

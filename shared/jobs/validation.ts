@@ -1,15 +1,16 @@
 /**
- * Create-job rules: the body schema with every bound of the spec's table (D4: 400 with
- * details[].field), formats (D15), cross-field rules (422, D4, D52) and the price floor (D14).
+ * Create-job rules: formats (D15), cross-field rules (422, D4, D52) and the price floor (D14). The
+ * body schema with every bound of the spec's table is in ./create-body (only the create route
+ * loads zod; the job routes without a body do not).
  */
-import * as z from 'zod';
 import { errors, ApiError } from '../errors';
 import { categoryOf, type Category } from './model';
+import type { CreateJobInput } from './create-body';
 
 /** D15: accepted MIME types; audio/x-m4a is accepted and stored as audio/mp4. */
 export const FORMATS = ['image/jpeg', 'image/png', 'image/webp', 'image/gif', 'audio/mpeg', 'audio/wav', 'audio/mp4', 'video/mp4', 'video/quicktime'] as const;
 const ALIASES: Record<string, string> = { 'audio/x-m4a': 'audio/mp4' };
-const canonicalFormat = (s: string): string | null => {
+export const canonicalFormat = (s: string): string | null => {
   const t = ALIASES[s.trim().toLowerCase()] ?? s.trim().toLowerCase();
   return (FORMATS as readonly string[]).includes(t) ? t : null;
 };
@@ -18,57 +19,6 @@ export const PRICE_MIN_CENTS = 10;
 export const PRICE_MAX_CENTS = 50_000;
 export const PLATFORM_FEE_PCT = 20;
 
-const int = (min: number, max: number) => z.number().int().min(min).max(max);
-const optional = <T extends z.ZodType>(t: T) => t.nullable().optional();
-
-const location = z.strictObject({
-  city: optional(z.string().trim().min(1).max(100)),
-  state: optional(z.string().trim().min(1).max(100)),
-  latitude: optional(z.number().min(-90).max(90)),
-  longitude: optional(z.number().min(-180).max(180)),
-  radius_km: optional(z.number().min(0.1).max(500)),
-  description: optional(z.string().max(500)),
-});
-
-/**
- * Metadata numbers are stored as DynamoDB numbers and echoed as JSON: only values every JSON
- * reader takes exactly (|n| ≤ 2^53 − 1) and the table can store (non-zero |n| ≥ 1e-130) are
- * accepted; others are a validation error on the field (issue 11.4), never a failed write.
- */
-const metadataNumber = z
-  .number()
-  .min(-Number.MAX_SAFE_INTEGER, { message: `Metadata numbers must be between -${Number.MAX_SAFE_INTEGER} and ${Number.MAX_SAFE_INTEGER}; send larger values as strings.` })
-  .max(Number.MAX_SAFE_INTEGER, { message: `Metadata numbers must be between -${Number.MAX_SAFE_INTEGER} and ${Number.MAX_SAFE_INTEGER}; send larger values as strings.` })
-  .refine((n) => n === 0 || Math.abs(n) >= 1e-130, { message: 'This number is too close to zero to store; send it as a string.' });
-const metadataValue = z.union([z.string().max(500), metadataNumber, z.boolean(), z.null()]);
-
-export const createJobBody = z.strictObject({
-  type: z.enum(['data_collection', 'feedback']),
-  title: optional(z.string().max(100)),
-  description: z.string().min(10).max(5000),
-  files_needed: int(1, 10_000),
-  files_per_submission: optional(int(1, 5)),
-  scoring_criteria: optional(z.string().max(1000)),
-  min_star_rating: optional(int(1, 5)),
-  min_duration_seconds: optional(int(1, 600)),
-  max_duration_seconds: optional(int(1, 600)),
-  min_width: optional(int(1, 20_000)),
-  min_height: optional(int(1, 20_000)),
-  worker_guidelines: optional(z.string().max(2000)),
-  accepted_formats: z
-    .array(z.string().refine((s) => canonicalFormat(s) !== null, { message: `Not an accepted MIME type; use one of ${FORMATS.join(', ')} (audio/x-m4a is accepted as audio/mp4).` }))
-    .min(1)
-    .max(8),
-  // Bounds of the price are business rules with their own error (D14: pricing_violation).
-  price_per_file_cents: z.number().int(),
-  location: optional(location),
-  metadata: optional(
-    z
-      .record(z.string().min(1).max(40), metadataValue)
-      .refine((m) => Object.keys(m).length <= 50, { message: 'At most 50 metadata keys.' }),
-  ),
-});
-export type CreateJobInput = z.infer<typeof createJobBody>;
 
 /** The stored, normalised creation fields (D15 formats, D17 defaults). */
 export function normalise(b: CreateJobInput) {

@@ -379,18 +379,16 @@ export function matchRoute(
   const segs = path.split('/').filter(Boolean);
   let best: { route: RouteDef; params: Record<string, string>; literals: number } | null = null;
   const allowed = new Set<HttpMethod>();
-  for (const r of ROUTES) {
-    const tsegs = r.path.split('/').filter(Boolean);
-    if (tsegs.length !== segs.length) continue;
+  for (const { route: r, segments } of templatesOfLength(segs.length)) {
     const params: Record<string, string> = {};
     let literals = 0;
     let ok = true;
-    for (let i = 0; i < tsegs.length; i++) {
-      const t = tsegs[i]!;
+    for (let i = 0; i < segments.length; i++) {
+      const t = segments[i]!;
       const s = segs[i]!;
-      if (t.startsWith('{') && t.endsWith('}')) {
-        params[t.slice(1, -1)] = s;
-      } else if (t === s) {
+      if (t.param !== null) {
+        params[t.param] = s;
+      } else if (t.literal === s) {
         literals++;
       } else {
         ok = false;
@@ -406,4 +404,27 @@ export function matchRoute(
   }
   if (best) return { route: best.route, params: best.params };
   return { route: null, allowed: [...allowed] };
+}
+
+type Template = { route: RouteDef; segments: { literal: string; param: string | null }[] };
+let templates: Map<number, Template[]> | null = null;
+
+/**
+ * The route templates split into segments once, grouped by segment count (the local front matches
+ * every request; a deployed function never calls this, so nothing is built at its module load).
+ */
+function templatesOfLength(n: number): Template[] {
+  if (!templates) {
+    templates = new Map();
+    for (const route of ROUTES) {
+      const segments = route.path
+        .split('/')
+        .filter(Boolean)
+        .map((t) => ({ literal: t, param: t.startsWith('{') && t.endsWith('}') ? t.slice(1, -1) : null }));
+      const list = templates.get(segments.length) ?? [];
+      list.push({ route, segments });
+      templates.set(segments.length, list);
+    }
+  }
+  return templates.get(n) ?? [];
 }

@@ -23,7 +23,7 @@ export async function loadAllHandlers(root = resolve(__dirname, '../..')): Promi
   for (const r of ROUTES) await import(resolve(root, r.handler));
 }
 
-function isZod(x: unknown): x is z.ZodType {
+function isZod(x: unknown): x is z.core.$ZodType {
   return typeof x === 'object' && x !== null && '_zod' in x;
 }
 
@@ -31,7 +31,7 @@ function isZod(x: unknown): x is z.ZodType {
 class Components {
   readonly schemas: Record<string, Json> = {};
 
-  convert(schema: z.ZodType, io: 'input' | 'output'): Json {
+  convert(schema: z.core.$ZodType, io: 'input' | 'output'): Json {
     const out = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any' }) as Json;
     delete out.$schema;
     const defs = (out.$defs ?? {}) as Record<string, Json>;
@@ -58,7 +58,7 @@ function rewriteRefs(v: unknown): unknown {
   return v;
 }
 
-function content(c: z.ZodType | Content, comps: Components, io: 'input' | 'output'): Json {
+function content(c: z.core.$ZodType | Content, comps: Components, io: 'input' | 'output'): Json {
   if (isZod(c)) return { 'application/json': { schema: comps.convert(c, io) } };
   return Object.fromEntries(Object.entries(c).map(([type, s]) => [type, { schema: isZod(s) ? comps.convert(s, io) : s }]));
 }

@@ -2,11 +2,11 @@
  * The request schemas of every route, as the handlers pass them to `route()` (shared/http/route.ts).
  * The OpenAPI document is built from these very objects, so what is documented is what validates.
  */
-import type { ZodType } from 'zod';
+import type { core } from 'zod';
 
 export interface RouteSchemas {
-  body?: ZodType;
-  query?: ZodType;
+  body?: core.$ZodType;
+  query?: core.$ZodType;
 }
 
 const registered = new Map<string, RouteSchemas>();

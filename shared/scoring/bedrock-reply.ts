@@ -7,7 +7,7 @@
  * keeps the raw text for the logs.
  */
 import type { ConverseCommand, ConverseCommandOutput } from '@aws-sdk/client-bedrock-runtime';
-import type * as z from 'zod';
+import * as z from '../zod';
 
 export const DEFAULT_BEDROCK_MODEL_ID = 'amazon.nova-pro-v1:0';
 
@@ -54,7 +54,7 @@ export function replyText(out: ConverseCommandOutput): string {
 }
 
 /** A Converse answer validated against `schema` (throws BedrockOutputError). */
-export function parseModelReply<S extends z.ZodType>(out: ConverseCommandOutput, schema: S): z.output<S> {
+export function parseModelReply<S extends z.core.$ZodType>(out: ConverseCommandOutput, schema: S): z.output<S> {
   const text = replyText(out);
   if (!text) throw new BedrockOutputError(`model returned no text (stopReason ${out.stopReason ?? 'unknown'})`, '');
   let json: unknown;
@@ -63,7 +63,7 @@ export function parseModelReply<S extends z.ZodType>(out: ConverseCommandOutput,
   } catch (e) {
     throw new BedrockOutputError(`model answer is not JSON: ${(e as Error).message}`, text);
   }
-  const parsed = schema.safeParse(json);
+  const parsed = z.safeParse(schema, json);
   if (!parsed.success) {
     const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
     throw new BedrockOutputError(`model answer failed validation: ${issues}`, text);

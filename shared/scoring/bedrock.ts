@@ -21,7 +21,7 @@
  */
 import type { ContentBlock, ConverseCommand, ConverseCommandInput, ConverseCommandOutput } from '@aws-sdk/client-bedrock-runtime';
 import { readFile } from 'node:fs/promises';
-import * as z from 'zod';
+import * as z from '../zod';
 import { categoryOf, normalizeContentType } from '../media/sniff';
 import { clampStar, reasonCodesFromDimensions, type Dimensions, type ScoreResult, type Scorer, type ScoringInput } from './types';
 import { BedrockOutputError, DEFAULT_BEDROCK_MODEL_ID, bedrockTimeoutMs, extractJson, parseModelReply, type ConverseClient } from './bedrock-reply';
@@ -29,29 +29,33 @@ import { traced } from '../observability/tracer';
 
 export { BedrockOutputError, DEFAULT_BEDROCK_MODEL_ID, bedrockTimeoutMs, extractJson, type ConverseClient };
 
-const score15 = z
-  .union([z.number(), z.string().trim().regex(/^\d+(\.\d+)?$/).transform(Number)])
-  .pipe(z.number().min(1).max(5))
-  .transform((n) => Math.round(n));
+const score15 = z.pipe(
+  z.pipe(z.union([z.number(), z.pipe(z.string().check(z.trim(), z.regex(/^\d+(\.\d+)?$/)), z.transform(Number))]), z.number().check(z.gte(1), z.lte(5))),
+  z.transform((n: number) => Math.round(n)),
+);
 
-export const ModelVerdictSchema = z
-  .object({
-    relevance: score15,
-    quality: score15,
-    instruction_compliance: score15.optional(),
-    completeness: score15.optional(),
-    reasoning: z.string().trim().min(1).max(4000),
-  })
-  .refine((v) => v.instruction_compliance !== undefined || v.completeness !== undefined, {
-    message: 'instruction_compliance is required',
-    path: ['instruction_compliance'],
-  })
-  .transform((v) => ({
+export const ModelVerdictSchema = z.pipe(
+  z
+    .object({
+      relevance: score15,
+      quality: score15,
+      instruction_compliance: z.optional(score15),
+      completeness: z.optional(score15),
+      reasoning: z.string().check(z.trim(), z.minLength(1), z.maxLength(4000)),
+    })
+    .check(
+      z.refine((v) => v.instruction_compliance !== undefined || v.completeness !== undefined, {
+        message: 'instruction_compliance is required',
+        path: ['instruction_compliance'],
+      }),
+    ),
+  z.transform((v: { relevance: number; quality: number; instruction_compliance?: number; completeness?: number; reasoning: string }) => ({
     relevance: v.relevance,
     quality: v.quality,
     instruction_compliance: (v.instruction_compliance ?? v.completeness)!,
     reasoning: v.reasoning,
-  }));
+  })),
+);
 export type ModelVerdict = z.output<typeof ModelVerdictSchema>;
 
 /** Validate a Converse output and turn it into a ScoreResult (throws BedrockOutputError). */

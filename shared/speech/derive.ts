@@ -6,15 +6,15 @@
  * With no speech there is nothing to derive: the fields are null with the reason, no call.
  */
 import type { ConverseCommandInput } from '@aws-sdk/client-bedrock-runtime';
-import * as z from 'zod';
+import * as z from '../zod';
 import { DEFAULT_BEDROCK_MODEL_ID, bedrockTimeoutMs, parseModelReply, type ConverseClient } from '../scoring/bedrock-reply';
 import { traced } from '../observability/tracer';
 import { EMOTION_TONES, type SpeechDerived, type SpeechResult } from './types';
 
 export const SpeechDerivedSchema = z.object({
-  topics: z.array(z.string().trim().toLowerCase().min(1).max(60)).max(5),
-  keywords: z.array(z.string().trim().toLowerCase().min(1).max(60)).max(10),
-  emotion_tone: z.string().trim().toLowerCase().pipe(z.enum(EMOTION_TONES)),
+  topics: z.array(z.string().check(z.trim(), z.toLowerCase(), z.minLength(1), z.maxLength(60))).check(z.maxLength(5)),
+  keywords: z.array(z.string().check(z.trim(), z.toLowerCase(), z.minLength(1), z.maxLength(60))).check(z.maxLength(10)),
+  emotion_tone: z.pipe(z.string().check(z.trim(), z.toLowerCase()), z.enum(EMOTION_TONES)),
 });
 
 const SYSTEM_PROMPT = [

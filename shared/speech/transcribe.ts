@@ -15,7 +15,7 @@
  * is the mean of its words' confidences; punctuation joins the word before it.
  */
 import type { StartTranscriptionJobCommandInput, StartTranscriptionJobCommandOutput } from '@aws-sdk/client-transcribe';
-import * as z from 'zod';
+import * as z from '../zod';
 import type { SpeechResult, StartRequest, StartResult, Transcriber, TranscriptSegment } from './types';
 
 import { BUCKET_PREFIXES, TRANSCRIBE_JOB_PREFIX } from '../manifest/wiring';
@@ -80,27 +80,28 @@ export class TranscribeTranscriber implements Transcriber {
   }
 }
 
-const num = z.union([z.number(), z.string().trim().regex(/^-?\d+(\.\d+)?$/).transform(Number)]);
+const num = z.union([z.number(), z.pipe(z.string().check(z.trim(), z.regex(/^-?\d+(\.\d+)?$/)), z.transform(Number))]);
 
 /** The published Transcribe output document (the fields read here). */
 export const TranscribeOutputSchema = z.object({
-  jobName: z.string().optional(),
-  status: z.string().optional(),
+  jobName: z.optional(z.string()),
+  status: z.optional(z.string()),
   results: z.object({
-    transcripts: z.array(z.object({ transcript: z.string() })).default([]),
-    items: z
-      .array(
+    transcripts: z._default(z.array(z.object({ transcript: z.string() })), []),
+    items: z._default(
+      z.array(
         z.object({
           type: z.enum(['pronunciation', 'punctuation']),
-          start_time: num.optional(),
-          end_time: num.optional(),
-          speaker_label: z.string().optional(),
-          alternatives: z.array(z.object({ content: z.string(), confidence: num.optional() })).min(1),
+          start_time: z.optional(num),
+          end_time: z.optional(num),
+          speaker_label: z.optional(z.string()),
+          alternatives: z.array(z.object({ content: z.string(), confidence: z.optional(num) })).check(z.minLength(1)),
         }),
-      )
-      .default([]),
-    speaker_labels: z.object({ speakers: num.optional() }).optional(),
-    language_code: z.string().optional(),
+      ),
+      [],
+    ),
+    speaker_labels: z.optional(z.object({ speakers: z.optional(num) })),
+    language_code: z.optional(z.string()),
   }),
 });
 

@@ -6,7 +6,7 @@ import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '../db/client';
 import { indexKeys } from '../db/keys';
 import { queryPage, listBody } from '../db/query';
-import { binding } from '../http/schemas';
+import { binding } from '../cursor';
 import { ulidFloor } from '../ids';
 import { addMs, now, DAY_MS } from '../clock';
 import { errors } from '../errors';

@@ -20,7 +20,7 @@
  * new upload within its retry window, with at most the files it already holds slots for.
  */
 import { randomBytes } from 'node:crypto';
-import * as z from 'zod';
+import * as z from '../zod';
 import { keys } from '../db/keys';
 import { Tx } from '../db/tx';
 import { newId } from '../ids';
@@ -50,12 +50,12 @@ export interface IncomingFile {
 
 /** D24 optional multipart fields sent by the worker's app. */
 export const deviceFieldsSchema = z.strictObject({
-  captured_at: z.iso.datetime({ offset: true }).optional(),
-  device_model: z.string().trim().min(1).max(200).optional(),
-  device_os: z.string().trim().min(1).max(200).optional(),
-  app_version: z.string().trim().min(1).max(100).optional(),
-  latitude: z.coerce.number().min(-90).max(90).optional(),
-  longitude: z.coerce.number().min(-180).max(180).optional(),
+  captured_at: z.optional(z.iso.datetime({ offset: true })),
+  device_model: z.optional(z.string().check(z.trim(), z.minLength(1), z.maxLength(200))),
+  device_os: z.optional(z.string().check(z.trim(), z.minLength(1), z.maxLength(200))),
+  app_version: z.optional(z.string().check(z.trim(), z.minLength(1), z.maxLength(100))),
+  latitude: z.optional(z.coerce.number().check(z.gte(-90), z.lte(90))),
+  longitude: z.optional(z.coerce.number().check(z.gte(-180), z.lte(180))),
 });
 
 export function parseDeviceFields(fields: Record<string, string>): DeviceFields {
@@ -185,19 +185,18 @@ export const presignRequestSchema = z.strictObject({
   files: z
     .array(
       z.strictObject({
-        filename: z.string().trim().min(1).max(255),
-        content_type: z.string().min(3).max(100),
-        size_bytes: z.number().int().min(1),
+        filename: z.string().check(z.trim(), z.minLength(1), z.maxLength(255)),
+        content_type: z.string().check(z.minLength(3), z.maxLength(100)),
+        size_bytes: z.int().check(z.gte(1)),
       }),
     )
-    .min(1)
-    .max(5),
-  captured_at: z.iso.datetime({ offset: true }).optional(),
-  device_model: z.string().trim().min(1).max(200).optional(),
-  device_os: z.string().trim().min(1).max(200).optional(),
-  app_version: z.string().trim().min(1).max(100).optional(),
-  latitude: z.number().min(-90).max(90).optional(),
-  longitude: z.number().min(-180).max(180).optional(),
+    .check(z.minLength(1), z.maxLength(5)),
+  captured_at: z.optional(z.iso.datetime({ offset: true })),
+  device_model: z.optional(z.string().check(z.trim(), z.minLength(1), z.maxLength(200))),
+  device_os: z.optional(z.string().check(z.trim(), z.minLength(1), z.maxLength(200))),
+  app_version: z.optional(z.string().check(z.trim(), z.minLength(1), z.maxLength(100))),
+  latitude: z.optional(z.number().check(z.gte(-90), z.lte(90))),
+  longitude: z.optional(z.number().check(z.gte(-180), z.lte(180))),
 });
 export type PresignRequest = z.infer<typeof presignRequestSchema>;
 
@@ -240,7 +239,7 @@ export async function uploadPresigned(ctx: MutationContext, sub: SubmissionItem,
 const cleanName = (name: string) => name.replace(/[\\/\x00-\x1f]/g, '_').slice(-255) || 'upload';
 
 /** Body schema of the upload routes: JSON asks for pre-signed URLs; a multipart body validates as `{}`. */
-export const uploadBodySchema = presignRequestSchema.extend({ files: presignRequestSchema.shape.files.optional() });
+export const uploadBodySchema = z.extend(presignRequestSchema, { files: z.optional(presignRequestSchema.shape.files) });
 
 /** Largest multipart file accepted at all (the category limits of D25 apply per file). */
 const MAX_MULTIPART_FILE = Math.max(...Object.values(MAX_SIZE_BYTES)) + 1;

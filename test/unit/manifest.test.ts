@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROUTES, matchRoute, routeLogicalName } from '../../shared/manifest/routes';
 import { QUEUES, RULES, PIPES, SCHEDULES, matchesPattern } from '../../shared/manifest/wiring';
+import { routeWithoutIdempotencyKey } from '../../shared/http/route-without-key';
 
 const root = join(__dirname, '..', '..');
 
@@ -106,5 +107,12 @@ describe('event wiring', () => {
     const modules = [...ROUTES.map((r) => r.handler), ...QUEUES.map((q) => q.consumer), ...SCHEDULES.map((s) => s.handler)];
     const missing = modules.filter((m) => !existsSync(join(root, m)));
     expect(missing).toEqual([]);
+  });
+});
+
+describe('how a handler is built follows its manifest entry', () => {
+  test('a route that takes an Idempotency-Key cannot be built without the idempotency middleware', () => {
+    expect(() => routeWithoutIdempotencyKey('jobs.create', {}, async () => ({ body: {} }))).toThrow(/takes an Idempotency-Key \(required\)/);
+    expect(() => routeWithoutIdempotencyKey('jobs.get', {}, async () => ({ body: {} }))).not.toThrow();
   });
 });

@@ -4,7 +4,6 @@
  */
 import type middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
-import { ZodError } from 'zod';
 import { ApiError, errors, ConditionFailed, Contention } from '../../errors';
 import { newId } from '../../ids';
 import { logger } from '../../logger';
@@ -13,10 +12,19 @@ import type { RouteDef } from '../../manifest/routes';
 
 type Req = middy.Request<APIGatewayProxyEvent, APIGatewayProxyResult>;
 
+/**
+ * A zod validation error (the full API's ZodError or zod/mini's $ZodError, both with `issues`),
+ * recognised by its shape rather than by `instanceof`, so that a route without schemas does not
+ * load zod for this check.
+ */
+function isZodError(err: unknown): err is Error & { issues: { path: PropertyKey[]; message: string; code: string }[] } {
+  return err instanceof Error && (err.name === 'ZodError' || err.name === '$ZodError') && Array.isArray((err as { issues?: unknown }).issues);
+}
+
 export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
-  if (err instanceof ZodError) {
-    return errors.validation('The request is invalid.', err.issues.map((i) => ({ field: i.path.join('.'), message: i.message, code: i.code })));
+  if (isZodError(err)) {
+    return errors.validation('The request is invalid.', err.issues.map((i) => ({ field: i.path.map(String).join('.'), message: i.message, code: i.code })));
   }
   if (err instanceof Contention) {
     logger.warn('transaction contention outlasted the retries', { attempts: err.attempts });

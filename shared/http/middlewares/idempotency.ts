@@ -13,6 +13,7 @@ import type { RouteDef } from '../../manifest/routes';
 import { logger } from '../../logger';
 import { sha256hex } from '../../auth/secrets';
 import { takeParkedValidationError } from './validate';
+import type { Sealer } from '../../secrets/sealer';
 
 /**
  * D10 scope of a key. Anonymous routes (signup, worker signup; issue 11.2) have no principal, so
@@ -28,9 +29,13 @@ function scopeOf(s: ReturnType<typeof state>): string {
 }
 
 /** Routes declared to seal (access.kms 'encrypt…') hold a one-time secret in their response. */
-const sealsResponse = (route: RouteDef) => route.access.kms === 'encrypt' || route.access.kms === 'encrypt-decrypt';
+export const sealsResponse = (route: RouteDef) => route.access.kms === 'encrypt' || route.access.kms === 'encrypt-decrypt';
 
-export function idempotency(route: RouteDef): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult> {
+/**
+ * `sealer` is given by the routes that seal (see `route`'s options); the middleware does not import
+ * it, so the other routes do not bundle the sealer and its KMS client.
+ */
+export function idempotency(route: RouteDef, sealer?: () => Sealer): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult> {
   return {
     before: async (request) => {
       if (route.idempotency === 'none') return;
@@ -58,7 +63,7 @@ export function idempotency(route: RouteDef): middy.MiddlewareObj<APIGatewayProx
         fingerprint: fingerprint(route.method, request.event.path, s.rawBodyText),
         requestId: s.requestId,
         successStatus: route.successStatus ?? 200,
-        sealResponse: sealsResponse(route),
+        sealer: sealer?.(),
       });
       if (r.kind === 'replay') s.replay = r.stored;
       else {

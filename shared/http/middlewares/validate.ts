@@ -4,7 +4,7 @@
  */
 import type middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
-import type { ZodType, core } from 'zod';
+import type { core } from 'zod';
 import { errors, type ErrorDetail } from '../../errors';
 import { state } from '../state';
 import { ApiError } from '../../errors';
@@ -53,9 +53,14 @@ function parseJson(raw: string | null, contentType: string | undefined): unknown
   }
 }
 
+/** A request schema: zod 4's full API or zod/mini (both share the core and its `safeParse`). */
+export type RequestSchema = core.$ZodType & {
+  safeParse(data: unknown): { success: true; data: unknown; error?: undefined } | { success: false; data?: undefined; error: { issues: core.$ZodIssue[] } };
+};
+
 export interface Schemas {
-  body?: ZodType;
-  query?: ZodType;
+  body?: RequestSchema;
+  query?: RequestSchema;
 }
 
 export function validation(schemas: Schemas): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult> {

@@ -15,39 +15,40 @@
  * content is declared untrusted (instructions inside the image are ignored).
  */
 import type { ConverseCommandInput, ConverseCommandOutput } from '@aws-sdk/client-bedrock-runtime';
-import * as z from 'zod';
+import * as z from '../../zod';
 import { DEFAULT_BEDROCK_MODEL_ID, bedrockTimeoutMs, type ConverseClient } from '../../scoring/bedrock';
 import { parseModelReply } from '../../scoring/bedrock-reply';
 import { POSITIONS, round4, type Position } from './derive';
 import type { AnnotationProvider, DescribeInput, SemanticParts } from './types';
 import { traced } from '../../observability/tracer';
 
-const unit = z
-  .union([z.number(), z.string().trim().regex(/^\d+(\.\d+)?$/).transform(Number)])
-  .pipe(z.number().min(0).max(1))
-  .transform(round4);
+const unit = z.pipe(
+  z.pipe(z.union([z.number(), z.pipe(z.string().check(z.trim(), z.regex(/^\d+(\.\d+)?$/)), z.transform(Number))]), z.number().check(z.gte(0), z.lte(1))),
+  z.transform(round4),
+);
 
-const position = z
-  .string()
-  .trim()
-  .toLowerCase()
-  .transform((s) => s.replace(/[\s_]+/g, '-').replace(/^(centre|middle|middle-center|center-center)$/, 'center'))
-  .pipe(z.enum(POSITIONS as [Position, ...Position[]]));
+const position = z.pipe(
+  z.pipe(
+    z.string().check(z.trim(), z.toLowerCase()),
+    z.transform((s: string) => s.replace(/[\s_]+/g, '-').replace(/^(centre|middle|middle-center|center-center)$/, 'center')),
+  ),
+  z.enum(POSITIONS as [Position, ...Position[]]),
+);
 
 export const AnnotationOutputSchema = z.object({
   objects: z
     .array(
       z.object({
-        label: z.string().trim().min(1).max(80).toLowerCase(),
+        label: z.string().check(z.trim(), z.minLength(1), z.maxLength(80), z.toLowerCase()),
         confidence: unit,
         position,
         approximate_coverage: unit,
       }),
     )
-    .max(30),
-  scene: z.object({ setting: z.string().trim().min(1).max(80), indoor: z.boolean(), confidence: unit }).nullable(),
-  composition: z.string().trim().min(1).max(300).nullable(),
-  text: z.object({ full_text: z.string().max(5000), confidence: unit }).nullable().optional(),
+    .check(z.maxLength(30)),
+  scene: z.nullable(z.object({ setting: z.string().check(z.trim(), z.minLength(1), z.maxLength(80)), indoor: z.boolean(), confidence: unit })),
+  composition: z.nullable(z.string().check(z.trim(), z.minLength(1), z.maxLength(300))),
+  text: z.optional(z.nullable(z.object({ full_text: z.string().check(z.maxLength(5000)), confidence: unit }))),
   violence_score: unit,
 });
 export type AnnotationOutput = z.output<typeof AnnotationOutputSchema>;

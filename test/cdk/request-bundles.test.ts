@@ -1,0 +1,101 @@
+/**
+ * What a handler's bundle carries of zod (issue 15, cold start): schemas a handler runs are written
+ * with zod/mini (shared/zod.ts), so a bundle holds only the checks it uses; an API route without
+ * request schemas bundles no zod at all (the error envelope recognises zod's errors by their shape).
+ * zod's full, chainable API is about 95 KB minified, loaded and evaluated at every cold start; it
+ * stays in the OpenAPI response schemas, which no handler loads.
+ */
+import * as os from 'node:os';
+import * as path from 'node:path';
+import * as esbuild from 'esbuild';
+import { ROUTES } from '../../shared/manifest/routes';
+import { QUEUES, SCHEDULES } from '../../shared/manifest/wiring';
+import { loadAllHandlers } from '../../shared/openapi/build';
+import { registeredSchemas } from '../../shared/openapi/registry';
+
+const ROOT = path.resolve(__dirname, '../..');
+const HANDLERS = [...new Set([...ROUTES.map((r) => r.handler), ...QUEUES.map((q) => q.consumer), ...SCHEDULES.map((s) => s.handler)])];
+
+type Reach = { zodBytes: number; fullApi: string[]; idempotencyStore: boolean; kms: boolean };
+
+async function zodReach(): Promise<Map<string, Reach>> {
+  const result = await esbuild.build({
+    absWorkingDir: ROOT,
+    entryPoints: HANDLERS,
+    bundle: true,
+    write: false,
+    metafile: true,
+    minify: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node22',
+    mainFields: ['module', 'main'],
+    // Only zod matters here; the SDK is large and never zod.
+    external: ['@aws-sdk/*', '@smithy/*', '@aws-lambda-powertools/*', ...QUEUES.flatMap((q) => q.native?.packages ?? [])],
+    outdir: path.join(os.tmpdir(), 'request-bundles'),
+    logLevel: 'silent',
+  });
+  const reach = new Map<string, Reach>();
+  for (const out of Object.values(result.metafile.outputs)) {
+    if (!out.entryPoint) continue;
+    const zod = Object.entries(out.inputs).filter(([p]) => p.includes('node_modules/zod/'));
+    reach.set(out.entryPoint, {
+      zodBytes: zod.reduce((n, [, i]) => n + i.bytesInOutput, 0),
+      fullApi: zod.map(([p]) => p).filter((p) => p.includes('/v4/classic/')).slice(0, 3),
+      idempotencyStore: 'shared/idempotency.ts' in out.inputs,
+      kms: 'shared/secrets/kms.ts' in out.inputs,
+    });
+  }
+  return reach;
+}
+
+let reach: Map<string, Reach>;
+
+beforeAll(async () => {
+  await loadAllHandlers(ROOT);
+  reach = await zodReach();
+}, 120_000);
+
+test('every handler bundle was measured', () => {
+  expect(reach.size).toBe(HANDLERS.length);
+});
+
+test('no handler bundles zod’s full API: the schemas it runs use zod/mini', () => {
+  const offenders = [...reach].filter(([, r]) => r.fullApi.length > 0).map(([entry, r]) => ({ entry, fullApi: r.fullApi }));
+  expect(offenders).toEqual([]);
+});
+
+test('a route without request schemas bundles no zod at all', () => {
+  const withSchemas = new Set(
+    ROUTES.filter((r) => {
+      const s = registeredSchemas(r.id);
+      return s?.body !== undefined || s?.query !== undefined;
+    }).map((r) => r.handler),
+  );
+  const routeHandlers = new Set(ROUTES.map((r) => r.handler));
+  const offenders = [...reach]
+    .filter(([entry, r]) => routeHandlers.has(entry) && !withSchemas.has(entry) && r.zodBytes > 0)
+    .map(([entry, r]) => ({ entry, zodBytes: r.zodBytes }));
+  expect(withSchemas.size).toBeGreaterThan(10);
+  expect(offenders).toEqual([]);
+});
+
+test('a handler bundles at most 40 KB of zod (the checks it uses, and the English messages)', () => {
+  const offenders = [...reach].filter(([, r]) => r.zodBytes > 40 * 1024).map(([entry, r]) => ({ entry, kb: Math.round(r.zodBytes / 1024) }));
+  expect(offenders).toEqual([]);
+});
+
+test('a route that takes no Idempotency-Key does not bundle the idempotency store', () => {
+  const unkeyed = new Set(ROUTES.filter((r) => r.idempotency === 'none').map((r) => r.handler));
+  const keyed = new Set(ROUTES.filter((r) => r.idempotency !== 'none').map((r) => r.handler));
+  const offenders = [...reach].filter(([entry, r]) => unkeyed.has(entry) && !keyed.has(entry) && r.idempotencyStore).map(([entry]) => entry);
+  expect(unkeyed.size).toBeGreaterThan(20);
+  expect(offenders).toEqual([]);
+});
+
+test('a route whose manifest grants no KMS key does not bundle the KMS client (the sealer comes only with the grant)', () => {
+  const granted = new Set(ROUTES.filter((r) => r.access.kms !== undefined).map((r) => r.handler));
+  const offenders = [...reach].filter(([entry, r]) => ROUTES.some((x) => x.handler === entry) && !granted.has(entry) && r.kms).map(([entry]) => entry);
+  expect(granted.size).toBeGreaterThan(0);
+  expect(offenders).toEqual([]);
+});

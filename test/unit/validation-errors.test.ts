@@ -1,0 +1,39 @@
+/**
+ * The error envelope recognises zod's validation errors by their shape (name and issues), so that
+ * a route without request schemas does not load zod for an `instanceof` (issue 15, cold start).
+ */
+import * as classic from 'zod';
+import * as z from '../../shared/zod';
+import { toApiError } from '../../shared/http/middlewares/envelope';
+
+const thrown = (fn: () => unknown): unknown => {
+  try {
+    fn();
+  } catch (e) {
+    return e;
+  }
+  throw new Error('did not throw');
+};
+
+test('a ZodError thrown by the full API is a 400 validation_error naming the field', () => {
+  const err = toApiError(thrown(() => classic.strictObject({ name: classic.string() }).parse({ name: 3 })));
+  expect({ status: err.status, type: err.type, details: err.details }).toEqual({
+    status: 400,
+    type: 'validation_error',
+    details: [{ field: 'name', message: 'Invalid input: expected string, received number', code: 'invalid_type' }],
+  });
+});
+
+test('a $ZodError thrown by zod/mini is the same 400 validation_error, in the same words', () => {
+  const err = toApiError(thrown(() => z.strictObject({ name: z.string() }).parse({ name: 3 })));
+  expect({ status: err.status, type: err.type, details: err.details }).toEqual({
+    status: 400,
+    type: 'validation_error',
+    details: [{ field: 'name', message: 'Invalid input: expected string, received number', code: 'invalid_type' }],
+  });
+});
+
+test('an ordinary Error that merely has `issues` is not taken for a validation error', () => {
+  const err = toApiError(Object.assign(new Error('boom'), { issues: [] }));
+  expect(err.status).toBe(500);
+});
