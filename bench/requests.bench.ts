@@ -166,7 +166,14 @@ export async function run(): Promise<string> {
       'credits header and the resource are reads; DynamoDB has no call that writes one item and reads others), and on',
       `this emulator the two side by side cost ${f(pct(floor.lat, 0.5) / pct(raw.lat, 0.5))}× one GetItem by themselves (third row): DynamoDB Local does not`,
       'serve them fully in parallel, and each call costs this process the SDK\'s client-side work again. Across runs on',
-      'this shared machine the ratio has moved between about 2.6× and 3.3× (the third row between 1.8× and 2.5×).',
+      'this shared machine the ratio has moved between about 2.4× and 3.3× (the third row between 1.8× and 2.5×): three runs in a row',
+      'on 2026-11-25 gave 2.37×, 2.41× and 2.50× (raw GetItem 1.6–1.7 ms), one on 2026-11-24 with the emulator answering a raw',
+      'GetItem in 0.9 ms gave 2.65×. The ratio sits at the bar, so a single run can land on either side of it.',
+      '',
+      'What the local front (API Gateway and Lambda played in this process) no longer does per request: split every',
+      'route template to match the path (they are split once), wait on the body stream of a request that has no body',
+      '(neither Content-Length nor Transfer-Encoding), or serialise the event and the result to check Lambda\'s 6 MB',
+      '(they are measured only when a bound, 6 bytes per character, says they could be above it).',
     ].join('\n');
   } finally {
     await rt.stop();

@@ -6,7 +6,7 @@
  * the client reads the answer rather than a connection reset (issue 11.5).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { APIGatewayProxyEvent } from 'aws-lambda';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { newId } from '../shared/ids';
 import type { ErrorDetail } from '../shared/errors';
 import { isMultipart, MAX_MULTIPART_BODY_BYTES, multipartTooLarge } from '../shared/work/upload-limits';
@@ -91,7 +91,15 @@ export function bodyLimitFor(contentType: string | undefined): BodyLimit {
  * Reads the body up to the limit. Above it (by Content-Length up front, else while streaming), the
  * rest is read and dropped up to DRAIN_LIMIT_BYTES so the client gets to read the refusal.
  */
+const EMPTY = Buffer.alloc(0);
+
 export function readBody(req: IncomingMessage, limit: BodyLimit): Promise<Buffer> {
+  // HTTP/1.1: a request with neither Content-Length nor Transfer-Encoding has no body (RFC 9112
+  // §6.3), so there is nothing to wait for (most GETs).
+  if (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined) {
+    req.resume();
+    return Promise.resolve(EMPTY);
+  }
   return new Promise((resolve, reject) => {
     const declared = Number(req.headers['content-length'] ?? 0);
     const chunks: Buffer[] = [];
@@ -122,6 +130,24 @@ export function refuseBody(res: ServerResponse, err: BodyTooLarge): void {
 
 /** The bytes Lambda would receive for this event (its JSON). */
 export const eventPayloadBytes = (event: APIGatewayProxyEvent) => Buffer.byteLength(JSON.stringify(event));
+
+/**
+ * Whether an event could be above `limit` bytes as JSON, without serialising it: JSON writes a
+ * UTF-16 unit in at most 6 bytes (`\u00XX`), the body is its only unbounded string, and the rest
+ * (the request line and headers, at most MAX_HEADER_BYTES, in no more than 8 copies across the
+ * event's fields, plus the fixed request context) is bounded. Only then is the event measured.
+ */
+export function eventMayExceed(event: APIGatewayProxyEvent, limit: number): boolean {
+  return 6 * ((event.body?.length ?? 0) + 8 * MAX_HEADER_BYTES) + 16 * 1024 > limit && eventPayloadBytes(event) > limit;
+}
+
+/** The same for a handler's result: its body, header names and values, at most 6 bytes a unit. */
+export function resultMayExceed(result: APIGatewayProxyResult, limit: number): boolean {
+  let units = result.body?.length ?? 0;
+  for (const [k, v] of Object.entries(result.headers ?? {})) units += k.length + String(v).length;
+  for (const [k, vs] of Object.entries(result.multiValueHeaders ?? {})) units += k.length + JSON.stringify(vs).length;
+  return 6 * units + 4 * 1024 > limit && Buffer.byteLength(JSON.stringify(result)) > limit;
+}
 
 /** A raw HTTP/1.1 answer in the envelope, for errors found before Node made a request of the bytes. */
 export function rawEnvelopeResponse(status: number, reason: string, type: string, message: string): string {

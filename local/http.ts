@@ -20,12 +20,13 @@ import {
   bodyLimitFor,
   BodyTooLarge,
   DEFAULT_TIMEOUTS,
-  eventPayloadBytes,
+  eventMayExceed,
   LAMBDA_PAYLOAD_BYTES,
   MAX_HEADER_BYTES,
   rawEnvelopeResponse,
   readBody,
   refuseBody,
+  resultMayExceed,
   writeErrorEnvelope,
   type IntegrationTimeouts,
 } from './http-limits';
@@ -279,7 +280,7 @@ export function createHttpServer(opts: HttpServerOptions): Server {
       { requestId },
     );
     // Lambda's 6 MB counts the event as sent: a binary body base64-encoded, plus headers.
-    if (eventPayloadBytes(event) > LAMBDA_PAYLOAD_BYTES) {
+    if (eventMayExceed(event, LAMBDA_PAYLOAD_BYTES)) {
       const tooBig = isMultipart(req.headers['content-type']) ? multipartTooLarge() : null;
       return writeEnvelope(
         res,
@@ -315,7 +316,7 @@ export function createHttpServer(opts: HttpServerOptions): Server {
       clearTimeout(timer);
     }
     // Lambda refuses a response above 6 MB; API Gateway then answers 502.
-    if (Buffer.byteLength(JSON.stringify(result)) > LAMBDA_PAYLOAD_BYTES) {
+    if (resultMayExceed(result, LAMBDA_PAYLOAD_BYTES)) {
       log.error(`http ${method} ${pathname} → ${route.handler}: response above ${LAMBDA_PAYLOAD_BYTES} bytes`);
       return writeEnvelope(res, 502, 'internal_error', 'The response was too large to deliver. Ask for a smaller page (a lower limit).');
     }
