@@ -42,10 +42,13 @@ async function main() {
  */
 function splice(doc: string, sections: string[]): string {
   const at = new Date().toISOString();
+  // Reruns may land on another host than the full run's Machine section: say which.
+  const c = cpus();
+  const on = `${c.length} cores (${c[0]?.model?.trim() ?? 'unknown'})`;
   for (const section of sections) {
     const nl = section.indexOf('\n');
     const title = section.slice(0, nl);
-    const stamped = `${title}\n\n_This section was rerun alone at ${at}; compare it only with itself._${section.slice(nl)}`;
+    const stamped = `${title}\n\n_This section was rerun alone at ${at} on ${on}; compare it only with itself._${section.slice(nl)}`;
     const start = doc.indexOf(`${title}\n`);
     if (start < 0) {
       doc = `${doc.trimEnd()}\n\n${stamped}\n`;
