@@ -141,12 +141,17 @@ export function eventMayExceed(event: APIGatewayProxyEvent, limit: number): bool
   return 6 * ((event.body?.length ?? 0) + 8 * MAX_HEADER_BYTES) + 16 * 1024 > limit && eventPayloadBytes(event) > limit;
 }
 
-/** The same for a handler's result: its body, header names and values, at most 6 bytes a unit. */
+/**
+ * The same for a handler's result: its body, header names and values, at most 6 bytes a unit. A
+ * body that is not a string (a malformed result) is always measured.
+ */
 export function resultMayExceed(result: APIGatewayProxyResult, limit: number): boolean {
+  const exact = () => Buffer.byteLength(JSON.stringify(result)) > limit;
+  if (result.body !== undefined && typeof result.body !== 'string') return exact();
   let units = result.body?.length ?? 0;
   for (const [k, v] of Object.entries(result.headers ?? {})) units += k.length + String(v).length;
   for (const [k, vs] of Object.entries(result.multiValueHeaders ?? {})) units += k.length + JSON.stringify(vs).length;
-  return 6 * units + 4 * 1024 > limit && Buffer.byteLength(JSON.stringify(result)) > limit;
+  return 6 * units + 4 * 1024 > limit && exact();
 }
 
 /** A raw HTTP/1.1 answer in the envelope, for errors found before Node made a request of the bytes. */

@@ -3,8 +3,9 @@
  * zod 4 (the same core, checks, issues and JSON Schema output as the full API), with zod's English
  * messages. A route's bundle then carries only the checks its schemas use (about 25 KB minified)
  * instead of the whole chainable API (about 95 KB), which every request schema used to load at a
- * cold start. The full API stays where a module needs it and is not on a request path (the OpenAPI
- * response schemas, model replies in the pipeline).
+ * cold start. Every schema a handler runs (request bodies and queries, the upload form, model and
+ * Transcribe replies in the pipeline) uses it; the full API stays in the OpenAPI response schemas,
+ * which no handler loads (test/cdk/request-bundles.test.ts).
  *
  * `config(en())` is what the full `zod` entry does when it is imported; the mini entry leaves the
  * messages to the caller, so the issues a client reads are the same words either way.

@@ -27,3 +27,9 @@ test('a result whose body escapes above the limit is caught; a small one is not'
   expect(resultMayExceed(big, LAMBDA_PAYLOAD_BYTES)).toBe(true);
   expect(resultMayExceed({ statusCode: 200, body: '{"ok":true}', headers: { 'X-Request-Id': 'req_1' } }, LAMBDA_PAYLOAD_BYTES)).toBe(false);
 });
+
+test('a result whose body is not a string is measured as it is, never passed on the bound', () => {
+  const items = Array.from({ length: 200_000 }, (_, i) => ({ id: `item_${i}`, note: 'x'.repeat(20) }));
+  const malformed = { statusCode: 200, body: items as unknown as string, headers: {} };
+  expect(resultMayExceed(malformed, LAMBDA_PAYLOAD_BYTES)).toBe(true);
+});
