@@ -17,7 +17,7 @@ import type { Construct } from 'constructs';
 import { ROUTES, routeLogicalName, type RouteDef } from '../shared/manifest/routes';
 import { QUEUES, SCHEDULES, type QueueDef, type ScheduleDef } from '../shared/manifest/wiring';
 import { STAGE_NAME, latencyThresholdMs, longPollTimeouts, type ApiGateway } from './api';
-import { bindBucket, bindKeyAccess, bindQueue, bindRequestCounting, bindTable, grantBedrockInvoke, grantSms, type CdnResources, type KeyResources } from './constructs/grants';
+import { bindBucket, bindKeyAccess, bindQueue, bindRequestCounting, bindTable, grantBedrockInvoke, grantSms, secretsExtension, type CdnResources, type KeyResources } from './constructs/grants';
 import { HouseFunction } from './constructs/house-function';
 import { acknowledge } from './constructs/nag';
 import { queueDomain, routeDomain, scheduleDomain, type Domain } from './domains';
@@ -76,6 +76,7 @@ export class DomainStack extends NestedStack {
       // A held long poll occupies an instance for its whole wait: cap them, so polls cannot starve
       // the account's pool (and other routes) of concurrency.
       reservedConcurrentExecutions: route.longPoll ? shared.limits.longPollReservedConcurrency : undefined,
+      paramsAndSecrets: secretsExtension(route.access, shared.keys),
       environment: {
         ...shared.environment,
         PUBLIC_BASE_URL: shared.api.baseUrl,
@@ -135,6 +136,7 @@ export class DomainStack extends NestedStack {
       description: `Consumer of the ${def.name} queue`,
       timeout: Duration.seconds(def.consumerTimeoutSeconds),
       memorySize: def.consumerMemoryMb,
+      paramsAndSecrets: secretsExtension(def.access, shared.keys),
       environment: {
         ...shared.environment,
         PUBLIC_BASE_URL: shared.api.baseUrl,
@@ -169,6 +171,7 @@ export class DomainStack extends NestedStack {
       entry: def.handler,
       description: def.description,
       timeout: Duration.seconds(def.timeoutSeconds),
+      paramsAndSecrets: secretsExtension(def.access, shared.keys),
       environment: { ...shared.environment, PUBLIC_BASE_URL: shared.api.baseUrl },
     });
     bindTable(fn, shared.table, def.access.table);

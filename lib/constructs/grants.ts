@@ -1,5 +1,6 @@
 import {
   type CfnElement,
+  Duration,
   Names,
   Stack,
   aws_cloudfront as cloudfront,
@@ -12,6 +13,7 @@ import {
   aws_sqs as sqs,
 } from 'aws-cdk-lib';
 import { secretArnVariable, type KeyAccess, type SecretName } from '../../shared/manifest/access';
+import { EXTENSION_TTL_SECONDS } from '../../shared/secrets';
 import { acknowledge } from './nag';
 import { BUCKET_PREFIXES, TRANSCRIBE_JOB_PREFIX } from '../../shared/manifest/wiring';
 
@@ -151,6 +153,29 @@ export interface CdnResources {
   readonly publicKey: cloudfront.IPublicKey;
 }
 
+/** The secrets a manifest entry reads (`secrets`, and the CDN signing key with `cdnSign`). */
+function secretsRead(access: KeyAccess): SecretName[] {
+  const names = new Set<SecretName>(access.secrets ?? []);
+  if (access.cdnSign) names.add('cdn-signing-key');
+  return [...names];
+}
+
+/**
+ * The AWS Parameters and Secrets Lambda Extension (an AWS-published layer) for a function that
+ * reads a secret of this deploy: shared/secrets asks its localhost endpoint, so the function
+ * bundles no Secrets Manager client. Its cache TTL is the one shared/secrets counts with; a call
+ * to Secrets Manager that hangs fails after 2 s instead of holding the request.
+ */
+export function secretsExtension(access: KeyAccess, keys: KeyResources): lambda.ParamsAndSecretsLayerVersion | undefined {
+  if (!secretsRead(access).some((name) => keys.secret(name))) return undefined;
+  return lambda.ParamsAndSecretsLayerVersion.fromVersion(lambda.ParamsAndSecretsVersions.V1_0_103, {
+    cacheEnabled: true,
+    secretsManagerTtl: Duration.seconds(EXTENSION_TTL_SECONDS),
+    secretsManagerTimeout: Duration.seconds(2),
+    logLevel: lambda.ParamsAndSecretsLogLevel.WARN,
+  });
+}
+
 /**
  * D63: exactly what a manifest entry's `access` declares (shared/manifest/access.ts), with only
  * identifiers in the environment:
@@ -162,9 +187,7 @@ export interface CdnResources {
  * Every function gets `PAYMENTS_PROVIDER` (`stripe` | `disabled`), which is not a secret.
  */
 export function bindKeyAccess(fn: lambda.Function, access: KeyAccess, keys: KeyResources, cdn: CdnResources, media?: s3.IBucket): void {
-  const names = new Set<SecretName>(access.secrets ?? []);
-  if (access.cdnSign) names.add('cdn-signing-key');
-  for (const name of names) {
+  for (const name of secretsRead(access)) {
     const secret = keys.secret(name);
     if (!secret) continue;
     fn.addToRolePolicy(

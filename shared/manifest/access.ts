@@ -5,7 +5,7 @@
  * passes only identifiers in the environment, never a secret value:
  * - `secrets`: `secretsmanager:GetSecretValue` on each named secret, its ARN in
  *   `SECRET_ARN_<NAME>` (upper case, `-` → `_`, e.g. `SECRET_ARN_CDN_SIGNING_KEY`). The handler
- *   reads the value at run time through `shared/secrets` (Powertools Parameters, cached).
+ *   reads the value at run time through `shared/secrets` (the AWS Parameters and Secrets Lambda Extension, cached).
  * - `kms`: the sealing key (webhook endpoint secrets and one-time secrets kept in idempotency
  *   records, envelope encryption); its ARN in `KMS_KEY_ID`.
  * - `cdnSign`: signs CDN download URLs; implies the `cdn-signing-key` secret and sets

@@ -61,7 +61,10 @@ describe('no secret in the template (D63)', () => {
       expect([id, env.CURSOR_SECRET, env.WEBHOOK_SECRET_KEY]).toEqual([id, undefined, undefined]);
       for (const [name, value] of Object.entries(env)) {
         expect(JSON.stringify(value)).not.toContain('resolve:secretsmanager');
-        if (/SECRET|PASSWORD|TOKEN|PRIVATE/.test(name)) {
+        if (/^(PARAMETERS_SECRETS_EXTENSION_|SECRETS_MANAGER_|SSM_PARAMETER_STORE_)/.test(name)) {
+          // The secrets extension's settings (cache, port, timeouts): plain numbers and words.
+          expect([name, value]).toEqual([name, expect.stringMatching(/^[a-z0-9]{1,8}$/)]);
+        } else if (/SECRET|PASSWORD|TOKEN|PRIVATE/.test(name)) {
           // The only secret-named variables are SECRET_ARN_<NAME>, holding an ARN.
           expect(name).toMatch(/^SECRET_ARN_[A-Z_]+$/);
           expect(JSON.stringify(value)).toMatch(/arn:aws:secretsmanager|"Ref"|Fn::GetAtt/);
@@ -101,6 +104,20 @@ describe('per-function grants from the manifest (D63)', () => {
     }
     expect(env.KMS_KEY_ID !== undefined).toBe(e.access.kms !== undefined);
     expect(env.CDN_BASE_URL !== undefined).toBe(e.access.cdnSign === true);
+  });
+
+  test.each(ENTRIES.map((e) => [e.what, e] as const))('%s has the Parameters and Secrets extension exactly when it reads a secret', (_what, e) => {
+    for (const [synth, deployed] of [
+      [withStripe, declaredSecrets(e.access)],
+      [withoutStripe, declaredSecrets(e.access).filter((n) => n !== 'stripe')],
+    ] as const) {
+      const { fn } = functionOf(synth, e);
+      const layers = JSON.stringify(fn.Properties.Layers ?? []);
+      expect([e.what, layers.includes('Paramsandsecrets')]).toEqual([e.what, deployed.length > 0]);
+      const env = fn.Properties.Environment.Variables as Record<string, unknown>;
+      // The extension's cache TTL is the one shared/secrets counts with (a rotated secret within five minutes).
+      if (deployed.length > 0) expect(env.SECRETS_MANAGER_TTL).toBe('240');
+    }
   });
 
   test('a route without access.secrets gets no secretsmanager:GetSecretValue at all', () => {

@@ -1,9 +1,10 @@
 /**
- * Observability plumbing (issue 13.4): AWS SDK clients are traced, business metrics are EMF lines.
+ * Observability plumbing (issue 13.4): AWS SDK clients are traced (X-Ray subsegments over UDP, issue 15), business metrics are EMF lines.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { HeadBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import { createSocket } from 'node:dgram';
+import { S3Client } from '@aws-sdk/client-s3';
 import { DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 
@@ -37,59 +38,168 @@ async function withEnvAsync(env: Record<string, string | undefined>, fn: () => P
   }
 }
 
-test('in Lambda, traced() instruments an SDK client with X-Ray by its first call, not at module load; locally it leaves the client alone', async () => {
-  let mod!: typeof import('../../shared/observability/tracer');
-  jest.isolateModules(() => {
-    mod = require('../../shared/observability/tracer') as typeof import('../../shared/observability/tracer');
-  });
-  const lambdaEnv = { AWS_LAMBDA_FUNCTION_NAME: 'fn', RUNTIME: undefined, AWS_EXECUTION_ENV: 'AWS_Lambda_nodejs22.x' };
-  const deployed = withEnv(lambdaEnv, () => mod.traced(new S3Client({ region: 'eu-west-1', credentials: { accessKeyId: 'a', secretAccessKey: 'b' } })));
-  // Nothing of the X-Ray SDK is loaded or added before the client is used.
-  expect(deployed.middlewareStack.identify().join()).not.toMatch(/XRay/i);
-  // A stand-in for the network at the end of the chain: the first call goes through the whole stack.
-  const seen: string[] = [];
-  deployed.middlewareStack.add(
-    () => async () => {
-      seen.push(deployed.middlewareStack.identify().join());
-      return { output: { $metadata: {} }, response: {} } as never;
+/** A stand-in X-Ray daemon: a UDP socket collecting what it receives. */
+async function daemon(): Promise<{ address: string; received: () => Promise<string[]>; close: () => void }> {
+  const sock = createSocket('udp4');
+  const got: string[] = [];
+  sock.on('message', (m) => got.push(m.toString('utf8')));
+  await new Promise<void>((r) => sock.bind(0, '127.0.0.1', r));
+  const { port } = sock.address();
+  return {
+    address: `127.0.0.1:${port}`,
+    // UDP gives no acknowledgement: wait until the datagrams sent so far have arrived.
+    received: async () => {
+      for (let i = 0; i < 50 && got.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+      await new Promise((r) => setTimeout(r, 20));
+      return [...got];
+    },
+    close: () => sock.close(),
+  };
+}
+
+const TRACE_ROOT = '1-5759e988-bd862e3fe1be46a994272793';
+const FUNCTION_SEGMENT = '53995c3f42cd8ad8';
+
+function lambdaEnv(daemonAddress: string, sampled = '1') {
+  return {
+    AWS_LAMBDA_FUNCTION_NAME: 'fn',
+    RUNTIME: undefined,
+    AWS_EXECUTION_ENV: 'AWS_Lambda_nodejs22.x',
+    AWS_XRAY_DAEMON_ADDRESS: daemonAddress,
+    _X_AMZN_TRACE_ID: `Root=${TRACE_ROOT};Parent=${FUNCTION_SEGMENT};Sampled=${sampled};Lineage=a87bd80c:0`,
+  };
+}
+
+/** The network at the end of the chain: answers (or fails) like the service would, and records the request headers. */
+function offline<C extends { middlewareStack: { add: (...a: never[]) => void } }>(client: C, answer: { status: number; error?: Error }) {
+  const headers: Record<string, string>[] = [];
+  (client.middlewareStack as unknown as { add: (mw: unknown, o: unknown) => void }).add(
+    () => async (args: { request: { headers: Record<string, string> } }) => {
+      headers.push({ ...args.request.headers });
+      const $metadata = { httpStatusCode: answer.status, requestId: 'REQ1', attempts: 1 };
+      if (answer.error) throw Object.assign(answer.error, { $metadata });
+      return { output: { $metadata }, response: { statusCode: answer.status, headers: {} } };
     },
     { step: 'finalizeRequest', priority: 'low', name: 'offline' },
   );
-  // The environment stays that of Lambda until the call is done (the Tracer reads it when loaded).
-  await withEnvAsync(lambdaEnv, async () => {
-    await deployed.send(new HeadBucketCommand({ Bucket: 'b' }));
-  });
-  expect(seen).toHaveLength(1);
-  expect(seen[0]).toMatch(/XRay/i);
-  const local = withEnv({ AWS_LAMBDA_FUNCTION_NAME: undefined, RUNTIME: 'local' }, () => mod.traced(new S3Client({ region: 'eu-west-1' })));
-  await mod.tracingReady(local);
-  expect(local.middlewareStack.identify().join()).not.toMatch(/XRay/i);
-});
+  return headers;
+}
 
-test('in Lambda, a DynamoDB document client over a traced client sends through the same X-Ray instrumentation, added once', async () => {
+function loadTracer(): typeof import('../../shared/observability/tracer') {
   let mod!: typeof import('../../shared/observability/tracer');
   jest.isolateModules(() => {
     mod = require('../../shared/observability/tracer') as typeof import('../../shared/observability/tracer');
   });
-  const lambdaEnv = { AWS_LAMBDA_FUNCTION_NAME: 'fn', RUNTIME: undefined, AWS_EXECUTION_ENV: 'AWS_Lambda_nodejs22.x' };
-  await withEnvAsync(lambdaEnv, async () => {
-    const raw = mod.traced(new DynamoDBClient({ region: 'eu-west-1', credentials: { accessKeyId: 'a', secretAccessKey: 'b' } }));
-    const doc = mod.traced(DynamoDBDocumentClient.from(raw));
-    const seen: string[] = [];
-    raw.middlewareStack.add(
-      () => async () => {
-        seen.push(raw.middlewareStack.identify().join());
-        return { output: { $metadata: {} }, response: {} } as never;
-      },
-      { step: 'finalizeRequest', priority: 'low', name: 'offline' },
-    );
-    await doc.send(new GetCommand({ TableName: 't', Key: { PK: 'a', SK: 'b' } }));
-    await raw.send(new GetItemCommand({ TableName: 't', Key: { PK: { S: 'a' }, SK: { S: 'b' } } }));
-    expect(seen).toHaveLength(2);
-    expect(seen[0]).toMatch(/XRay/i);
-    // One instrumentation on the shared stack, not one per client.
-    expect(raw.middlewareStack.identify().filter((m) => /XRay/i.test(m))).toHaveLength(1);
-  });
+  return mod;
+}
+
+const creds = { accessKeyId: 'a', secretAccessKey: 'b' };
+
+test('in Lambda, each AWS call is sent to the X-Ray daemon as a subsegment of the function segment, in X-Ray\'s wire format', async () => {
+  const mod = loadTracer();
+  const d = await daemon();
+  try {
+    await withEnvAsync(lambdaEnv(d.address), async () => {
+      const raw = mod.traced(new DynamoDBClient({ region: 'eu-west-1', credentials: creds }));
+      const headers = offline(raw, { status: 200 });
+      await raw.send(new GetItemCommand({ TableName: 'marketplace', Key: { PK: { S: 'a' }, SK: { S: 'b' } } }));
+      const [datagram] = await d.received();
+      const [header, body] = datagram!.split('\n');
+      expect(JSON.parse(header!)).toEqual({ format: 'json', version: 1 });
+      const doc = JSON.parse(body!);
+      expect(doc).toMatchObject({
+        type: 'subsegment',
+        trace_id: TRACE_ROOT,
+        parent_id: FUNCTION_SEGMENT,
+        name: 'DynamoDB',
+        namespace: 'aws',
+        aws: { operation: 'GetItem', region: 'eu-west-1', request_id: 'REQ1', retries: 0, table_name: 'marketplace' },
+        http: { response: { status: 200 } },
+      });
+      expect(doc.id).toMatch(/^[0-9a-f]{16}$/);
+      expect(doc.end_time).toBeGreaterThanOrEqual(doc.start_time);
+      expect(doc.error ?? doc.fault ?? doc.throttle).toBeUndefined();
+      // The call carries the trace, with its own subsegment as the parent of what the service records.
+      expect(headers[0]!['X-Amzn-Trace-Id']).toBe(`Root=${TRACE_ROOT};Parent=${doc.id};Sampled=1;Lineage=a87bd80c:0`);
+    });
+  } finally {
+    d.close();
+  }
+});
+
+test.each([
+  ['a client error is marked error', 400, 'ConditionalCheckFailedException', { error: true }],
+  ['a throttled call is marked throttle and error', 400, 'ProvisionedThroughputExceededException', { throttle: true, error: true }],
+  ['a server error is marked fault', 500, 'InternalServerError', { fault: true }],
+])('in Lambda, %s, with the exception as its cause, and the error still reaches the caller', async (_rule, status, name, flags) => {
+  const mod = loadTracer();
+  const d = await daemon();
+  try {
+    await withEnvAsync(lambdaEnv(d.address), async () => {
+      const raw = mod.traced(new DynamoDBClient({ region: 'eu-west-1', credentials: creds, maxAttempts: 1 }));
+      const error = Object.assign(new Error('the service said no'), { name });
+      offline(raw, { status, error });
+      await expect(raw.send(new GetItemCommand({ TableName: 't', Key: { PK: { S: 'a' } } }))).rejects.toThrow('the service said no');
+      const [datagram] = await d.received();
+      const doc = JSON.parse(datagram!.split('\n')[1]!);
+      expect(doc).toMatchObject({ ...flags, http: { response: { status } }, cause: { exceptions: [{ type: name, message: 'the service said no', remote: true }] } });
+      for (const flag of ['error', 'fault', 'throttle']) if (!(flag in flags)) expect(doc[flag]).toBeUndefined();
+    });
+  } finally {
+    d.close();
+  }
+});
+
+test('an invocation that is not sampled sends nothing and leaves the trace header to the SDK', async () => {
+  const mod = loadTracer();
+  const d = await daemon();
+  try {
+    await withEnvAsync(lambdaEnv(d.address, '0'), async () => {
+      const raw = mod.traced(new DynamoDBClient({ region: 'eu-west-1', credentials: creds }));
+      const headers = offline(raw, { status: 200 });
+      await raw.send(new GetItemCommand({ TableName: 't', Key: { PK: { S: 'a' } } }));
+      await new Promise((r) => setTimeout(r, 100));
+      expect(await Promise.race([d.received(), new Promise<string[]>((r) => setTimeout(() => r([]), 200))])).toEqual([]);
+      // The SDK's own recursion-detection middleware forwards the invocation's header as it is.
+      expect(headers[0]!['X-Amzn-Trace-Id']).toContain('Sampled=0');
+    });
+  } finally {
+    d.close();
+  }
+});
+
+test('in Lambda, a DynamoDB document client over a traced client sends through the same X-Ray instrumentation, added once', async () => {
+  const mod = loadTracer();
+  const d = await daemon();
+  try {
+    await withEnvAsync(lambdaEnv(d.address), async () => {
+      const raw = mod.traced(new DynamoDBClient({ region: 'eu-west-1', credentials: creds }));
+      const doc = mod.traced(DynamoDBDocumentClient.from(raw));
+      offline(raw, { status: 200 });
+      await doc.send(new GetCommand({ TableName: 't', Key: { PK: 'a', SK: 'b' } }));
+      await raw.send(new GetItemCommand({ TableName: 't', Key: { PK: { S: 'a' }, SK: { S: 'b' } } }));
+      await new Promise((r) => setTimeout(r, 50));
+      const docs = (await d.received()).map((g) => JSON.parse(g.split('\n')[1]!));
+      expect(docs.map((x) => x.aws.operation)).toEqual(['GetItem', 'GetItem']);
+      // One instrumentation on the shared stack, not one per client.
+      expect(raw.middlewareStack.identify().filter((m) => m.startsWith(mod.XRAY_MIDDLEWARE))).toHaveLength(1);
+    });
+  } finally {
+    d.close();
+  }
+});
+
+test('outside Lambda (the local runtime, tests) traced() leaves the client alone', () => {
+  const mod = loadTracer();
+  const local = withEnv({ AWS_LAMBDA_FUNCTION_NAME: undefined, RUNTIME: 'local' }, () => mod.traced(new S3Client({ region: 'eu-west-1' })));
+  expect(local.middlewareStack.identify().join()).not.toContain(mod.XRAY_MIDDLEWARE);
+});
+
+test('the daemon address is read in both of Lambda\'s forms', () => {
+  const { daemonAddress } = loadTracer();
+  expect(daemonAddress('169.254.79.129:2000')).toEqual({ host: '169.254.79.129', port: 2000 });
+  expect(daemonAddress('tcp:127.0.0.1:2001 udp:127.0.0.2:2002')).toEqual({ host: '127.0.0.2', port: 2002 });
+  expect(daemonAddress(undefined)).toEqual({ host: '127.0.0.1', port: 2000 });
 });
 
 test('every AWS SDK client created under shared/ goes through traced()', () => {
