@@ -287,7 +287,8 @@ export async function run(): Promise<string> {
     // One Lambda per route; routes that share a module (the D32 purchase alias) share a bundle.
     const apiByModule = new Map<string, string[]>();
     for (const r of ROUTES) apiByModule.set(r.handler, [...(apiByModule.get(r.handler) ?? []), `${r.method} ${r.path}`]);
-    const api: Target[] = [...apiByModule].map(([entry, labels]) => ({ entry, label: labels.join('<br>') }));
+    const nativeOf = new Map(ROUTES.map((r) => [r.handler, r.native?.packages ?? []]));
+    const api: Target[] = [...apiByModule].map(([entry, labels]) => ({ entry, label: labels.join('<br>'), external: [...(nativeOf.get(entry) ?? [])] }));
     const pipeline: Target[] = [
       ...QUEUES.map((q) => ({ entry: q.consumer, label: `queue ${q.name}`, external: [...(q.native?.packages ?? [])] })),
       ...SCHEDULES.map((s) => ({ entry: s.handler, label: `schedule ${s.name}` })),

@@ -1,9 +1,10 @@
 import { routeWithoutIdempotencyKey } from '../../shared/http/route-without-key';
-import document from '../../shared/openapi/openapi.json';
+import { openApiDocumentText } from '../../shared/openapi/document';
 
 // D72: the OpenAPI 3.1 document, public (no key). Generated from the request schemas by
 // `npm run openapi`; a test fails when the checked-in file differs from a fresh build.
 export const handler = routeWithoutIdempotencyKey('docs.openapi', {}, async () => ({
-  body: document,
+  body: await openApiDocumentText(),
+  contentType: 'application/json',
   headers: { 'Cache-Control': 'public, max-age=300', 'Access-Control-Allow-Origin': '*' },
 }));

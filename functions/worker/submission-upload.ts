@@ -1,5 +1,5 @@
 import { route } from '../../shared/http/route';
-import { handleUploadRequest, uploadBodySchema } from '../../shared/work/uploads';
+import { handleUploadRequest, uploadBodySchema } from '../../shared/work/upload-request';
 import type { SubmissionItem } from '../../shared/work/model';
 
 /**

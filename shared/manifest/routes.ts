@@ -162,6 +162,9 @@ export const ROUTES: readonly RouteDef[] = [
     access: { table: 'write', ...PAYS }, // a crossing of the low-balance threshold runs the auto top-up (D34)
     // The low-balance threshold (D34) and, for a live job's escrow, the credit lots (D33).
     reads: ['settings', 'live_credit_lots'],
+    // Only an auto top-up charges a card: the Stripe SDK is installed beside the bundle and loaded
+    // by the first such charge (shared/payments/stripe.ts), not by every cold start.
+    native: { packages: ['stripe'] },
   }),
   buyer('jobs.list', 'GET', '/v1/jobs', 'functions/jobs/list.ts', 'jobs:read', { access: LIST }),
   buyer('jobs.get', 'GET', '/v1/jobs/{job_id}', 'functions/jobs/get.ts', 'jobs:read', {
@@ -345,6 +348,8 @@ export const ROUTES: readonly RouteDef[] = [
       access: { table: 'read' }, // the middlewares' configuration reads TABLE_NAME; nothing is read
       // The page's script and style are read from the package at run time.
       ...(id === 'docs.asset' ? { native: { packages: ['swagger-ui-dist'] } } : {}),
+      // The document is read from a file shipped beside the bundle (shared/openapi/document.ts).
+      ...(id === 'docs.openapi' ? { native: { packages: [], files: [{ from: 'shared/openapi/openapi.json', to: 'openapi.json', env: 'OPENAPI_DOCUMENT' }] } } : {}),
     }),
   ),
 ];

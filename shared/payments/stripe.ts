@@ -11,8 +11,12 @@
  *
  * Keys come from the `stripe` secret (JSON `{"secret_key":"sk_…","webhook_secret":"whsec_…"}`).
  * `wire` points the SDK at another host (tests run it against a local server speaking Stripe's API).
+ *
+ * The SDK is loaded with the first call (`import('stripe')`): the purchase and Stripe webhook routes
+ * bundle it; job creation, which needs it only for an auto top-up, has it installed beside its
+ * bundle instead (the route's `native.packages`), so its cold start does not carry it.
  */
-import Stripe from 'stripe';
+import type Stripe from 'stripe';
 import { getSecret } from '../secrets';
 import type { ChargeResult, PaymentProvider } from '../billing/provider';
 
@@ -48,16 +52,18 @@ export async function stripeKeys(): Promise<StripeKeys> {
 
 export function stripeProvider(opts: { wire?: StripeWire } = {}): StripeProvider {
   let cached: { key: string; client: Stripe } | null = null;
+  let sdk: typeof Stripe | null = null;
 
-  async function client(): Promise<{ stripe: Stripe; keys: StripeKeys }> {
+  async function client(): Promise<{ stripe: Stripe; keys: StripeKeys; sdk: typeof Stripe }> {
     const keys = await stripeKeys();
+    sdk ??= (await import('stripe')).default;
     if (cached?.key !== keys.secret_key) {
       cached = {
         key: keys.secret_key,
-        client: new Stripe(keys.secret_key, { maxNetworkRetries: 2, timeout: 15_000, ...(opts.wire ?? {}) }),
+        client: new sdk(keys.secret_key, { maxNetworkRetries: 2, timeout: 15_000, ...(opts.wire ?? {}) }),
       };
     }
-    return { stripe: cached.client, keys };
+    return { stripe: cached.client, keys, sdk };
   }
 
   const metadata = (sessionId: string, orgId: string) => ({ checkout_session_id: sessionId, organization_id: orgId });
@@ -107,7 +113,7 @@ export function stripeProvider(opts: { wire?: StripeWire } = {}): StripeProvider
       throw new Error('the Stripe provider learns the payment method from the completed checkout');
     },
     async chargeSaved({ customerRef, paymentMethod, amountCents, reference }): Promise<ChargeResult> {
-      const { stripe } = await client();
+      const { stripe, sdk: StripeSdk } = await client();
       if (!customerRef) return { ok: false, reason: 'no_customer', providerRef: null };
       try {
         const pi = await stripe.paymentIntents.create(
@@ -127,7 +133,7 @@ export function stripeProvider(opts: { wire?: StripeWire } = {}): StripeProvider
         // requires_action (authentication), processing, …: no money arrived, nothing is granted.
         return { ok: false, reason: pi.status === 'requires_action' ? 'authentication_required' : pi.status, providerRef: pi.id };
       } catch (e) {
-        if (e instanceof Stripe.errors.StripeCardError) {
+        if (e instanceof StripeSdk.errors.StripeCardError) {
           const raw = e.raw as { decline_code?: string; payment_intent?: { id?: string } } | undefined;
           return { ok: false, reason: e.decline_code ?? raw?.decline_code ?? e.code ?? 'card_declined', providerRef: raw?.payment_intent?.id ?? null };
         }

@@ -37,7 +37,7 @@ import { deleteObjects, getObjectBytes, objectKeys, parseUploadKey, putObject } 
 import { trustReads, trustResult, type TrustAttrs } from '../trust';
 import { batchGetConsistent, keyId } from '../db/batch-get';
 import { perceptualHash } from '../trust/phash';
-import { completeIfAllLanded } from './uploads';
+import { completeIfAllLanded } from './complete-upload';
 import { tryVerdictOn } from './verdict';
 import type { FilePart, PlannedUpload, SubmissionItem } from './model';
 

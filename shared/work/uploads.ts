@@ -18,9 +18,11 @@
  *
  * The same functions serve the D27 retry (`mode: 'retry'`): a `retry_pending` submission takes one
  * new upload within its retry window, with at most the files it already holds slots for.
+ *
+ * The HTTP side (the request schemas, multipart parsing, which way in) is ./upload-request.ts, so
+ * what uploads files without HTTP (the sandbox) carries neither zod nor the multipart parser.
  */
 import { randomBytes } from 'node:crypto';
-import * as z from '../zod';
 import { keys } from '../db/keys';
 import { Tx } from '../db/tx';
 import { newId } from '../ids';
@@ -33,9 +35,7 @@ import { checkUpload, MAX_SIZE_BYTES, categoryOf, normalizeContentType } from '.
 import { deleteObjects, objectKeys, presignPut, putObject } from '../storage/s3';
 import { reservationKey, type ReservationItem } from './reservations';
 import type { DeviceFields, PlannedUpload, SubmissionItem } from './model';
-import { issuesToDetails } from '../http/middlewares/validate';
-import { parseMultipart } from './multipart';
-import { isMultipart, MAX_MULTIPART_BODY_BYTES, multipartTooLarge } from './upload-limits';
+import type { PresignRequest } from './upload-request';
 import { completeUpload } from './complete-upload';
 
 export { completeUpload, completeIfAllLanded } from './complete-upload';
@@ -46,22 +46,6 @@ export interface IncomingFile {
   filename: string;
   contentType: string;
   data: Buffer;
-}
-
-/** D24 optional multipart fields sent by the worker's app. */
-export const deviceFieldsSchema = z.strictObject({
-  captured_at: z.optional(z.iso.datetime({ offset: true })),
-  device_model: z.optional(z.string().check(z.trim(), z.minLength(1), z.maxLength(200))),
-  device_os: z.optional(z.string().check(z.trim(), z.minLength(1), z.maxLength(200))),
-  app_version: z.optional(z.string().check(z.trim(), z.minLength(1), z.maxLength(100))),
-  latitude: z.optional(z.coerce.number().check(z.gte(-90), z.lte(90))),
-  longitude: z.optional(z.coerce.number().check(z.gte(-180), z.lte(180))),
-});
-
-export function parseDeviceFields(fields: Record<string, string>): DeviceFields {
-  const r = deviceFieldsSchema.safeParse(fields);
-  if (!r.success) throw errors.validation('The upload form fields are invalid.', issuesToDetails(r.error.issues));
-  return r.data;
 }
 
 const newRound = () => randomBytes(6).toString('hex');
@@ -181,25 +165,6 @@ export async function uploadDirect(ctx: MutationContext, sub: SubmissionItem, mo
   return done;
 }
 
-export const presignRequestSchema = z.strictObject({
-  files: z
-    .array(
-      z.strictObject({
-        filename: z.string().check(z.trim(), z.minLength(1), z.maxLength(255)),
-        content_type: z.string().check(z.minLength(3), z.maxLength(100)),
-        size_bytes: z.int().check(z.gte(1)),
-      }),
-    )
-    .check(z.minLength(1), z.maxLength(5)),
-  captured_at: z.optional(z.iso.datetime({ offset: true })),
-  device_model: z.optional(z.string().check(z.trim(), z.minLength(1), z.maxLength(200))),
-  device_os: z.optional(z.string().check(z.trim(), z.minLength(1), z.maxLength(200))),
-  app_version: z.optional(z.string().check(z.trim(), z.minLength(1), z.maxLength(100))),
-  latitude: z.optional(z.number().check(z.gte(-90), z.lte(90))),
-  longitude: z.optional(z.number().check(z.gte(-180), z.lte(180))),
-});
-export type PresignRequest = z.infer<typeof presignRequestSchema>;
-
 /** POST …/upload or …/retry with JSON: pre-signed PUT URLs (D24, D45: 200 `{uploads:[…]}`). */
 export async function uploadPresigned(ctx: MutationContext, sub: SubmissionItem, mode: UploadMode, req: PresignRequest) {
   const { w, job } = await activeWindow(sub, mode);
@@ -237,41 +202,3 @@ export async function uploadPresigned(ctx: MutationContext, sub: SubmissionItem,
 }
 
 const cleanName = (name: string) => name.replace(/[\\/\x00-\x1f]/g, '_').slice(-255) || 'upload';
-
-/** Body schema of the upload routes: JSON asks for pre-signed URLs; a multipart body validates as `{}`. */
-export const uploadBodySchema = z.extend(presignRequestSchema, { files: z.optional(presignRequestSchema.shape.files) });
-
-/** Largest multipart file accepted at all (the category limits of D25 apply per file). */
-const MAX_MULTIPART_FILE = Math.max(...Object.values(MAX_SIZE_BYTES)) + 1;
-
-/** The upload and retry routes: multipart → direct (202), JSON → pre-signed URLs (200). */
-export async function handleUploadRequest(
-  ctx: MutationContext,
-  sub: SubmissionItem,
-  mode: UploadMode,
-  req: { headers: Record<string, string>; rawBody: Buffer | null; body: z.infer<typeof uploadBodySchema> },
-): Promise<{ status: number; body: unknown }> {
-  const ct = req.headers['content-type'] ?? '';
-  if (isMultipart(ct)) {
-    // D61: above 4 MiB a deployed function would not even receive the body; nothing is stored.
-    if ((req.rawBody?.length ?? 0) > MAX_MULTIPART_BODY_BYTES) throw multipartTooLarge();
-    const parsed = await parseMultipartBody(req.rawBody ?? Buffer.alloc(0), ct);
-    const unknown = parsed.files.find((f) => f.field !== 'file');
-    if (unknown) throw errors.validation(`Unknown file field "${unknown.field}"; send files in the \`file\` field.`, [{ field: unknown.field, message: 'unknown field', code: 'unknown_field' }]);
-    const tooBig = parsed.files.find((f) => f.truncated);
-    if (tooBig) throw errors.validation(`File ${tooBig.filename} is too large.`, [{ field: 'file', message: 'too large', code: 'file_too_large' }]);
-    const device = parseDeviceFields(parsed.fields);
-    const body = await uploadDirect(ctx, sub, mode, parsed.files.map((f) => ({ filename: f.filename, contentType: f.contentType, data: f.data })), device);
-    return { status: 202, body };
-  }
-  if (!req.body.files) {
-    throw errors.validation('Send the file as multipart/form-data (field `file`), or JSON {files:[{filename, content_type, size_bytes}]} for pre-signed upload URLs.', [
-      { field: 'files', message: 'required', code: 'missing_file' },
-    ]);
-  }
-  return { status: 200, body: await uploadPresigned(ctx, sub, mode, { ...req.body, files: req.body.files }) };
-}
-
-async function parseMultipartBody(raw: Buffer, ct: string) {
-  return parseMultipart(raw, ct, { files: 5, fileSize: MAX_MULTIPART_FILE });
-}

@@ -16,7 +16,13 @@ import { registeredSchemas } from '../../shared/openapi/registry';
 const ROOT = path.resolve(__dirname, '../..');
 const HANDLERS = [...new Set([...ROUTES.map((r) => r.handler), ...QUEUES.map((q) => q.consumer), ...SCHEDULES.map((s) => s.handler)])];
 
-type Reach = { zodBytes: number; fullApi: string[]; idempotencyStore: boolean; kms: boolean };
+type Reach = { zodBytes: number; fullApi: string[]; idempotencyStore: boolean; kms: boolean; staticExternals: string[] };
+
+/** What a function installs beside its bundle (the manifest's `native.packages`), by handler. */
+const NATIVE = new Map<string, string[]>([
+  ...ROUTES.map((r) => [r.handler, r.native?.packages ?? []] as [string, string[]]),
+  ...QUEUES.map((q) => [q.consumer, q.native?.packages ?? []] as [string, string[]]),
+]);
 
 async function zodReach(): Promise<Map<string, Reach>> {
   const result = await esbuild.build({
@@ -31,7 +37,7 @@ async function zodReach(): Promise<Map<string, Reach>> {
     target: 'node22',
     mainFields: ['module', 'main'],
     // Only zod matters here; the SDK is large and never zod.
-    external: ['@aws-sdk/*', '@smithy/*', '@aws-lambda-powertools/*', ...QUEUES.flatMap((q) => q.native?.packages ?? [])],
+    external: ['@aws-sdk/*', '@smithy/*', '@aws-lambda-powertools/*', ...[...NATIVE.values()].flat()],
     outdir: path.join(os.tmpdir(), 'request-bundles'),
     logLevel: 'silent',
   });
@@ -44,6 +50,7 @@ async function zodReach(): Promise<Map<string, Reach>> {
       fullApi: zod.map(([p]) => p).filter((p) => p.includes('/v4/classic/')).slice(0, 3),
       idempotencyStore: 'shared/idempotency.ts' in out.inputs,
       kms: 'shared/secrets/kms.ts' in out.inputs,
+      staticExternals: out.imports.filter((i) => i.external && i.kind === 'import-statement').map((i) => i.path),
     });
   }
   return reach;
@@ -97,5 +104,11 @@ test('a route whose manifest grants no KMS key does not bundle the KMS client (t
   const granted = new Set(ROUTES.filter((r) => r.access.kms !== undefined).map((r) => r.handler));
   const offenders = [...reach].filter(([entry, r]) => ROUTES.some((x) => x.handler === entry) && !granted.has(entry) && r.kms).map(([entry]) => entry);
   expect(granted.size).toBeGreaterThan(0);
+  expect(offenders).toEqual([]);
+});
+
+test('a package a function installs beside its bundle is only imported dynamically, so it loads on first use, not at every cold start', () => {
+  const offenders = [...reach].flatMap(([entry, r]) => (NATIVE.get(entry) ?? []).filter((p) => r.staticExternals.includes(p)).map((p) => `${entry}: ${p}`));
+  expect(NATIVE.get('functions/jobs/create.ts')).toContain('stripe');
   expect(offenders).toEqual([]);
 });
