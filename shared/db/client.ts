@@ -52,8 +52,8 @@ function persistTransactionsAtOnce(client: DynamoDBClient, endpoint: string, reg
 
 export function db(): DynamoDBDocumentClient {
   if (!doc) {
-    // traced() again: the document client sends through its own `send` (on the wrapped client's
-    // middleware stack), which must wait for that stack's X-Ray instrumentation too.
+    // The document client shares the wrapped client's middleware stack, so its calls are traced by
+    // the instrumentation traced() put there; traced() here finds it and adds nothing.
     doc = traced(
       DynamoDBDocumentClient.from(dynamo(), {
         marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
