@@ -19,6 +19,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { createSocket, type Socket } from 'node:dgram';
+import { InvokeStore } from '@aws/lambda-invoke-store';
 
 /** The middleware's name in a client's stack (one per stack). */
 export const XRAY_MIDDLEWARE = 'XRaySubsegment';
@@ -35,9 +36,14 @@ interface TraceContext {
   extra: string;
 }
 
-/** The invocation's trace (Lambda sets `_X_AMZN_TRACE_ID` per invocation); null when not sampled. */
-function currentTrace(): TraceContext | null {
-  const header = process.env._X_AMZN_TRACE_ID;
+/**
+ * The invocation's trace, null when not sampled: from Lambda's invoke store when the runtime keeps
+ * one (several invocations at once in one process), else `_X_AMZN_TRACE_ID`, which Lambda sets per
+ * invocation; the AWS SDK's own recursion-detection middleware reads them in the same order.
+ */
+async function currentTrace(): Promise<TraceContext | null> {
+  const store = await InvokeStore.getInstanceAsync().catch(() => undefined);
+  const header = store?.getXRayTraceId() ?? process.env._X_AMZN_TRACE_ID;
   if (!header) return null;
   const fields = new Map(
     header.split(';').map((kv) => {
@@ -114,7 +120,7 @@ interface SdkClient {
 function xrayMiddleware(client: SdkClient) {
   return (next: Handler, context: Context): Handler =>
     async (args) => {
-      const trace = currentTrace();
+      const trace = await currentTrace();
       if (!trace) return next(args);
       const id = randomBytes(8).toString('hex');
       if (args.request?.headers) args.request.headers['X-Amzn-Trace-Id'] = `Root=${trace.root};Parent=${id};Sampled=1${trace.extra}`;

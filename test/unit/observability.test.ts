@@ -7,6 +7,7 @@ import { createSocket } from 'node:dgram';
 import { S3Client } from '@aws-sdk/client-s3';
 import { DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { InvokeStore, InvokeStoreBase } from '@aws/lambda-invoke-store';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 
@@ -146,6 +147,28 @@ test.each([
       for (const flag of ['error', 'fault', 'throttle']) if (!(flag in flags)) expect(doc[flag]).toBeUndefined();
     });
   } finally {
+    d.close();
+  }
+});
+
+test("with Lambda's invoke store holding the invocation's trace (several invocations in one process), the subsegment goes under that trace", async () => {
+  const mod = loadTracer();
+  const d = await daemon();
+  const store = await InvokeStore.getInstanceAsync();
+  const otherRoot = '1-6759e988-0123456789abcdef01234567';
+  try {
+    // The process-wide variable names another invocation's trace; the store's is this one's.
+    await withEnvAsync(lambdaEnv(d.address), async () => {
+      const raw = mod.traced(new DynamoDBClient({ region: 'eu-west-1', credentials: creds }));
+      offline(raw, { status: 200 });
+      await store.run({ [InvokeStoreBase.PROTECTED_KEYS.X_RAY_TRACE_ID]: `Root=${otherRoot};Parent=1111222233334444;Sampled=1` }, () =>
+        raw.send(new GetItemCommand({ TableName: 't', Key: { PK: { S: 'a' } } })),
+      );
+      const doc = JSON.parse((await d.received())[0]!.split('\n')[1]!);
+      expect([doc.trace_id, doc.parent_id]).toEqual([otherRoot, '1111222233334444']);
+    });
+  } finally {
+    await store.run({}, async () => undefined); // no context left for the tests after this one
     d.close();
   }
 });
