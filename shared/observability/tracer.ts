@@ -131,7 +131,8 @@ function xrayMiddleware(client: SdkClient) {
         const region = typeof client.config?.region === 'function' ? await client.config.region().catch(() => undefined) : client.config?.region;
         const status = meta?.httpStatusCode;
         const throttled = status === 429 || (error !== undefined && THROTTLES.has(error.name));
-        const fault = status !== undefined ? status >= 500 : error?.$fault === 'server';
+        // 4xx: error; 5xx, or no answer at all (a network failure, a time-out): fault.
+        const fault = status !== undefined ? status >= 500 : error?.$fault !== 'client';
         return {
           id,
           trace_id: trace.root,
@@ -154,7 +155,7 @@ function xrayMiddleware(client: SdkClient) {
             ? {
                 ...(throttled ? { throttle: true } : {}),
                 ...(fault ? { fault: true } : { error: true }),
-                cause: { exceptions: [{ id: randomBytes(8).toString('hex'), type: error.name, message: error.message, remote: meta !== undefined }] },
+                cause: { exceptions: [{ id: randomBytes(8).toString('hex'), type: error.name, message: error.message, remote: status !== undefined }] },
               }
             : {}),
         };

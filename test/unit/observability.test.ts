@@ -72,11 +72,13 @@ function lambdaEnv(daemonAddress: string, sampled = '1') {
 }
 
 /** The network at the end of the chain: answers (or fails) like the service would, and records the request headers. */
-function offline<C extends { middlewareStack: { add: (...a: never[]) => void } }>(client: C, answer: { status: number; error?: Error }) {
+function offline<C extends { middlewareStack: { add: (...a: never[]) => void } }>(client: C, answer: { status?: number; error?: Error }) {
   const headers: Record<string, string>[] = [];
   (client.middlewareStack as unknown as { add: (mw: unknown, o: unknown) => void }).add(
     () => async (args: { request: { headers: Record<string, string> } }) => {
       headers.push({ ...args.request.headers });
+      // No status: no answer came back (a socket error), so there is no response metadata either.
+      if (answer.status === undefined) throw answer.error ?? new Error('no answer');
       const $metadata = { httpStatusCode: answer.status, requestId: 'REQ1', attempts: 1 };
       if (answer.error) throw Object.assign(answer.error, { $metadata });
       return { output: { $metadata }, response: { statusCode: answer.status, headers: {} } };
@@ -132,6 +134,7 @@ test.each([
   ['a client error is marked error', 400, 'ConditionalCheckFailedException', { error: true }],
   ['a throttled call is marked throttle and error', 400, 'ProvisionedThroughputExceededException', { throttle: true, error: true }],
   ['a server error is marked fault', 500, 'InternalServerError', { fault: true }],
+  ['a call that got no answer is marked fault', undefined, 'ECONNRESET', { fault: true }],
 ])('in Lambda, %s, with the exception as its cause, and the error still reaches the caller', async (_rule, status, name, flags) => {
   const mod = loadTracer();
   const d = await daemon();
@@ -143,7 +146,8 @@ test.each([
       await expect(raw.send(new GetItemCommand({ TableName: 't', Key: { PK: { S: 'a' } } }))).rejects.toThrow('the service said no');
       const [datagram] = await d.received();
       const doc = JSON.parse(datagram!.split('\n')[1]!);
-      expect(doc).toMatchObject({ ...flags, http: { response: { status } }, cause: { exceptions: [{ type: name, message: 'the service said no', remote: true }] } });
+      expect(doc).toMatchObject({ ...flags, cause: { exceptions: [{ type: name, message: 'the service said no', remote: status !== undefined }] } });
+      expect(doc.http).toEqual(status === undefined ? undefined : { response: { status } });
       for (const flag of ['error', 'fault', 'throttle']) if (!(flag in flags)) expect(doc[flag]).toBeUndefined();
     });
   } finally {
