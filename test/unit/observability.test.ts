@@ -71,6 +71,16 @@ function lambdaEnv(daemonAddress: string, sampled = '1') {
   };
 }
 
+/** Runs `fn` in a Lambda environment whose X-Ray daemon is a local UDP socket, closed afterwards. */
+async function inLambda(fn: (d: Awaited<ReturnType<typeof daemon>>) => Promise<void>, sampled = '1'): Promise<void> {
+  const d = await daemon();
+  try {
+    await withEnvAsync(lambdaEnv(d.address, sampled), () => fn(d));
+  } finally {
+    d.close();
+  }
+}
+
 /** The network at the end of the chain: answers (or fails) like the service would, and records the request headers. */
 function offline<C extends { middlewareStack: { add: (...a: never[]) => void } }>(client: C, answer: { status?: number; error?: Error }) {
   const headers: Record<string, string>[] = [];
@@ -100,34 +110,29 @@ const creds = { accessKeyId: 'a', secretAccessKey: 'b' };
 
 test('in Lambda, each AWS call is sent to the X-Ray daemon as a subsegment of the function segment, in X-Ray\'s wire format', async () => {
   const mod = loadTracer();
-  const d = await daemon();
-  try {
-    await withEnvAsync(lambdaEnv(d.address), async () => {
-      const raw = mod.traced(new DynamoDBClient({ region: 'eu-west-1', credentials: creds }));
-      const headers = offline(raw, { status: 200 });
-      await raw.send(new GetItemCommand({ TableName: 'marketplace', Key: { PK: { S: 'a' }, SK: { S: 'b' } } }));
-      const [datagram] = await d.received();
-      const [header, body] = datagram!.split('\n');
-      expect(JSON.parse(header!)).toEqual({ format: 'json', version: 1 });
-      const doc = JSON.parse(body!);
-      expect(doc).toMatchObject({
-        type: 'subsegment',
-        trace_id: TRACE_ROOT,
-        parent_id: FUNCTION_SEGMENT,
-        name: 'DynamoDB',
-        namespace: 'aws',
-        aws: { operation: 'GetItem', region: 'eu-west-1', request_id: 'REQ1', retries: 0, table_name: 'marketplace' },
-        http: { response: { status: 200 } },
-      });
-      expect(doc.id).toMatch(/^[0-9a-f]{16}$/);
-      expect(doc.end_time).toBeGreaterThanOrEqual(doc.start_time);
-      expect(doc.error ?? doc.fault ?? doc.throttle).toBeUndefined();
-      // The call carries the trace, with its own subsegment as the parent of what the service records.
-      expect(headers[0]!['X-Amzn-Trace-Id']).toBe(`Root=${TRACE_ROOT};Parent=${doc.id};Sampled=1;Lineage=a87bd80c:0`);
+  await inLambda(async (d) => {
+    const raw = mod.traced(new DynamoDBClient({ region: 'eu-west-1', credentials: creds }));
+    const headers = offline(raw, { status: 200 });
+    await raw.send(new GetItemCommand({ TableName: 'marketplace', Key: { PK: { S: 'a' }, SK: { S: 'b' } } }));
+    const [datagram] = await d.received();
+    const [header, body] = datagram!.split('\n');
+    expect(JSON.parse(header!)).toEqual({ format: 'json', version: 1 });
+    const doc = JSON.parse(body!);
+    expect(doc).toMatchObject({
+      type: 'subsegment',
+      trace_id: TRACE_ROOT,
+      parent_id: FUNCTION_SEGMENT,
+      name: 'DynamoDB',
+      namespace: 'aws',
+      aws: { operation: 'GetItem', region: 'eu-west-1', request_id: 'REQ1', retries: 0, table_name: 'marketplace' },
+      http: { response: { status: 200 } },
     });
-  } finally {
-    d.close();
-  }
+    expect(doc.id).toMatch(/^[0-9a-f]{16}$/);
+    expect(doc.end_time).toBeGreaterThanOrEqual(doc.start_time);
+    expect(doc.error ?? doc.fault ?? doc.throttle).toBeUndefined();
+    // The call carries the trace, with its own subsegment as the parent of what the service records.
+    expect(headers[0]!['X-Amzn-Trace-Id']).toBe(`Root=${TRACE_ROOT};Parent=${doc.id};Sampled=1;Lineage=a87bd80c:0`);
+  });
 });
 
 test.each([
@@ -137,83 +142,66 @@ test.each([
   ['a call that got no answer is marked fault', undefined, 'ECONNRESET', { fault: true }],
 ])('in Lambda, %s, with the exception as its cause, and the error still reaches the caller', async (_rule, status, name, flags) => {
   const mod = loadTracer();
-  const d = await daemon();
-  try {
-    await withEnvAsync(lambdaEnv(d.address), async () => {
-      const raw = mod.traced(new DynamoDBClient({ region: 'eu-west-1', credentials: creds, maxAttempts: 1 }));
-      const error = Object.assign(new Error('the service said no'), { name });
-      offline(raw, { status, error });
-      await expect(raw.send(new GetItemCommand({ TableName: 't', Key: { PK: { S: 'a' } } }))).rejects.toThrow('the service said no');
-      const [datagram] = await d.received();
-      const doc = JSON.parse(datagram!.split('\n')[1]!);
-      expect(doc).toMatchObject({ ...flags, cause: { exceptions: [{ type: name, message: 'the service said no', remote: status !== undefined }] } });
-      expect(doc.http).toEqual(status === undefined ? undefined : { response: { status } });
-      for (const flag of ['error', 'fault', 'throttle']) if (!(flag in flags)) expect(doc[flag]).toBeUndefined();
-    });
-  } finally {
-    d.close();
-  }
+  await inLambda(async (d) => {
+    const raw = mod.traced(new DynamoDBClient({ region: 'eu-west-1', credentials: creds, maxAttempts: 1 }));
+    const error = Object.assign(new Error('the service said no'), { name });
+    offline(raw, { status, error });
+    await expect(raw.send(new GetItemCommand({ TableName: 't', Key: { PK: { S: 'a' } } }))).rejects.toThrow('the service said no');
+    const [datagram] = await d.received();
+    const doc = JSON.parse(datagram!.split('\n')[1]!);
+    expect(doc).toMatchObject({ ...flags, cause: { exceptions: [{ type: name, message: 'the service said no', remote: status !== undefined }] } });
+    expect(doc.http).toEqual(status === undefined ? undefined : { response: { status } });
+    for (const flag of ['error', 'fault', 'throttle']) if (!(flag in flags)) expect(doc[flag]).toBeUndefined();
+  });
 });
 
 test("with Lambda's invoke store holding the invocation's trace (several invocations in one process), the subsegment goes under that trace", async () => {
   const mod = loadTracer();
-  const d = await daemon();
   const store = await InvokeStore.getInstanceAsync();
   const otherRoot = '1-6759e988-0123456789abcdef01234567';
-  try {
-    // The process-wide variable names another invocation's trace; the store's is this one's.
-    await withEnvAsync(lambdaEnv(d.address), async () => {
-      const raw = mod.traced(new DynamoDBClient({ region: 'eu-west-1', credentials: creds }));
-      offline(raw, { status: 200 });
+  // The process-wide variable names another invocation's trace; the store's is this one's.
+  await inLambda(async (d) => {
+    const raw = mod.traced(new DynamoDBClient({ region: 'eu-west-1', credentials: creds }));
+    offline(raw, { status: 200 });
+    try {
       await store.run({ [InvokeStoreBase.PROTECTED_KEYS.X_RAY_TRACE_ID]: `Root=${otherRoot};Parent=1111222233334444;Sampled=1` }, () =>
         raw.send(new GetItemCommand({ TableName: 't', Key: { PK: { S: 'a' } } })),
       );
-      const doc = JSON.parse((await d.received())[0]!.split('\n')[1]!);
-      expect([doc.trace_id, doc.parent_id]).toEqual([otherRoot, '1111222233334444']);
-    });
-  } finally {
-    await store.run({}, async () => undefined); // no context left for the tests after this one
-    d.close();
-  }
+    } finally {
+      await store.run({}, async () => undefined); // no context left for the tests after this one
+    }
+    const doc = JSON.parse((await d.received())[0]!.split('\n')[1]!);
+    expect([doc.trace_id, doc.parent_id]).toEqual([otherRoot, '1111222233334444']);
+  });
 });
 
 test('an invocation that is not sampled sends nothing and leaves the trace header to the SDK', async () => {
   const mod = loadTracer();
-  const d = await daemon();
-  try {
-    await withEnvAsync(lambdaEnv(d.address, '0'), async () => {
-      const raw = mod.traced(new DynamoDBClient({ region: 'eu-west-1', credentials: creds }));
-      const headers = offline(raw, { status: 200 });
-      await raw.send(new GetItemCommand({ TableName: 't', Key: { PK: { S: 'a' } } }));
-      await new Promise((r) => setTimeout(r, 100));
-      expect(await Promise.race([d.received(), new Promise<string[]>((r) => setTimeout(() => r([]), 200))])).toEqual([]);
-      // The SDK's own recursion-detection middleware forwards the invocation's header as it is.
-      expect(headers[0]!['X-Amzn-Trace-Id']).toContain('Sampled=0');
-    });
-  } finally {
-    d.close();
-  }
+  await inLambda(async (d) => {
+    const raw = mod.traced(new DynamoDBClient({ region: 'eu-west-1', credentials: creds }));
+    const headers = offline(raw, { status: 200 });
+    await raw.send(new GetItemCommand({ TableName: 't', Key: { PK: { S: 'a' } } }));
+    await new Promise((r) => setTimeout(r, 100));
+    expect(await Promise.race([d.received(), new Promise<string[]>((r) => setTimeout(() => r([]), 200))])).toEqual([]);
+    // The SDK's own recursion-detection middleware forwards the invocation's header as it is.
+    expect(headers[0]!['X-Amzn-Trace-Id']).toContain('Sampled=0');
+  }, '0');
 });
 
 test('in Lambda, a DynamoDB document client over a traced client sends through the same X-Ray instrumentation, added once', async () => {
   const mod = loadTracer();
-  const d = await daemon();
-  try {
-    await withEnvAsync(lambdaEnv(d.address), async () => {
-      const raw = mod.traced(new DynamoDBClient({ region: 'eu-west-1', credentials: creds }));
-      const doc = mod.traced(DynamoDBDocumentClient.from(raw));
-      offline(raw, { status: 200 });
-      await doc.send(new GetCommand({ TableName: 't', Key: { PK: 'a', SK: 'b' } }));
-      await raw.send(new GetItemCommand({ TableName: 't', Key: { PK: { S: 'a' }, SK: { S: 'b' } } }));
-      await new Promise((r) => setTimeout(r, 50));
-      const docs = (await d.received()).map((g) => JSON.parse(g.split('\n')[1]!));
-      expect(docs.map((x) => x.aws.operation)).toEqual(['GetItem', 'GetItem']);
-      // One instrumentation on the shared stack, not one per client.
-      expect(raw.middlewareStack.identify().filter((m) => m.startsWith(mod.XRAY_MIDDLEWARE))).toHaveLength(1);
-    });
-  } finally {
-    d.close();
-  }
+  await inLambda(async (d) => {
+    const raw = mod.traced(new DynamoDBClient({ region: 'eu-west-1', credentials: creds }));
+    const doc = mod.traced(DynamoDBDocumentClient.from(raw));
+    offline(raw, { status: 200 });
+    await doc.send(new GetCommand({ TableName: 't', Key: { PK: 'a', SK: 'b' } }));
+    await raw.send(new GetItemCommand({ TableName: 't', Key: { PK: { S: 'a' }, SK: { S: 'b' } } }));
+    await new Promise((r) => setTimeout(r, 50));
+    const docs = (await d.received()).map((g) => JSON.parse(g.split('\n')[1]!));
+    expect(docs.map((x) => x.aws.operation)).toEqual(['GetItem', 'GetItem']);
+    // One instrumentation on the shared stack, not one per client.
+    expect(raw.middlewareStack.identify().filter((m) => m.startsWith(mod.XRAY_MIDDLEWARE))).toHaveLength(1);
+  });
 });
 
 test('outside Lambda (the local runtime, tests) traced() leaves the client alone', () => {
