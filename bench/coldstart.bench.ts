@@ -14,7 +14,7 @@ import { join, resolve } from 'node:path';
 import { build, type BuildOptions, type Metafile } from 'esbuild';
 import { ROUTES } from '../shared/manifest/routes';
 import { QUEUES, SCHEDULES } from '../shared/manifest/wiring';
-import { HOUSE_BUNDLING } from '../lib/constructs/house-function';
+import { houseEsbuildOptions } from '../lib/constructs/house-function';
 
 const SAMPLES = 21;
 const BAR = 1.25;
@@ -22,26 +22,8 @@ const BAR = 1.25;
 const PIPELINE_BAR = 1.5;
 const ROOT = resolve(__dirname, '..');
 
-/**
- * The esbuild options `HouseFunction` hands to `NodejsFunction` (which runs the esbuild CLI with
- * `--bundle --target --platform --format --outfile --minify --sourcemap --sources-content=false
- * --main-fields --banner:js`, from the project root, no externals). Keep in step with the construct.
- */
-const HOUSE_OPTIONS: BuildOptions = {
-  bundle: true,
-  absWorkingDir: ROOT,
-  format: 'esm',
-  target: 'node22',
-  platform: 'node',
-  minify: true,
-  sourcemap: true,
-  sourcesContent: false,
-  mainFields: ['module', 'main'],
-  external: [], // externalModules: [] (AWS SDK bundled in), plus a function's `nodeModules` (per target)
-  banner: { js: HOUSE_BUNDLING.banner! }, // the construct's own banner (require, __dirname, __filename)
-  logLevel: 'silent',
-  metafile: true,
-};
+/** The house esbuild options (lib/constructs/house-function.ts), with the metafile for the diagnostics. */
+const HOUSE_OPTIONS: BuildOptions = { ...houseEsbuildOptions(), metafile: true };
 
 /**
  * What the stack sets on a function at deploy time (lib/stack.ts `common`, lib/domain-stack.ts,

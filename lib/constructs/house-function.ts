@@ -53,6 +53,29 @@ export const HOUSE_BUNDLING: nodejs.BundlingOptions = {
 };
 
 /**
+ * The esbuild options `NodejsFunction` derives from HOUSE_BUNDLING (it runs the esbuild CLI with
+ * `--bundle --target --platform --format --outfile --minify --sourcemap --sources-content=false
+ * --main-fields --banner:js` from the project root, with the function's `nodeModules` external),
+ * for the benchmarks and tests that build a handler as it is deployed.
+ */
+export function houseEsbuildOptions(external: string[] = []): import('esbuild').BuildOptions {
+  return {
+    bundle: true,
+    absWorkingDir: PROJECT_ROOT,
+    format: HOUSE_BUNDLING.format === nodejs.OutputFormat.ESM ? 'esm' : 'cjs',
+    target: HOUSE_BUNDLING.target,
+    platform: 'node',
+    minify: HOUSE_BUNDLING.minify,
+    sourcemap: HOUSE_BUNDLING.sourceMap,
+    sourcesContent: HOUSE_BUNDLING.sourcesContent,
+    mainFields: HOUSE_BUNDLING.mainFields,
+    external: [...(HOUSE_BUNDLING.externalModules ?? []), ...external],
+    banner: { js: HOUSE_BUNDLING.banner! },
+    logLevel: 'silent',
+  };
+}
+
+/**
  * The one way this project defines a Lambda function (cf. Powertools' `FunctionWithLogGroup`):
  * Node.js 22 on ARM64, an ESM bundle with the AWS SDK inside (pinned by our lock file instead of
  * whatever the runtime ships), source maps on, X-Ray tracing, and an explicit log group with

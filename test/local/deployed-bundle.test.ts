@@ -13,7 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { build } from 'esbuild';
-import { HOUSE_BUNDLING } from '../../lib/constructs/house-function';
+import { houseEsbuildOptions } from '../../lib/constructs/house-function';
 import { createKey, signupBuyer, type TestBuyer } from '../support/buyers';
 import { startTestRuntime, type TestRuntime } from '../support/harness';
 
@@ -37,22 +37,8 @@ beforeAll(async () => {
   await createKey(rt, buyer.live, { name: 'one', scopes: ['jobs:read'] });
   dir = mkdtempSync(join(tmpdir(), 'deployed-bundle-'));
   bundle = join(dir, 'index.mjs');
-  // The options HouseFunction gives NodejsFunction (bench/coldstart.bench.ts mirrors them too).
-  await build({
-    entryPoints: [resolve(ROOT, 'functions/api-keys/list.ts')],
-    absWorkingDir: ROOT,
-    bundle: true,
-    format: 'esm',
-    target: 'node22',
-    platform: 'node',
-    minify: true,
-    sourcemap: true,
-    sourcesContent: false,
-    mainFields: ['module', 'main'],
-    banner: { js: HOUSE_BUNDLING.banner! },
-    outfile: bundle,
-    logLevel: 'silent',
-  });
+  // Built as HouseFunction has NodejsFunction build it.
+  await build({ ...houseEsbuildOptions(), entryPoints: [resolve(ROOT, 'functions/api-keys/list.ts')], outfile: bundle });
   daemon = createSocket('udp4');
   daemon.on('message', (m) => datagrams.push(m.toString('utf8')));
   await new Promise<void>((r) => daemon.bind(0, '127.0.0.1', r));
