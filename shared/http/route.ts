@@ -9,10 +9,9 @@
 import { routeById } from '../manifest/routes';
 import { idempotency, sealsResponse } from './middlewares/idempotency';
 import type { Sealer } from '../secrets/sealer';
-import { composeRoute, type ApiHandler, type Out } from './route-core';
+import { composeRoute, type ApiHandler, type ApiRequest, type Out } from './route-core';
 import type { Schemas } from './middlewares/validate';
 import type { ApiResult } from './state';
-import type { ApiRequest } from './route-core';
 
 export type { ApiHandler, ApiRequest } from './route-core';
 
