@@ -31,6 +31,14 @@ export interface HouseFunctionProps
 }
 
 /**
+ * What the house bundling puts in place of a package (esbuild `alias`, paths from the project
+ * root): the AWS SDK's default credential chain becomes the one a Lambda function can use
+ * (shared/aws/lambda-credentials.ts: the environment, then a container endpoint), without the STS,
+ * SSO and Sign-in clients the SDK's chain bundles for profiles and SSO.
+ */
+export const HOUSE_ALIAS = { package: '@aws-sdk/credential-provider-node', module: './shared/aws/lambda-credentials.ts' } as const;
+
+/**
  * The house bundling: one minified ESM file for Node 22 with the AWS SDK inside (the version is
  * the tested one, and a cold start reads one file) and source maps.
  */
@@ -43,6 +51,7 @@ export const HOUSE_BUNDLING: nodejs.BundlingOptions = {
   sourcesContent: false,
   mainFields: ['module', 'main'],
   externalModules: [],
+  esbuildArgs: { '--alias': `${HOUSE_ALIAS.package}=${HOUSE_ALIAS.module}` },
   // ESM output still meets CommonJS that calls `require` (e.g. for Node built-ins) and code that
   // reads `__dirname` / `__filename` (undefined in ES modules: a module-level use would throw at
   // import). In the bundle they name the bundle itself, i.e. the function's code root.
@@ -70,6 +79,7 @@ export function houseEsbuildOptions(external: string[] = []): import('esbuild').
     sourcesContent: HOUSE_BUNDLING.sourcesContent,
     mainFields: HOUSE_BUNDLING.mainFields,
     external: [...(HOUSE_BUNDLING.externalModules ?? []), ...external],
+    alias: Object.fromEntries([String(HOUSE_BUNDLING.esbuildArgs!['--alias']).split('=') as [string, string]]),
     banner: { js: HOUSE_BUNDLING.banner! },
     logLevel: 'silent',
   };

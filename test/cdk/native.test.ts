@@ -264,6 +264,26 @@ describe('the house ESM bundle', () => {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  test('the esbuild command CDK runs puts the Lambda credential chain in place of the SDK’s: no profile, SSO or web identity providers, no STS or SSO clients', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'house-alias-'));
+    try {
+      // As NodejsFunction renders esbuildArgs: `--alias` is written `--alias:<value>`.
+      const alias = `--alias:${String(HOUSE_BUNDLING.esbuildArgs!['--alias'])}`;
+      const meta = path.join(dir, 'meta.json');
+      const r = spawnSync(
+        path.join(ROOT, 'node_modules', '.bin', 'esbuild'),
+        ['--bundle', 'functions/jobs/get.ts', '--platform=node', '--format=esm', '--target=node22', '--main-fields=module,main', alias, `--metafile=${meta}`, `--outfile=${path.join(dir, 'index.mjs')}`, '--log-level=error'],
+        { cwd: ROOT, encoding: 'utf8' },
+      );
+      expect({ status: r.status, err: r.stderr }).toEqual({ status: 0, err: '' });
+      const inputs = Object.keys((JSON.parse(fs.readFileSync(meta, 'utf8')) as { inputs: Record<string, unknown> }).inputs);
+      expect(inputs).toContain('shared/aws/lambda-credentials.ts');
+      expect(inputs.filter((i) => /@aws-sdk\/(credential-provider-(node|ini|sso|process|web-identity|login)|nested-clients|token-providers)\//.test(i))).toEqual([]);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
 
 describe('which handlers need native pieces (esbuild of every handler)', () => {

@@ -7,7 +7,7 @@
  */
 import { spawn } from 'node:child_process';
 import { createSocket, type Socket } from 'node:dgram';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -116,6 +116,12 @@ test('the bundle, run as deployed, lists page by page through the cursor it sign
   expect(first!.body.has_more).toBe(true);
   expect(second!.body.data).toHaveLength(1);
   expect(second!.body.data![0]!.id).not.toBe(first!.body.data![0]!.id);
+});
+
+test('the bundle carries the Lambda credential chain, not the SDK’s chain of profiles, SSO and web identity', () => {
+  const code = readFileSync(bundle, 'utf8');
+  expect(code).toContain('No AWS credentials: this bundle reads them from the environment');
+  expect(code).not.toContain('@aws-sdk/credential-provider-node - defaultProvider');
 });
 
 test('the cursor key is read once from the extension, by its ARN, with the function’s session token', () => {
