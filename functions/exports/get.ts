@@ -1,6 +1,6 @@
 import { routeWithoutIdempotencyKey } from '../../shared/http/route-without-key';
 import { presentExport, waitForExportChange } from '../../shared/exports';
-import { parsePreferWait } from '../../shared/jobs/wait';
+import { parsePreferWait } from '../../shared/long-poll';
 import type { ExportItem } from '../../shared/exports/model';
 
 // D73 with D20/D57: `Prefer: wait=N` holds until the status changes (or N s).

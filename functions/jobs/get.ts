@@ -1,6 +1,7 @@
 import { routeWithoutIdempotencyKey } from '../../shared/http/route-without-key';
 import { jobWithSummary } from '../../shared/jobs';
-import { parsePreferWait, waitForStatusChange } from '../../shared/jobs/wait';
+import { parsePreferWait } from '../../shared/long-poll';
+import { waitForStatusChange } from '../../shared/jobs/wait';
 
 // D20/D46/D57: `Prefer: wait=N` holds until the status changes (or N s), and every answer to a
 // request that carried it says what was applied.

@@ -13,7 +13,7 @@ import { audit } from '../audit';
 import { logger } from '../logger';
 import { sendMessage } from '../queues';
 import { recordResponse, type MutationContext } from '../context';
-import { WAIT_MAX_SECONDS } from '../jobs/wait';
+import { untilStatusChanges } from '../long-poll';
 import { finishFailed, getExportItem } from './build';
 import { presentExport, TERMINAL_EXPORT_STATUSES, type ExportFormat, type ExportItem } from './model';
 import type { BuyerPrincipal } from '../types';
@@ -94,25 +94,10 @@ export async function listExports(jobId: string, q: { limit: number; cursor?: st
   return listBody(await Promise.all(page.items.map(presentExport)), page);
 }
 
-const FIRST_INTERVAL_MS = 250;
-const MAX_INTERVAL_MS = 2000;
-
 /**
- * Long-poll (`Prefer: wait=N`, as for jobs): answers as soon as the status differs from the status
- * at the start, at once when the export already succeeded or failed, else after N seconds.
+ * Long-poll (`Prefer: wait=N`, as for jobs; ../long-poll.ts): answers as soon as the status differs
+ * from the status at the start, at once when the export already succeeded or failed, else after N seconds.
  */
-export async function waitForExportChange(item: ExportItem, seconds: number): Promise<ExportItem> {
-  const initial = item.status;
-  if (seconds <= 0 || TERMINAL_EXPORT_STATUSES.includes(initial)) return item;
-  const deadline = performance.now() + Math.min(seconds, WAIT_MAX_SECONDS) * 1000;
-  let interval = FIRST_INTERVAL_MS;
-  let current = item;
-  for (;;) {
-    const left = deadline - performance.now();
-    if (left <= 0) return current;
-    await new Promise((r) => setTimeout(r, Math.min(interval, left)));
-    interval = Math.min(interval * 2, MAX_INTERVAL_MS);
-    current = (await getExportItem(item.id, false)) ?? current;
-    if (current.status !== initial) return current;
-  }
+export function waitForExportChange(item: ExportItem, seconds: number): Promise<ExportItem> {
+  return untilStatusChanges(item, seconds, TERMINAL_EXPORT_STATUSES, () => getExportItem(item.id, false));
 }

@@ -1,0 +1,51 @@
+/**
+ * Long-poll of a resource's status (`Prefer: wait=N`; D20, D46, D57), shared by
+ * GET /v1/jobs/{id} and GET /v1/exports/{id}.
+ *
+ * The wait reads the item with eventually consistent GetItems (half the read cost, any replica) at
+ * growing intervals (250 ms doubling to 2 s), so a 60 s wait costs about 35 reads and the
+ * connection is idle between them; it answers on the first read whose status differs from the
+ * status at the start, and at once for an item already in a terminal status. The deadline uses the
+ * real monotonic clock (the injectable domain clock may be frozen by tests).
+ */
+import { config } from './config';
+
+export const WAIT_MAX_SECONDS = 60;
+const FIRST_INTERVAL_MS = 250;
+const MAX_INTERVAL_MS = 2000;
+
+/** The wait asked for in a `Prefer` header (RFC 7240 list), clamped (D20); null when absent/invalid. */
+export function parsePreferWait(header: string | undefined): number | null {
+  if (!header) return null;
+  for (const part of header.split(',')) {
+    const m = /^\s*wait\s*=\s*"?(\d{1,6})"?\s*(;.*)?$/i.exec(part);
+    if (m) return Math.min(Number(m[1]), WAIT_MAX_SECONDS, config().longPollMaxSeconds);
+  }
+  return null;
+}
+
+/**
+ * `item` as it is when its status differs from `item.status`, or after `seconds` (at most
+ * WAIT_MAX_SECONDS); `item` at once when its status is one of `terminal` (D46). `read` reads the
+ * item again (null when it is gone: the last item read is kept).
+ */
+export async function untilStatusChanges<T extends { status?: unknown }>(
+  item: T,
+  seconds: number,
+  terminal: readonly unknown[],
+  read: () => Promise<T | null | undefined>,
+): Promise<T> {
+  const initial = item.status;
+  if (seconds <= 0 || terminal.includes(initial)) return item;
+  const deadline = performance.now() + Math.min(seconds, WAIT_MAX_SECONDS) * 1000;
+  let interval = FIRST_INTERVAL_MS;
+  let current = item;
+  for (;;) {
+    const left = deadline - performance.now();
+    if (left <= 0) return current;
+    await new Promise((r) => setTimeout(r, Math.min(interval, left)));
+    interval = Math.min(interval * 2, MAX_INTERVAL_MS);
+    current = (await read()) ?? current;
+    if (current.status !== initial) return current;
+  }
+}
