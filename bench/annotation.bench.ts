@@ -2,7 +2,9 @@
  * Annotation on the local runtime (offline models, D51/D55): model start-up, then warm time per
  * image (the packaged samples + a face photo shipped in @vladmandic/human), per audio file and per
  * video (3 annotated keyframes), with the peak resident memory of the process (rss sampled every
- * 20 ms). Target: an image under ≈ 1.5 s on 2 cores, warm.
+ * 20 ms). Target: an image under ≈ 1.5 s on 2 cores, warm. Then each model alone on the pipeline
+ * bench's image (a 640×480 JPEG), as CPU time: what the pipeline's CPU per approved image cannot go
+ * below.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -60,6 +62,7 @@ export async function run(): Promise<string> {
       times.sort((a, b) => a - b);
       rows.push(`| ${it.kind} | ${it.label} | ${times[Math.floor(times.length / 2)]!.toFixed(0)} | ${times[times.length - 1]!.toFixed(0)} |`);
     }
+    const models = await eachModelAlone();
     const mb = (n: number) => (n / 2 ** 20).toFixed(0);
     return [
       `Model start-up (human BlazeFace + CenterNet on tfjs WASM, nsfwjs MobileNetV2, one tesseract worker): ${startup.toFixed(0)} ms.`,
@@ -68,9 +71,74 @@ export async function run(): Promise<string> {
       '| kind | input | median ms | max ms |',
       '|---|---|---:|---:|',
       ...rows,
+      '',
+      ...models,
     ].join('\n');
   } finally {
     clearInterval(sampler);
     await shutdownModels();
   }
+}
+
+/** Each detector alone on the pipeline bench's image: CPU time of this process (all its threads), median of 5 after one untimed call. */
+async function eachModelAlone(): Promise<string[]> {
+  const sharp = (await import('sharp')).default;
+  const { detailedJpeg } = await import('../test/pipeline/support');
+  const { loadHuman, loadNsfw, loadOcr } = await import('../shared/media/annotation/models');
+  const { analyzeImage } = await import('../shared/media/image-quality');
+  const { DETECT_MAX_SIDE, OCR_MAX_SIDE } = await import('../shared/media/annotation/image');
+  const jpeg = await detailedJpeg(10_000);
+  const human = (await loadHuman()) as unknown as { tf: any; models: { models: Record<string, any> }; detect(x: unknown): Promise<unknown> };
+  const tf = human.tf;
+  const nsfw = await loadNsfw();
+  const ocr = await loadOcr();
+  const { data, info } = await sharp(jpeg).rotate().resize(DETECT_MAX_SIDE, DETECT_MAX_SIDE, { fit: 'inside', withoutEnlargement: true }).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+  const png = await sharp(jpeg).rotate().resize(OCR_MAX_SIDE, OCR_MAX_SIDE, { fit: 'inside', withoutEnlargement: true }).png({ compressionLevel: 1 }).toBuffer();
+  const x = tf.tensor3d(new Int32Array(data), [info.height, info.width, 3], 'int32');
+  const x4 = tf.expandDims(x, 0);
+  /** One model's raw inference on an input of its own size (the graph alone, no pre- or post-processing). */
+  const inference = (name: string) => async () => {
+    const m = human.models.models[name];
+    const [, h, w] = m.inputs[0].shape as number[];
+    const input = tf.image.resizeBilinear(tf.cast(x4, 'float32'), [h, w]);
+    const out = m.execute(input);
+    for (const o of Array.isArray(out) ? out : [out]) {
+      await o.data();
+      o.dispose();
+    }
+    input.dispose();
+  };
+  const cases: [string, () => Promise<unknown>][] = [
+    ['faces and objects as the annotation runs them (human: BlazeFace + CenterNet, with their pre- and post-processing)', () => human.detect(x4)],
+    ['CenterNet (COCO objects) inference alone, 512×512', inference('centernet')],
+    ['BlazeFace (faces) inference alone, 256×256', inference('blazeface')],
+    ['NSFW (nsfwjs MobileNetV2, 224×224)', () => nsfw.classify(x, 5)],
+    ['OCR (tesseract, automatic layout)', () => ocr.recognize(png, {}, { blocks: true, text: false })],
+    ['pixel analysis (quality metrics and palette, sharp)', () => analyzeImage(jpeg)],
+  ];
+  const rows: string[] = [];
+  try {
+    for (const [label, fn] of cases) {
+      await fn();
+      const cpu: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        const c0 = process.cpuUsage();
+        await fn();
+        const c = process.cpuUsage(c0);
+        cpu.push((c.user + c.system) / 1000);
+      }
+      cpu.sort((a, b) => a - b);
+      rows.push(`| ${label} | ${cpu[2]!.toFixed(0)} |`);
+    }
+  } finally {
+    x.dispose();
+    x4.dispose();
+  }
+  return [
+    `Each model alone on the pipeline bench's image (a ${info.width}×${info.height} JPEG of ${Math.round(jpeg.length / 1024)} KB), CPU time of this process, median of 5 after one untimed call:`,
+    '',
+    '| model | CPU ms |',
+    '|---|---:|',
+    ...rows,
+  ];
 }
