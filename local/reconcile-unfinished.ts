@@ -17,7 +17,7 @@
  * No index lists "unfinished" items across tenants, so each reconciler reads the table once with a
  * filtered, projected Scan. It runs only after an unclean stop, on a local table.
  */
-import { GetCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, paginateScan } from '@aws-sdk/lib-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { randomUUID } from 'node:crypto';
 import { db, tableName } from '../shared/db/client';
@@ -32,21 +32,17 @@ import type { ReconcileContext, Reconciler } from './reconcilers';
 type Item = Record<string, unknown>;
 
 async function* scan(filter: string, values: Record<string, unknown>, names: Record<string, string> = {}): AsyncGenerator<Item> {
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await db().send(
-      new ScanCommand({
-        TableName: tableName(),
-        FilterExpression: filter,
-        ExpressionAttributeValues: values,
-        ...(Object.keys(names).length ? { ExpressionAttributeNames: names } : {}),
-        ExclusiveStartKey: start,
-        ConsistentRead: true,
-      }),
-    );
-    for (const item of page.Items ?? []) yield item;
-    start = page.LastEvaluatedKey;
-  } while (start);
+  const pages = paginateScan(
+    { client: db() },
+    {
+      TableName: tableName(),
+      FilterExpression: filter,
+      ExpressionAttributeValues: values,
+      ...(Object.keys(names).length ? { ExpressionAttributeNames: names } : {}),
+      ConsistentRead: true,
+    },
+  );
+  for await (const page of pages) yield* page.Items ?? [];
 }
 
 /** The S3 "Object Created" event EventBridge delivers for an object of the bucket. */

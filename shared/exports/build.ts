@@ -10,7 +10,7 @@
  * it is marked failed instead of being tried forever.
  */
 import { Readable } from 'node:stream';
-import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, paginateQuery } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '../db/client';
 import { keys, indexKeys } from '../db/keys';
 import { Tx } from '../db/tx';
@@ -39,23 +39,18 @@ export async function getExportItem(id: string, consistent = true): Promise<Expo
 function filePages(jobId: string, minScore: number) {
   return async function* (): AsyncGenerator<Record<string, unknown>[]> {
     const ix = indexKeys.jobFiles(jobId);
-    let start: Record<string, unknown> | undefined;
-    do {
-      const out = await db().send(
-        new QueryCommand({
-          TableName: tableName(),
-          IndexName: ix.index,
-          KeyConditionExpression: 'GSI1PK = :pk',
-          FilterExpression: 'ai_star_rating >= :ms',
-          ExpressionAttributeValues: { ':pk': ix.pk, ':ms': minScore },
-          ScanIndexForward: true,
-          Limit: PAGE_SIZE,
-          ExclusiveStartKey: start,
-        }),
-      );
-      if (out.Items?.length) yield out.Items;
-      start = out.LastEvaluatedKey;
-    } while (start);
+    const pages = paginateQuery(
+      { client: db(), pageSize: PAGE_SIZE },
+      {
+        TableName: tableName(),
+        IndexName: ix.index,
+        KeyConditionExpression: 'GSI1PK = :pk',
+        FilterExpression: 'ai_star_rating >= :ms',
+        ExpressionAttributeValues: { ':pk': ix.pk, ':ms': minScore },
+        ScanIndexForward: true,
+      },
+    );
+    for await (const page of pages) if (page.Items?.length) yield page.Items;
   };
 }
 

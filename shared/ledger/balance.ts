@@ -5,7 +5,7 @@
  * with every change of `available`, see lots.ts), `active_jobs` (live jobs open, filled or
  * in_progress: the D18 free-tier guard), `updated_at`.
  */
-import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, paginateQuery } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '../db/client';
 import { keys, indexKeys } from '../db/keys';
 import { emit } from '../outbox';
@@ -50,20 +50,11 @@ export function balanceSnapshot(item: Record<string, unknown> | undefined, lots:
 export async function readLots(orgId: string, env: Env): Promise<Lot[]> {
   const ix = indexKeys.tenantCreditLots(orgId, env);
   const lots: Lot[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const out = await db().send(
-      new QueryCommand({
-        TableName: tableName(),
-        KeyConditionExpression: 'PK = :pk AND begins_with(SK, :p)',
-        ExpressionAttributeValues: { ':pk': ix.pk, ':p': ix.skPrefix },
-        ConsistentRead: true,
-        ExclusiveStartKey: start,
-      }),
-    );
-    for (const it of out.Items ?? []) lots.push(lotFromItem(it));
-    start = out.LastEvaluatedKey;
-  } while (start);
+  const pages = paginateQuery(
+    { client: db() },
+    { TableName: tableName(), KeyConditionExpression: 'PK = :pk AND begins_with(SK, :p)', ExpressionAttributeValues: { ':pk': ix.pk, ':p': ix.skPrefix }, ConsistentRead: true },
+  );
+  for await (const page of pages) for (const it of page.Items ?? []) lots.push(lotFromItem(it));
   return lots;
 }
 

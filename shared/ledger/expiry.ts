@@ -10,7 +10,7 @@
  * - expired and empty: taken out of the index (a refund to it puts it back, see lots.creditLot);
  * - expiring within 30 days with credits left: `credits.expiring_soon`, once per lot (flag).
  */
-import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, paginateQuery } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '../db/client';
 import { keys, indexKeys } from '../db/keys';
 import { Tx } from '../db/tx';
@@ -38,26 +38,24 @@ export async function sweepCreditLots(at: Date = now()): Promise<SweepResult> {
   const result: SweepResult = { expired: 0, expiredCents: 0, warned: 0 };
   const horizon = addMs(at, EXPIRING_SOON_MS).toISOString();
   const ix = indexKeys.expiringLots();
-  let start: Record<string, unknown> | undefined;
-  do {
-    const out = await db().send(
-      new QueryCommand({
-        TableName: tableName(),
-        IndexName: ix.index,
-        KeyConditionExpression: 'GSI1PK = :pk AND GSI1SK < :h',
-        ExpressionAttributeValues: { ':pk': ix.pk, ':h': `${horizon}~` },
-        ExclusiveStartKey: start,
-      }),
-    );
-    for (const entry of out.Items ?? []) {
+  const pages = paginateQuery(
+    { client: db() },
+    {
+      TableName: tableName(),
+      IndexName: ix.index,
+      KeyConditionExpression: 'GSI1PK = :pk AND GSI1SK < :h',
+      ExpressionAttributeValues: { ':pk': ix.pk, ':h': `${horizon}~` },
+    },
+  );
+  for await (const page of pages) {
+    for (const entry of page.Items ?? []) {
       try {
         await sweepLot(entry, at, result);
       } catch (err) {
         logger.error('credit lot sweep failed; retried next run', { lot_id: entry.id as string, error: err as Error });
       }
     }
-    start = out.LastEvaluatedKey;
-  } while (start);
+  }
   return result;
 }
 

@@ -12,7 +12,7 @@
  * submission (`withdrawn_object_keys`) and the deletion is idempotent: a failed deletion is
  * retried, and again on any later override request for the submission.
  */
-import { BatchGetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, paginateQuery } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '../db/client';
 import { keys } from '../db/keys';
 import type { Tx } from '../db/tx';
@@ -49,22 +49,20 @@ async function readFiles(ids: string[]): Promise<Item[]> {
 async function payoutKeyOf(sub: SubmissionItem) {
   if (typeof sub.payout_id === 'string') return keys.workerPayout(sub.worker_id, sub.payout_id);
   const k = keys.workerPayout(sub.worker_id, '');
-  let start: Item | undefined;
-  do {
-    const out = await db().send(
-      new QueryCommand({
-        TableName: tableName(),
-        KeyConditionExpression: 'PK = :pk AND begins_with(SK, :pay)',
-        FilterExpression: 'submission_id = :sid',
-        ExpressionAttributeValues: { ':pk': k.PK, ':pay': k.SK, ':sid': sub.id },
-        ConsistentRead: true,
-        ExclusiveStartKey: start,
-      }),
-    );
-    const hit = out.Items?.[0];
+  const pages = paginateQuery(
+    { client: db() },
+    {
+      TableName: tableName(),
+      KeyConditionExpression: 'PK = :pk AND begins_with(SK, :pay)',
+      FilterExpression: 'submission_id = :sid',
+      ExpressionAttributeValues: { ':pk': k.PK, ':pay': k.SK, ':sid': sub.id },
+      ConsistentRead: true,
+    },
+  );
+  for await (const page of pages) {
+    const hit = page.Items?.[0];
     if (hit) return { PK: hit.PK as string, SK: hit.SK as string };
-    start = out.LastEvaluatedKey;
-  } while (start);
+  }
   return null;
 }
 

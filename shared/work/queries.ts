@@ -2,7 +2,7 @@
  * Reads of the work side: the workers' job board (D23, D45), a worker's history, the buyer's
  * submission lists (D12, D24: never a worker-only status) and the submission summary (D50, D56).
  */
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { paginateQuery } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '../db/client';
 import { indexKeys } from '../db/keys';
 import { queryPage, listBody } from '../db/query';
@@ -184,21 +184,20 @@ export async function submissionSummary(p: BuyerPrincipal, q: DateRange & { job_
   const { skAfter, skBefore } = rangeKeys(range);
   const agg = { total: 0, approved: 0, rejected: 0, stars: 0, scored: 0 };
   const byType = new Map<string, { total: number; approved: number; stars: number; scored: number }>();
-  let start: Item | undefined;
-  do {
-    const out = await db().send(
-      new QueryCommand({
-        TableName: tableName(),
-        IndexName: ix.index,
-        KeyConditionExpression: `${ix.index}PK = :pk AND ${ix.index}SK BETWEEN :a AND :b`,
-        FilterExpression: 'org_id = :o AND environment = :e',
-        ExpressionAttributeValues: { ':pk': ix.pk, ':a': skAfter, ':b': skBefore, ':o': p.orgId, ':e': p.env },
-        ProjectionExpression: '#s, ai_star_rating, category',
-        ExpressionAttributeNames: { '#s': 'status' },
-        ExclusiveStartKey: start,
-      }),
-    );
-    for (const s of out.Items ?? []) {
+  const pages = paginateQuery(
+    { client: db() },
+    {
+      TableName: tableName(),
+      IndexName: ix.index,
+      KeyConditionExpression: `${ix.index}PK = :pk AND ${ix.index}SK BETWEEN :a AND :b`,
+      FilterExpression: 'org_id = :o AND environment = :e',
+      ExpressionAttributeValues: { ':pk': ix.pk, ':a': skAfter, ':b': skBefore, ':o': p.orgId, ':e': p.env },
+      ProjectionExpression: '#s, ai_star_rating, category',
+      ExpressionAttributeNames: { '#s': 'status' },
+    },
+  );
+  for await (const page of pages) {
+    for (const s of page.Items ?? []) {
       const cat = (s.category as string) ?? 'image';
       const t = byType.get(cat) ?? { total: 0, approved: 0, stars: 0, scored: 0 };
       byType.set(cat, t);
@@ -214,8 +213,7 @@ export async function submissionSummary(p: BuyerPrincipal, q: DateRange & { job_
         t.scored++;
       }
     }
-    start = out.LastEvaluatedKey;
-  } while (start);
+  }
   return {
     object: 'submission_summary' as const,
     total_submissions: agg.total,

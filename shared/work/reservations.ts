@@ -9,7 +9,7 @@
  * so slots come back without any request. Every change is one transaction with the job counters
  * (slots.ts), the submission, the audit record and, for a final rejection, its event.
  */
-import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, paginateQuery } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '../db/client';
 import { keys, gsi, indexKeys, RESERVATION_SHARDS } from '../db/keys';
 import { Tx } from '../db/tx';
@@ -265,21 +265,19 @@ export async function sweepExpiredReservations(limitPerShard = 200): Promise<num
   await Promise.all(
     RESERVATION_SHARDS.map(async (shard) => {
       const ix = indexKeys.reservationExpiryShard(shard);
-      let start: Record<string, unknown> | undefined;
       let seen = 0;
-      do {
-        const out = await db().send(
-          new QueryCommand({
-            TableName: tableName(),
-            IndexName: ix.index,
-            KeyConditionExpression: 'GSI1PK = :pk AND GSI1SK < :cut',
-            ExpressionAttributeValues: { ':pk': ix.pk, ':cut': cutoff },
-            ScanIndexForward: true,
-            ExclusiveStartKey: start,
-            Limit: 50,
-          }),
-        );
-        for (const it of (out.Items ?? []) as ReservationItem[]) {
+      const pages = paginateQuery(
+        { client: db(), pageSize: 50 },
+        {
+          TableName: tableName(),
+          IndexName: ix.index,
+          KeyConditionExpression: 'GSI1PK = :pk AND GSI1SK < :cut',
+          ExpressionAttributeValues: { ':pk': ix.pk, ':cut': cutoff },
+          ScanIndexForward: true,
+        },
+      );
+      for await (const page of pages) {
+        for (const it of (page.Items ?? []) as ReservationItem[]) {
           seen++;
           const fresh = await reread(it);
           if (!fresh || !isExpired(fresh)) continue;
@@ -289,8 +287,8 @@ export async function sweepExpiredReservations(limitPerShard = 200): Promise<num
             logger.error('reservation sweep: release failed', { error: err as Error, job_id: it.job_id, worker_id: it.worker_id });
           }
         }
-        start = out.LastEvaluatedKey;
-      } while (start && seen < limitPerShard);
+        if (seen >= limitPerShard) break;
+      }
     }),
   );
   return released;
