@@ -21,13 +21,22 @@ export interface ApprovedFileRef {
 }
 
 /**
- * Inside the approval transaction: the tenant's duplicate-bytes guard (labelled `hash:org:<file>`,
- * so a concurrent approval of identical bytes fails it like the job's guard) and the
- * near-duplicate buckets of the approved images.
+ * Inside the approval transaction: the job's duplicate-bytes guard (D26, labelled `hash:<file>`,
+ * so identical bytes are approved once per job), the tenant's (labelled `hash:org:<file>`, so a
+ * concurrent approval of identical bytes fails it like the job's guard) and the near-duplicate
+ * buckets of the approved images. removeApprovalIndexes takes all of them back.
  */
 export function addApprovalIndexes(tx: Tx, orgId: string, env: Env, files: ApprovedFileRef[], at: string): void {
   for (const f of files) {
     if (!f.contentHash) continue;
+    tx.create(`hash:${f.fileId}`, {
+      ...keys.jobContentHash(f.jobId, hexOf(f.contentHash)),
+      entity: 'job_content_hash',
+      job_id: f.jobId,
+      file_id: f.fileId,
+      submission_id: f.submissionId,
+      created_at: at,
+    });
     tx.create(`hash:org:${f.fileId}`, {
       ...keys.tenantContentHash(orgId, env, hexOf(f.contentHash)),
       entity: 'tenant_content_hash',

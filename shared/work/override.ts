@@ -173,17 +173,6 @@ function addOverrideApproval(tx: Tx, ctx: MutationContext, sub: SubmissionItem, 
   for (const u of sub.uploads) {
     const part = sub.parts?.[u.file_id] ?? {};
     tx.create(`file:${u.file_id}`, fileItem(sub, u, part, Number(part.score?.ai_star_rating ?? stars), at));
-    const hash = part.metadata?.content_hash;
-    if (hash) {
-      tx.create(`hash:${u.file_id}`, {
-        ...keys.jobContentHash(sub.job_id, hash.replace(/^sha256:/, '')),
-        entity: 'job_content_hash',
-        job_id: sub.job_id,
-        file_id: u.file_id,
-        submission_id: sub.id,
-        created_at: at,
-      });
-    }
   }
   addApprovalIndexes(tx, sub.org_id, sub.environment, sub.uploads.map((u) => approvedRef(sub, u.file_id)), at);
   const cat = sub.category ?? categoryOf(sub.uploads[0]!.content_type);

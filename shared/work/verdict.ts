@@ -16,8 +16,8 @@
  * events (D68: approved `[]`).
  *
  * Approval (D29) is one transaction: the submission, one File per uploaded file (with its
- * annotations, never changed afterwards), one duplicate guard per content hash (D26,
- * `keys.jobContentHash`, created here so identical bytes can be approved only once per job), the
+ * annotations, never changed afterwards), the duplicate guards of each content hash in the job
+ * and the organization and the near-duplicate buckets (D26, D69: shared/trust/indexes.ts), the
  * ledger's `addApprovalCharges` (counters, status transitions, escrow → `deduction` rows,
  * `job.completed`), the worker payout (`keys.workerPayout`), the events and the audit record.
  * Rejections free the slots (`filled` → `open`, slots.ts). `retry_pending` keeps them and opens a
@@ -45,8 +45,6 @@ import { objectKeys, tagVerdict } from '../storage/s3';
 import { addSlotChange, withJobRetry } from './slots';
 import { getSubmissionItem, reservationItem } from './reservations';
 import { RESERVATION_MS, type FilePart, type SubmissionItem } from './model';
-
-const hexOf = (contentHash: string) => contentHash.replace(/^sha256:/, '');
 
 interface Combined {
   stars: number;
@@ -253,16 +251,8 @@ async function approve(sub: SubmissionItem, job: JobItem, c: Combined): Promise<
   for (const u of sub.uploads) {
     const part = sub.parts[u.file_id]!;
     tx.create(`file:${u.file_id}`, fileItem(sub, u, { ...part, annotations: annotationsOf(part) }, part.score!.ai_star_rating, at));
-    tx.create(`hash:${u.file_id}`, {
-      ...keys.jobContentHash(sub.job_id, hexOf(part.metadata!.content_hash)),
-      entity: 'job_content_hash',
-      job_id: sub.job_id,
-      file_id: u.file_id,
-      submission_id: sub.id,
-      created_at: at,
-    });
   }
-  // D26/D69: identical bytes and near-copies are refused organization-wide from now on.
+  // D26/D69: identical bytes are refused in the job and organization-wide from now on, near-copies organization-wide.
   addApprovalIndexes(tx, sub.org_id, sub.environment, sub.uploads.map((u) => approvedRef(sub, u.file_id)), at);
   addApprovalCharges(tx, {
     job,
