@@ -12,7 +12,9 @@
  *   record again (fan-out); a pending delivery gets its attempt message again, under the token the
  *   delivery holds (so exactly one chain goes on); an aggregate left behind is rewritten;
  * - sandbox: every unfinished simulation gets its next tick again; a test job whose simulation
- *   never started gets its `job.created` record again.
+ *   never started gets its `job.created` record again;
+ * - exports: every export still pending or running gets its INSERT record again (the build claims
+ *   it once, and runs one that died again, counting the attempt).
  *
  * No index lists "unfinished" items across tenants, so each reconciler reads the table once with a
  * filtered, projected Scan. It runs only after an unclean stop, on a local table.
@@ -169,5 +171,16 @@ export const sandboxReconciler: Reconciler = {
   },
 };
 
+export const exportsReconciler: Reconciler = {
+  name: 'unbuilt-exports',
+  async run(ctx) {
+    let sent = 0;
+    for await (const e of scan('entity = :e AND #s IN (:p, :r)', { ':e': 'export', ':p': 'pending', ':r': 'running' }, { '#s': 'status' })) {
+      sent += await replayInsert(ctx, e, 'exports');
+    }
+    ctx.log.info(`reconciler unbuilt-exports: ${sent} exports sent to the builder again`);
+  },
+};
+
 /** Registered by the local runtime, in this order. */
-export const UNFINISHED_WORK: readonly Reconciler[] = [uploadsReconciler, webhooksReconciler, sandboxReconciler];
+export const UNFINISHED_WORK: readonly Reconciler[] = [uploadsReconciler, webhooksReconciler, sandboxReconciler, exportsReconciler];

@@ -1,24 +1,36 @@
 /**
- * Consumer of the `exports` queue (D73): one message per export, sent by the create route. The
- * build records its own failures (export.failed); what escapes it (the table unreachable) fails
- * the message, which comes back and, after maxReceiveCount receives, rests in the DLQ.
+ * Consumer of the `exports` queue (D73): one message per export, the export item's INSERT record
+ * from the table stream (pipe `exports-requested`), or the build message the create route sent
+ * before that pipe existed. The build records its own failures (export.failed); what escapes it
+ * (the table unreachable) fails the message, which comes back and, after maxReceiveCount
+ * receives, rests in the DLQ.
  */
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { buildExport } from '../../shared/exports/build';
 import type { BuildMessage } from '../../shared/exports';
 import { logger } from '../../shared/logger';
 
+type Message = Partial<BuildMessage> & { eventName?: string; dynamodb?: { NewImage?: { entity?: { S?: string }; id?: { S?: string } } } };
+
+/** The export a message asks for, or null when it is not one of ours. */
+function exportIdOf(msg: Message): string | null {
+  const image = msg.dynamodb?.NewImage;
+  if (msg.eventName === 'INSERT' && image?.entity?.S === 'export' && typeof image.id?.S === 'string') return image.id.S;
+  if (msg.kind === 'export.build' && typeof msg.export_id === 'string') return msg.export_id;
+  return null;
+}
+
 export const handler = async (event: SQSEvent): Promise<SQSBatchResponse> => {
   const failures: SQSBatchResponse['batchItemFailures'] = [];
   for (const record of event.Records) {
     try {
-      const msg = JSON.parse(record.body) as Partial<BuildMessage>;
-      if (msg.kind !== 'export.build' || typeof msg.export_id !== 'string') {
+      const exportId = exportIdOf(JSON.parse(record.body) as Message);
+      if (!exportId) {
         logger.warn('export: unrecognised message dropped', { body: record.body.slice(0, 200) });
         continue;
       }
-      const outcome = await buildExport(msg.export_id);
-      logger.info('export built', { export_id: msg.export_id, outcome });
+      const outcome = await buildExport(exportId);
+      logger.info('export built', { export_id: exportId, outcome });
     } catch (err) {
       logger.error('export: message failed', { error: err as Error, message_id: record.messageId });
       failures.push({ itemIdentifier: record.messageId });

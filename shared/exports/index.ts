@@ -2,6 +2,11 @@
  * Dataset exports (D73): create (202, then built by the `exports` queue consumer, see build.ts),
  * read with long-poll, and the job's list. Scope `jobs:read`: an export changes no job and no
  * money, it reads the job's Files.
+ *
+ * The create route sends no message: the table stream carries the new export item to the
+ * `exports` queue (pipe `exports-requested` in shared/manifest/wiring.ts), so the commit that
+ * accepts an export is also what queues it, and no accepted export can be left pending with
+ * nothing to build it (a function that dies after its commit, a queue that refuses a send).
  */
 import { keys, gsi, indexKeys } from '../db/keys';
 import { Tx } from '../db/tx';
@@ -10,17 +15,18 @@ import { binding } from '../cursor';
 import { newId } from '../ids';
 import { nowIso } from '../clock';
 import { audit } from '../audit';
-import { logger } from '../logger';
-import { sendMessage } from '../queues';
 import { recordResponse, type MutationContext } from '../context';
 import { untilStatusChanges } from '../long-poll';
-import { finishFailed, getExportItem } from './build';
+import { getExportItem } from './build';
 import { presentExport, TERMINAL_EXPORT_STATUSES, type ExportFormat, type ExportItem } from './model';
 import type { BuyerPrincipal } from '../types';
 
 export { presentExport, getExportItem };
 
-/** The message the create route sends to the `exports` queue. */
+/**
+ * The message the create route used to send to the `exports` queue; the consumer still takes it,
+ * so messages queued before the stream pipe replaced it are built too.
+ */
 export interface BuildMessage {
   kind: 'export.build';
   export_id: string;
@@ -70,14 +76,6 @@ export async function createExport(
   });
   recordResponse(ctx, tx, view, 202);
   await tx.commit();
-  try {
-    await sendMessage('exports', { kind: 'export.build', export_id: id } satisfies BuildMessage);
-  } catch (err) {
-    // Never left pending with nothing to build it: the export fails visibly, with its event.
-    logger.error('export: could not be queued', { export_id: id, error: err as Error });
-    await finishFailed(item, { code: 'export_not_queued', message: 'The export could not be queued; create a new export to try again.' });
-    return presentExport((await getExportItem(id))!);
-  }
   return view;
 }
 

@@ -188,7 +188,8 @@ export const ROUTES: readonly RouteDef[] = [
   // --- Dataset exports (D73) ---
   buyer('jobs.exports.create', 'POST', '/v1/jobs/{job_id}/exports', 'functions/exports/create.ts', 'jobs:read', {
     resource: { param: 'job_id', kind: 'job' },
-    access: { table: 'write', sendTo: ['exports'] },
+    // No queue access: the table stream queues the new export (pipe exports-requested).
+    access: { table: 'write' },
     successStatus: 202,
   }),
   buyer('jobs.exports.list', 'GET', '/v1/jobs/{job_id}/exports', 'functions/exports/list.ts', 'jobs:read', {

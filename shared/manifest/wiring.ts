@@ -221,7 +221,8 @@ export const QUEUES: readonly QueueDef[] = [
     native: { packages: ['sharp'], files: [{ from: 'samples', to: 'samples', env: 'SANDBOX_SAMPLES_DIR' }] },
   },
   {
-    // D73: builds one dataset export per message (sent by POST /v1/jobs/{id}/exports), streaming
+    // D73: builds one dataset export per message (the export item's INSERT record, which the
+    // exports-requested pipe brings from the table stream), streaming
     // the job's Files to S3 as a multipart upload in bounded memory. A failure the consumer sees
     // marks the export failed (export.failed) at once; the DLQ keeps what even that could not record.
     name: 'exports',
@@ -287,6 +288,12 @@ export const PIPES: readonly PipeDef[] = [
       },
     },
     target: 'sandbox',
+  },
+  {
+    name: 'exports-requested',
+    description: 'A new export goes to the exports builder: the commit that accepts it also queues it',
+    filter: { eventName: ['INSERT'], dynamodb: { NewImage: { entity: { S: ['export'] } } } },
+    target: 'exports',
   },
 ];
 

@@ -2,7 +2,8 @@
  * D64: after a killed run, the start-up reconcilers put back on the queues what the table says is
  * unfinished, and nothing else: an event never fanned out gets its stream record again, a pending
  * delivery its attempt message under the token it holds, a finished event with a stale aggregate
- * is repaired; an unfinished sandbox run gets its next tick. (The whole path, with the pipeline,
+ * is repaired; an unfinished sandbox run gets its next tick; an export not yet built goes back to
+ * the builder. (The whole path, with the pipeline,
  * is test/local/stop-and-restart.test.ts.)
  */
 import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
@@ -11,7 +12,7 @@ import { keys } from '../../shared/db/keys';
 import { Tx } from '../../shared/db/tx';
 import { emit } from '../../shared/outbox';
 import { getEvent, newEntry } from '../../shared/webhooks/dispatcher';
-import { sandboxReconciler, webhooksReconciler } from '../../local/reconcile-unfinished';
+import { exportsReconciler, sandboxReconciler, webhooksReconciler } from '../../local/reconcile-unfinished';
 import { silentLog } from '../../local/log';
 import type { ReconcileContext } from '../../local/reconcilers';
 import { startTestRuntime, type TestRuntime } from '../support/harness';
@@ -99,4 +100,23 @@ it('an unfinished sandbox run gets its next tick; a test job whose run never sta
   ]);
   const starts = ctx.sent.filter((m) => m.body.eventName === 'INSERT');
   expect(starts.map((m) => [m.queue, m.body.dynamodb.NewImage.id.S])).toContainEqual(['sandbox', created]);
+});
+
+it('an export still pending or running goes back to the builder as its INSERT record; a finished one does not', async () => {
+  const put = async (status: string) => {
+    const id = `exp_rec${status}${Date.now()}`;
+    await db().send(new PutCommand({ TableName: tableName(), Item: { ...keys.export(id), entity: 'export', id, status, attempts: status === 'pending' ? 0 : 1 } }));
+    return id;
+  };
+  const [pending, running, succeeded, failed] = [await put('pending'), await put('running'), await put('succeeded'), await put('failed')];
+
+  const ctx = context();
+  await exportsReconciler.run(ctx);
+  const sent = ctx.sent.filter((m) => [pending, running, succeeded, failed].includes(m.body.dynamodb?.NewImage?.id?.S));
+  expect(sent.map((m) => [m.queue, m.body.eventName, m.body.dynamodb.NewImage.id.S]).sort()).toEqual(
+    [
+      ['exports', 'INSERT', pending],
+      ['exports', 'INSERT', running],
+    ].sort(),
+  );
 });

@@ -89,6 +89,15 @@ describe('event wiring', () => {
     expect(matchesPattern(pipe.filter, rec('job.completed', 'test'))).toBe(false);
   });
 
+  test('the exports pipe takes inserted exports only: an export is queued by the commit that accepts it (D73)', () => {
+    const pipe = PIPES.find((p) => p.name === 'exports-requested')!;
+    const rec = (eventName: string, entity: string) => ({ eventName, dynamodb: { NewImage: { entity: { S: entity }, id: { S: 'exp_1' } } } });
+    expect(pipe.target).toBe('exports');
+    expect(matchesPattern(pipe.filter, rec('INSERT', 'export'))).toBe(true);
+    expect(matchesPattern(pipe.filter, rec('MODIFY', 'export'))).toBe(false); // claim and finish do not queue it again
+    expect(matchesPattern(pipe.filter, rec('INSERT', 'event'))).toBe(false);
+  });
+
   test('every queue consumer times out before its visibility timeout', () => {
     for (const q of QUEUES) expect(q.consumerTimeoutSeconds).toBeLessThan(q.visibilityTimeoutSeconds);
   });
