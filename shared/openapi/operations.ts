@@ -72,6 +72,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     summary: 'Send a 6-digit code to a phone number',
     tag: 'Account',
     success: { 202: { description: 'Code sent', body: phoneVerificationStarted } },
+    errors: { 503: 'The code could not be sent by SMS (code sms_unavailable); nothing was stored, and a retry (with the same Idempotency-Key or a new one) sends a code.' },
   },
   'auth.phone_verification.confirm': {
     summary: 'Confirm the code and receive the starter credits once',

@@ -15,6 +15,7 @@ import { errors, ConditionFailed } from '../errors';
 import { config } from '../config';
 import { sha256hex } from '../auth/secrets';
 import { sms } from '../sms';
+import { logger } from '../logger';
 import { grantCredits } from '../ledger/lots';
 import { recordResponse, type MutationContext } from '../context';
 import { STARTER_CREDITS_CENTS } from './index';
@@ -55,8 +56,17 @@ export async function startVerification(ctx: MutationContext, p: BuyerPrincipal,
   });
   const body = { object: 'phone_verification' as const, phone, status: 'pending' as const, expires_at: expiresAt };
   recordResponse(ctx, tx, body, 202);
+  // The code goes out before the commit that stores it with this answer: a 202 (which the
+  // Idempotency-Key replays) always means a code was sent. A send that fails stores nothing and
+  // answers 503, so a retry, with the same key or not, sends a code. (A commit that fails after
+  // the send leaves a code that never verifies; the error makes the client ask again.)
+  try {
+    await sms().send(phone, `Your verification code is ${code}. It expires in 10 minutes.`);
+  } catch (e) {
+    logger.error('phone verification: the SMS could not be sent', { error: e as Error, phone_tail: phone.slice(-2) });
+    throw errors.unavailable('The verification code could not be sent by SMS; nothing was stored. Try again in a moment.', 'sms_unavailable');
+  }
   await tx.commit();
-  await sms().send(phone, `Your verification code is ${code}. It expires in 10 minutes.`);
   return body;
 }
 

@@ -32,6 +32,12 @@ const snsProvider: SmsProvider = {
   },
 };
 
+let override: SmsProvider | null = null;
+/** Tests: send with this instead (e.g. a provider that fails, as SNS can); null restores the default. */
+export function setSmsProvider(provider: SmsProvider | null): void {
+  override = provider;
+}
+
 export function sms(): SmsProvider {
-  return config().runtime === 'local' ? localProvider : snsProvider;
+  return override ?? (config().runtime === 'local' ? localProvider : snsProvider);
 }

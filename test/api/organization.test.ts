@@ -2,7 +2,7 @@
 import { startTestRuntime, type TestRuntime } from '../support/harness';
 import { signupBuyer, createKey, idemKey, randomPhone, uniqueEmail, type TestBuyer } from '../support/buyers';
 import { clock } from '../../shared/clock';
-import { localOutbox } from '../../shared/sms';
+import { localOutbox, setSmsProvider } from '../../shared/sms';
 
 let rt: TestRuntime;
 let a: TestBuyer;
@@ -68,6 +68,31 @@ describe('phone verification (D7, D43, D57)', () => {
     expect(r.status).toBe(202);
     expect(r.json).toMatchObject({ object: 'phone_verification', phone, status: 'pending', expires_at: expect.any(String) });
     expect(localOutbox.some((m) => m.phone === phone && m.text.includes('123456'))).toBe(true);
+  });
+
+  test('an SMS that cannot be sent is 503 with nothing stored; a retry with the same Idempotency-Key sends the code', async () => {
+    const org = await signupBuyer(rt);
+    const phone = randomPhone();
+    const headers = { 'Idempotency-Key': idemKey() };
+    setSmsProvider({
+      send: async () => {
+        throw new Error('SNS: Throttling');
+      },
+    });
+    let failed;
+    try {
+      failed = await rt.request('POST', '/v1/auth/phone_verification', { key: org.live, body: { phone }, headers });
+    } finally {
+      setSmsProvider(null);
+    }
+    expect(failed.status).toBe(503);
+    expect(failed.json.error.details[0].code).toBe('sms_unavailable');
+    const audit = await rt.request('GET', '/v1/audit-events', { key: org.live });
+    expect(audit.json.data.map((e: { event_type: string }) => e.event_type)).not.toContain('phone_verification.started');
+
+    const retry = await rt.request('POST', '/v1/auth/phone_verification', { key: org.live, body: { phone }, headers });
+    expect(retry.status).toBe(202);
+    expect(localOutbox.some((m) => m.phone === phone)).toBe(true);
   });
 
   test('a phone number that is not E.164 is 400 naming phone', async () => {

@@ -1528,6 +1528,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The code could not be sent by SMS (code sms_unavailable); nothing was stored, and a retry (with the same Idempotency-Key or a new one) sends a code. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "auth.phone_verification.confirm": {
