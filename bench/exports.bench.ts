@@ -48,7 +48,8 @@ export async function run(): Promise<string> {
     const { db, tableName } = await import('../shared/db/client');
     const { keys, gsi } = await import('../shared/db/keys');
     const { newId } = await import('../shared/ids');
-    const { buildExport, getExportItem } = await import('../shared/exports/build');
+    const { buildExport } = await import('../shared/exports/build');
+    const { getExportItem } = await import('../shared/exports/model');
 
     const req = async (method: string, path: string, key: string | null, body?: unknown, headers: Record<string, string> = {}) => {
       const res = await fetch(`${rt.url}${path}`, {

@@ -11,6 +11,7 @@
  *
  * Test-environment purchases never reach a processor (D3, D62): see checkout.ts.
  */
+import { stripeProvider } from '../payments/stripe';
 import { createHash } from 'node:crypto';
 import { config } from '../config';
 
@@ -72,9 +73,8 @@ export function paymentProvider(): PaymentProvider {
   if (key === 'local') provider = localProvider;
   else if (key === 'disabled') provider = disabledProvider;
   else if (key === 'stripe') {
-    // Loaded on demand: only the functions that pay carry the SDK's weight at cold start.
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    provider = (require('../payments/stripe') as typeof import('../payments/stripe')).stripeProvider();
+    // The adapter is imported statically; it loads the Stripe SDK itself on its first call.
+    provider = stripeProvider();
   } else throw new Error(`PAYMENTS_PROVIDER must be local, stripe or disabled, not ${key}`);
   fromEnv = { key, provider };
   return provider;

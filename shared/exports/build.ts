@@ -10,7 +10,7 @@
  * it is marked failed instead of being tried forever.
  */
 import { Readable } from 'node:stream';
-import { GetCommand, paginateQuery } from '@aws-sdk/lib-dynamodb';
+import { paginateQuery } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '../db/client';
 import { keys, indexKeys } from '../db/keys';
 import { Tx } from '../db/tx';
@@ -20,7 +20,7 @@ import { emit } from '../outbox';
 import { ConditionFailed } from '../errors';
 import { logger } from '../logger';
 import { encoder, type Counter } from './formats';
-import { exportContentType, exportObjectKey, type ExportError, type ExportItem } from './model';
+import { exportContentType, exportObjectKey, getExportItem, type ExportError, type ExportItem } from './model';
 
 /** Runs of one export before it is marked failed (a run that crashed or timed out counts). */
 export const MAX_ATTEMPTS = 2;
@@ -29,11 +29,6 @@ export const PART_SIZE = 5 * 1024 * 1024;
 const QUEUE_SIZE = 2;
 /** Files read per DynamoDB query page. */
 const PAGE_SIZE = 100;
-
-export async function getExportItem(id: string, consistent = true): Promise<ExportItem | undefined> {
-  const out = await db().send(new GetCommand({ TableName: tableName(), Key: keys.export(id), ConsistentRead: consistent }));
-  return out.Item as ExportItem | undefined;
-}
 
 /** The job's Files with ai_star_rating ≥ min_score, oldest first, one page at a time. */
 function filePages(jobId: string, minScore: number) {
@@ -82,8 +77,10 @@ export async function buildExport(exportId: string): Promise<BuildOutcome> {
       })(),
       { objectMode: false, highWaterMark: 1024 * 1024 },
     );
-    // The S3 SDK and its multipart uploader are loaded by the build (the exports consumer), not by
-    // the API routes that only read and queue exports through this module.
+    // The S3 SDK and its multipart uploader are loaded by the build, the exports consumer's first
+    // message. The API routes do not import this module (they read exports through ./model): a
+    // dynamic import in a bundle wraps every module it reaches, the SDK core shared with the
+    // DynamoDB client included, even where it never runs.
     const [{ Upload }, { s3 }] = await Promise.all([import('@aws-sdk/lib-storage'), import('../storage/s3-client')]);
     const upload = new Upload({
       client: s3(),

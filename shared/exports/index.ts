@@ -17,8 +17,7 @@ import { nowIso } from '../clock';
 import { audit } from '../audit';
 import { recordResponse, type MutationContext } from '../context';
 import { untilStatusChanges } from '../long-poll';
-import { getExportItem } from './build';
-import { presentExport, TERMINAL_EXPORT_STATUSES, type ExportFormat, type ExportItem } from './model';
+import { getExportItem, presentExport, TERMINAL_EXPORT_STATUSES, type ExportFormat, type ExportItem } from './model';
 import type { BuyerPrincipal } from '../types';
 
 export { presentExport, getExportItem };

@@ -7,8 +7,11 @@
  * transaction. The bytes live in the bucket under `exports/<export id>/`; the download URL is
  * signed fresh on every read and is never stored.
  */
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { db, tableName } from '../db/client';
+import { keys } from '../db/keys';
 import { BUCKET_PREFIXES } from '../manifest/wiring';
-import { presignGet } from '../storage/s3';
+import { signDownloadUrl } from '../cdn';
 import type { Env } from '../types';
 
 export const EXPORT_FORMATS = ['jsonl', 'coco', 'csv'] as const;
@@ -62,7 +65,7 @@ export const exportObjectKey = (e: Pick<ExportItem, 'id' | 'job_id' | 'format'>)
 export async function presentExport(e: ExportItem) {
   const url =
     e.status === 'succeeded' && e.object_key
-      ? await presignGet(e.object_key, { filename: exportFilename(e), contentType: exportContentType(e.format) })
+      ? await signDownloadUrl(e.object_key, { filename: exportFilename(e) })
       : null;
   return {
     object: 'export' as const,
@@ -78,4 +81,10 @@ export async function presentExport(e: ExportItem) {
     created_at: e.created_at,
     completed_at: e.completed_at ?? null,
   };
+}
+
+/** The export item (strongly consistent unless asked otherwise). */
+export async function getExportItem(id: string, consistent = true): Promise<ExportItem | undefined> {
+  const out = await db().send(new GetCommand({ TableName: tableName(), Key: keys.export(id), ConsistentRead: consistent }));
+  return out.Item as ExportItem | undefined;
 }

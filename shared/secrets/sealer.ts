@@ -14,6 +14,11 @@
  * `aad` binds a value to its owner (an endpoint id, an idempotency record): moved elsewhere, it
  * does not open.
  */
+// Imported statically: in a single-file bundle an import() wraps every module it reaches (the SDK
+// core shared with the DynamoDB client too) and keeps the client's whole package, which cost more
+// at a cold start than loading the KMS client itself. Only the functions granted the key reach
+// this module's KMS path (test/cdk/request-bundles.test.ts).
+import { kmsKeyProvider } from './kms';
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { localKeyProvider, openLegacyV1 } from './local-keyring';
 import { getSecret } from './index';
@@ -109,20 +114,6 @@ export function envelopeSealer(keys: KeyProvider, opts: { reuseDataKeyMs?: numbe
   };
 }
 
-/**
- * The KMS key provider, loaded on its first use: the KMS client stays out of a handler's module
- * load (cold start), and is loaded by the first seal or open.
- */
-function lazyKmsKeyProvider(keyId: string): KeyProvider {
-  let loaded: Promise<KeyProvider> | null = null;
-  const provider = () => (loaded ??= import('./kms').then((m) => m.kmsKeyProvider({ keyId })));
-  return {
-    name: 'kms',
-    generateDataKey: async () => (await provider()).generateDataKey(),
-    decryptDataKey: async (id, encrypted) => (await provider()).decryptDataKey(id, encrypted),
-  };
-}
-
 let cached: { id: string; sealer: Sealer } | null = null;
 
 /**
@@ -142,7 +133,7 @@ export function sealer(): Sealer {
       ...inner,
       open: async (sealed, aad) => (sealed.startsWith('v1:') ? openLegacyV1(sealed, aad, await getSecret('cursor')) : inner.open(sealed, aad)),
     };
-  } else if (process.env.KMS_KEY_ID) s = envelopeSealer(lazyKmsKeyProvider(process.env.KMS_KEY_ID));
+  } else if (process.env.KMS_KEY_ID) s = envelopeSealer(kmsKeyProvider({ keyId: process.env.KMS_KEY_ID }));
   else throw new Error('KMS_KEY_ID is not set: this function was not granted the sealing key (access.kms in its manifest entry)');
   cached = { id, sealer: s };
   return s;

@@ -3,6 +3,8 @@
  * runtime (so a developer reads the code from the terminal). SNS cannot run here; the local
  * provider is the real one for the embedded runtime.
  */
+// Imported statically (see shared/secrets/sealer.ts): only the route that sends codes reaches it.
+import { PublishCommand, SNSClient } from '@aws-sdk/client-sns';
 import { config } from '../config';
 import { logger } from '../logger';
 import { traced } from '../observability/tracer';
@@ -25,7 +27,6 @@ const localProvider: SmsProvider = {
 
 const snsProvider: SmsProvider = {
   async send(phone, text) {
-    const { SNSClient, PublishCommand } = await import('@aws-sdk/client-sns');
     const client = traced(new SNSClient({ region: config().region }));
     await client.send(new PublishCommand({ PhoneNumber: phone, Message: text }));
     logger.info('sms sent', { phone_tail: phone.slice(-2) });

@@ -5,6 +5,7 @@
  * zod's full, chainable API is about 95 KB minified, loaded and evaluated at every cold start; it
  * stays in the OpenAPI response schemas, which no handler loads.
  */
+import { readFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as esbuild from 'esbuild';
@@ -24,6 +25,21 @@ const NATIVE = new Map<string, string[]>([
   ...QUEUES.map((q) => [q.consumer, q.native?.packages ?? []] as [string, string[]]),
 ]);
 
+/**
+ * The SDK stays outside this build, but its packages declare `"sideEffects": false`, which the
+ * deployed bundle honours: an import of a client that nothing uses is dropped there. The same
+ * declaration, read from each package, is given to the external import here.
+ */
+const sdkSideEffects: esbuild.Plugin = {
+  name: 'sdk-side-effects',
+  setup(build) {
+    build.onResolve({ filter: /^@aws-sdk\/[^/]+$/ }, (args) => {
+      const pkg = JSON.parse(readFileSync(path.join(ROOT, 'node_modules', args.path, 'package.json'), 'utf8')) as { sideEffects?: unknown };
+      return { path: args.path, external: true, ...(pkg.sideEffects === false ? { sideEffects: false } : {}) };
+    });
+  },
+};
+
 async function zodReach(): Promise<Map<string, Reach>> {
   const result = await esbuild.build({
     absWorkingDir: ROOT,
@@ -39,6 +55,7 @@ async function zodReach(): Promise<Map<string, Reach>> {
     // Only zod matters here; the SDK is large and never zod.
     external: ['@aws-sdk/*', '@smithy/*', '@aws-lambda-powertools/*', ...[...NATIVE.values()].flat()],
     outdir: path.join(os.tmpdir(), 'request-bundles'),
+    plugins: [sdkSideEffects],
     logLevel: 'silent',
   });
   const reach = new Map<string, Reach>();
@@ -49,7 +66,9 @@ async function zodReach(): Promise<Map<string, Reach>> {
       zodBytes: zod.reduce((n, [, i]) => n + i.bytesInOutput, 0),
       fullApi: zod.map(([p]) => p).filter((p) => p.includes('/v4/classic/')).slice(0, 3),
       idempotencyStore: 'shared/idempotency.ts' in out.inputs,
-      kms: 'shared/secrets/kms.ts' in out.inputs,
+      // What ships: the KMS key provider's code, or an import of the KMS client (an unused module
+      // that is only reached, and tree-shaken to nothing, does not count).
+      kms: (out.inputs['shared/secrets/kms.ts']?.bytesInOutput ?? 0) > 0 || out.imports.some((i) => i.path === '@aws-sdk/client-kms'),
       staticExternals: out.imports.filter((i) => i.external && i.kind === 'import-statement').map((i) => i.path),
     });
   }
