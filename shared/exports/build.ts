@@ -11,6 +11,7 @@
  */
 import { Readable } from 'node:stream';
 import { paginateQuery } from '@aws-sdk/lib-dynamodb';
+import { Upload } from '@aws-sdk/lib-storage';
 import { db, tableName } from '../db/client';
 import { keys, indexKeys } from '../db/keys';
 import { Tx } from '../db/tx';
@@ -21,6 +22,9 @@ import { ConditionFailed } from '../errors';
 import { logger } from '../logger';
 import { encoder, type Counter } from './formats';
 import { exportContentType, exportObjectKey, getExportItem, type ExportError, type ExportItem } from './model';
+// Imported statically: only the exports consumer imports this module, and every build writes to
+// the bucket (an import() would wrap the SDK core the DynamoDB client shares).
+import { s3 } from '../storage/s3-client';
 
 /** Runs of one export before it is marked failed (a run that crashed or timed out counts). */
 export const MAX_ATTEMPTS = 2;
@@ -77,11 +81,6 @@ export async function buildExport(exportId: string): Promise<BuildOutcome> {
       })(),
       { objectMode: false, highWaterMark: 1024 * 1024 },
     );
-    // The S3 SDK and its multipart uploader are loaded by the build, the exports consumer's first
-    // message. The API routes do not import this module (they read exports through ./model): a
-    // dynamic import in a bundle wraps every module it reaches, the SDK core shared with the
-    // DynamoDB client included, even where it never runs.
-    const [{ Upload }, { s3 }] = await Promise.all([import('@aws-sdk/lib-storage'), import('../storage/s3-client')]);
     const upload = new Upload({
       client: s3(),
       params: { Bucket: config().bucketName, Key: key, Body: body, ContentType: exportContentType(running.format) },
