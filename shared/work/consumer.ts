@@ -15,7 +15,7 @@ import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { config } from '../config';
 import { logger, withChildLogScope, withInvocationScope } from '../logger';
 import { sqs } from '../queues';
-import { parseEvent, type StageOutcome } from './stage-message';
+import { parseEvent, RetryLater, type StageOutcome } from './stage-message';
 
 const envNumber = (name: string, fallback: number) => {
   const n = Number(process.env[name]);
@@ -72,7 +72,8 @@ export function messageConsumer<T>(stage: string, parse: (body: string) => T, ru
           const outcome = await run(parse(record.body));
           logger.debug(`${stage}: ${outcome}`, { message_id: record.messageId });
         } catch (err) {
-          logger.error(`${stage}: message failed, retried with backoff`, {
+          const waiting = err instanceof RetryLater;
+          logger[waiting ? 'info' : 'error'](`${stage}: ${waiting ? 'message arrived early' : 'message failed'}, retried with backoff`, {
             error: err as Error,
             message_id: record.messageId,
             receive_count: record.attributes?.ApproximateReceiveCount,

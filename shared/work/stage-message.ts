@@ -20,6 +20,18 @@ export class PoisonMessage extends Error {
   }
 }
 
+/**
+ * Not yet: the message arrived before the state it completes was recorded (e.g. a Transcribe job
+ * that finished before the scoring stage wrote that it started it). Thrown, so the message comes
+ * back after the backoff like any failure, logged as a wait rather than an error.
+ */
+export class RetryLater extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'RetryLater';
+  }
+}
+
 export function parseEvent(body: string): { key: string } {
   let ev: ObjectCreatedEvent;
   try {

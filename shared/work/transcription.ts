@@ -10,6 +10,8 @@
  * transcript. Failures here (S3, Bedrock) throw: retried with backoff, then the DLQ (D66).
  * Idempotent: the result is written only while the transcription is pending; a redelivered event
  * whose file is not yet scored sends the scoring event again (harmless: scoring skips done work).
+ * An event that arrives before the scoring stage recorded the job it started is retried
+ * (`RetryLater`), never dropped.
  */
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
@@ -22,7 +24,7 @@ import { categoryOf } from '../media/sniff';
 import { getObjectBytes } from '../storage/s3';
 import { deriveFromTranscript, parseJobName, parseTranscribeOutput, transcriptKeyFor, type SpeechDerived, type TranscriptionState } from '../speech';
 import { locateFile } from './locate';
-import { PoisonMessage, type StageOutcome } from './stage-message';
+import { PoisonMessage, RetryLater, type StageOutcome } from './stage-message';
 
 export interface TranscribeJobEvent {
   jobName: string;
@@ -69,6 +71,11 @@ export async function transcriptionDone(ev: TranscribeJobEvent): Promise<StageOu
   const found = await locateFile(ref);
   if (!found) return 'ignored';
   const { sub, upload, part } = found;
+  if (!part.transcription && !part.score) {
+    // The scoring stage starts the job before it records it: an event that comes in between is
+    // retried with the backoff until the record is there, never dropped.
+    throw new RetryLater(`transcription job ${ev.jobName} is not recorded by the scoring stage yet`);
+  }
   if (part.transcription?.status !== 'pending' || part.transcription.job_name !== ev.jobName) {
     if (part.transcription && part.transcription.status !== 'pending' && !part.score) await sendMessage('scoring', objectCreatedEvent(upload.key));
     return 'skipped';

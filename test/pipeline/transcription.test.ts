@@ -6,6 +6,8 @@ import type { ConverseCommandOutput } from '@aws-sdk/client-bedrock-runtime';
 import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
 import { BedrockScorer } from '../../shared/scoring';
 import { setScorerFactory } from '../../shared/work/pipeline';
+import { RetryLater } from '../../shared/work/stage-message';
+import { parseTranscribeEvent, transcriptionDone } from '../../shared/work/transcription';
 import { TranscribeTranscriber, setSpeechModelClient, setTranscriberFactory, transcriptKeyFor } from '../../shared/speech';
 import { RULES, matchesPattern } from '../../shared/manifest/wiring';
 import { audioFixtures, hasFfmpeg } from '../fixtures/media';
@@ -31,13 +33,25 @@ describe('pipeline: audio is scored and annotated with its Amazon Transcribe tra
   let sqs: SQSClient;
   const started: any[] = [];
   const prompts: string[] = [];
+  /** Runs inside StartTranscriptionJob, before the scoring stage has recorded the job it started. */
+  let onStart: ((input: any) => Promise<void>) | null = null;
   beforeAll(async () => {
     process.env.LOCAL_FIXED_OTP = '123456';
+    process.env.PIPELINE_RETRY_BASE_SECONDS = '1'; // an early event comes back after 1 s, not 30 s
     rt = await startTestRuntime();
     const creds = { accessKeyId: 'local', secretAccessKey: 'local' };
     s3 = new S3Client({ endpoint: rt.s3Endpoint, forcePathStyle: true, region: 'us-east-1', credentials: creds });
     sqs = new SQSClient({ endpoint: rt.sqsEndpoint, region: 'us-east-1', credentials: creds });
-    setTranscriberFactory(() => new TranscribeTranscriber({ send: async (cmd: any) => (started.push(cmd.input), {}) }));
+    setTranscriberFactory(
+      () =>
+        new TranscribeTranscriber({
+          send: async (cmd: any) => {
+            started.push(cmd.input);
+            await onStart?.(cmd.input);
+            return {};
+          },
+        }),
+    );
     setScorerFactory(
       () =>
         new BedrockScorer({
@@ -52,6 +66,7 @@ describe('pipeline: audio is scored and annotated with its Amazon Transcribe tra
     setSpeechModelClient({ send: async () => reply('{"topics":["bakery order"],"keywords":["croissants","bakery"],"emotion_tone":"positive"}') });
   });
   afterAll(async () => {
+    delete process.env.PIPELINE_RETRY_BASE_SECONDS;
     setTranscriberFactory(null);
     setScorerFactory(null);
     setSpeechModelClient(null);
@@ -118,7 +133,7 @@ describe('pipeline: audio is scored and annotated with its Amazon Transcribe tra
     const a = await accept(rt, w.token, job.id);
     const before = started.length;
     expect((await uploadFile(rt, w.token, a.json.id, audioFixtures.wav(2), 'audio/wav', 'order.wav')).status).toBe(202);
-    await waitFor(() => started.length === before + 1, { timeoutMs: 60_000, intervalMs: 200 });
+    await waitFor(() => started.length > before, { timeoutMs: 60_000, intervalMs: 200 });
     const jobName = started[before].TranscriptionJobName as string;
     const event = {
       'detail-type': 'Transcribe Job State Change',
@@ -139,5 +154,36 @@ describe('pipeline: audio is scored and annotated with its Amazon Transcribe tra
     expect(f.annotations.transcript).toBeNull();
     expect(f.annotations.unavailable.transcript).toMatch(/^Amazon Transcribe could not transcribe the file: The media format/);
     expect(f.annotations.annotation_model).not.toMatch(/amazon-transcribe/);
+  });
+
+  it('a job state change that arrives before the scoring stage recorded the job is retried, not dropped', async () => {
+    const buyer = await liveBuyer(rt);
+    const job = await createJob(rt, buyer.live, { files_needed: 1, accepted_formats: ['audio/wav'], price_per_file_cents: 30 });
+    const w = await signupWorker(rt);
+    const a = await accept(rt, w.token, job.id);
+    let early: unknown = 'not delivered';
+    onStart = async (input) => {
+      onStart = null;
+      const event = {
+        'detail-type': 'Transcribe Job State Change',
+        source: 'aws.transcribe',
+        detail: { TranscriptionJobName: input.TranscriptionJobName, TranscriptionJobStatus: 'FAILED', FailureReason: 'Failed to parse audio file.' },
+      };
+      // The stage itself, while the job is started but not yet recorded, then the queue as deployed.
+      early = await transcriptionDone(parseTranscribeEvent(JSON.stringify(event))).catch((e: unknown) => e);
+      await sqs.send(new SendMessageCommand({ QueueUrl: rt.queues.get('transcription')!.url, MessageBody: JSON.stringify(event) }));
+    };
+    expect((await uploadFile(rt, w.token, a.json.id, audioFixtures.wav(2), 'audio/wav', 'early.wav')).status).toBe(202);
+    const done = await waitFor(
+      async () => {
+        const r = await rt.request('GET', `/internal/worker/submissions/${a.json.id}`, { key: w.token });
+        return r.json.status !== 'pending_score' ? r.json : null;
+      },
+      { timeoutMs: 50_000, intervalMs: 500 },
+    );
+    expect(early).toBeInstanceOf(RetryLater);
+    expect(done.status).toBe('approved');
+    const f = (await rt.request('GET', `/v1/jobs/${job.id}/files`, { key: buyer.live })).json.data[0];
+    expect(f.annotations.unavailable.transcript).toBe('Amazon Transcribe could not transcribe the file: Failed to parse audio file.');
   });
 });
