@@ -14,7 +14,9 @@
  * - sandbox: every unfinished simulation gets its next tick again; a test job whose simulation
  *   never started gets its `job.created` record again;
  * - exports: every export still pending or running gets its INSERT record again (the build claims
- *   it once, and runs one that died again, counting the attempt).
+ *   it once, and runs one that died again, counting the attempt);
+ * - withdrawals: every override that withdrew Files whose objects are not recorded as deleted gets
+ *   its `submission.overridden` event's INSERT record again (deleting twice is harmless).
  *
  * No index lists "unfinished" items across tenants, so each reconciler reads the table once with a
  * filtered, projected Scan. It runs only after an unclean stop, on a local table.
@@ -182,5 +184,20 @@ export const exportsReconciler: Reconciler = {
   },
 };
 
+export const withdrawalsReconciler: Reconciler = {
+  name: 'undeleted-withdrawals',
+  async run(ctx) {
+    let sent = 0;
+    for await (const ev of scan('entity = :e AND #t = :t', { ':e': 'event', ':t': 'submission.overridden' }, { '#t': 'type' })) {
+      const data = (ev.envelope as { data?: { decision?: string; submission_id?: string } } | undefined)?.data;
+      if (data?.decision !== 'reject' || !data.submission_id) continue;
+      const sub = (await db().send(new GetCommand({ TableName: tableName(), Key: keys.submission(data.submission_id), ConsistentRead: true }))).Item;
+      if (!sub || sub.withdrawn_objects_deleted_at || !(sub.withdrawn_object_keys as unknown[] | undefined)?.length) continue;
+      sent += await replayInsert(ctx, ev, 'withdrawals');
+    }
+    ctx.log.info(`reconciler undeleted-withdrawals: ${sent} withdrawals sent to the deleter again`);
+  },
+};
+
 /** Registered by the local runtime, in this order. */
-export const UNFINISHED_WORK: readonly Reconciler[] = [uploadsReconciler, webhooksReconciler, sandboxReconciler, exportsReconciler];
+export const UNFINISHED_WORK: readonly Reconciler[] = [uploadsReconciler, webhooksReconciler, sandboxReconciler, exportsReconciler, withdrawalsReconciler];

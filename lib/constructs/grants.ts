@@ -23,7 +23,7 @@ import { BUCKET_PREFIXES, TRANSCRIBE_JOB_PREFIX } from '../../shared/manifest/wi
  */
 
 export type TableAccess = 'read' | 'write';
-export type BucketAccess = 'read' | 'write' | 'read-write';
+export type BucketAccess = 'read' | 'write' | 'read-write' | 'delete' | 'tag';
 
 /** `read`: Get/Query/Scan/BatchGet/ConditionCheck/Describe only. `write`: read plus Put/Update/Delete/BatchWrite. */
 export function bindTable(fn: lambda.Function, table: dynamodb.ITable, mode: TableAccess): void {
@@ -55,6 +55,8 @@ export function bindRequestCounting(fn: lambda.Function, table: dynamodb.ITable)
 /**
  * `read`: get objects (pre-signed GETs are signed with this role, so it needs s3:GetObject).
  * `write`: put objects only (pre-signed PUTs and direct uploads). `read-write`: both, plus delete.
+ * `delete`: delete objects only. `tag`: set the tags of upload objects only (the verdict tag the
+ * lifecycle rules read), nothing else.
  */
 export function bindBucket(fn: lambda.Function, bucket: s3.IBucket, mode: BucketAccess): void {
   switch (mode) {
@@ -66,6 +68,13 @@ export function bindBucket(fn: lambda.Function, bucket: s3.IBucket, mode: Bucket
       break;
     case 'read-write':
       bucket.grantReadWrite(fn);
+      break;
+    case 'delete':
+      bucket.grantDelete(fn);
+      break;
+    case 'tag':
+      fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['s3:PutObjectTagging'], resources: [bucket.arnForObjects(`${BUCKET_PREFIXES.uploads}*`)] }));
+      acknowledge(fn, `AwsSolutions-IAM5[Resource::${nagReference(fn, bucket)}/${BUCKET_PREFIXES.uploads}*]`, 'Upload objects of the media bucket (keys are per submission, not known in advance).');
       break;
   }
   fn.addEnvironment('BUCKET_NAME', bucket.bucketName);

@@ -46,7 +46,8 @@ export type ResourceKind =
 /** Least-privilege access a handler needs; the stack turns it into grants through helpers. */
 export interface RouteAccess extends KeyAccess {
   table: 'read' | 'write';
-  bucket?: 'read' | 'write' | 'read-write';
+  /** `tag`: set the verdict tag of upload objects only. */
+  bucket?: 'read' | 'write' | 'read-write' | 'tag';
   /** SMS sending for phone verification (SNS in the stack, the log in the local runtime). */
   sms?: boolean;
   /** Queues (wiring names) the handler sends to. */
@@ -216,11 +217,12 @@ export const ROUTES: readonly RouteDef[] = [
     resource: { param: 'submission_id', kind: 'submission' },
     access: { table: 'read', cdnSign: true }, // signs file_url (a CDN URL: no bucket access)
   }),
-  // D71: the buyer's override of a verdict (scope jobs:write); deletes the withdrawn objects and
-  // signs file_url.
+  // D71: the buyer's override of a verdict (scope jobs:write); tags the bytes of an approval and
+  // signs file_url. The withdrawn objects of a rejection are deleted by the `withdrawals` queue,
+  // which the table stream feeds from the same commit (pipe files-withdrawn).
   buyer('submissions.override', 'POST', '/v1/submissions/{submission_id}/override', 'functions/submissions/override.ts', 'jobs:write', {
     resource: { param: 'submission_id', kind: 'submission' },
-    access: { table: 'write', bucket: 'read-write', cdnSign: true },
+    access: { table: 'write', bucket: 'tag', cdnSign: true },
   }),
 
   // --- API keys (D5, D6) ---

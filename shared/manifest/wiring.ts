@@ -71,7 +71,8 @@ export interface QueueDef {
   maxConcurrency?: number;
   /** Dead-letter depth at or above which the alarm fires. */
   dlqAlarmThreshold: number;
-  access: { table: 'read' | 'write'; bucket?: 'read' | 'read-write'; bedrock?: boolean; sendTo?: string[] } & KeyAccess;
+  /** `delete`: delete objects only (no reads, no writes). */
+  access: { table: 'read' | 'write'; bucket?: 'read' | 'read-write' | 'delete'; bedrock?: boolean; sendTo?: string[] } & KeyAccess;
   /** Packages and executables the consumer needs beyond its bundle; absent: the bundle is enough. */
   native?: NativeDeps;
 }
@@ -237,6 +238,22 @@ export const QUEUES: readonly QueueDef[] = [
     // Writes the export to the bucket; JSONL and COCO carry each File's signed download URL.
     access: { table: 'write', bucket: 'read-write', cdnSign: true },
   },
+  {
+    // D71: deletes the delivered objects (files and keyframes) of a submission whose Files an
+    // override withdrew, from the `submission.overridden` event's INSERT record (pipe
+    // `files-withdrawn`): the commit that withdraws the Files also queues the deletion, so it
+    // happens even when the override's function stops right after its commit.
+    name: 'withdrawals',
+    consumer: 'functions/pipeline/withdraw.ts',
+    visibilityTimeoutSeconds: 180,
+    maxReceiveCount: 8,
+    batchSize: 10,
+    consumerTimeoutSeconds: 30,
+    consumerMemoryMb: 256,
+    dlqAlarmThreshold: 1,
+    // Reads the submission, marks the deletion done; deletes objects, nothing else on the bucket.
+    access: { table: 'write', bucket: 'delete' },
+  },
 ];
 
 export const RULES: readonly RuleDef[] = [
@@ -294,6 +311,21 @@ export const PIPES: readonly PipeDef[] = [
     description: 'A new export goes to the exports builder: the commit that accepts it also queues it',
     filter: { eventName: ['INSERT'], dynamodb: { NewImage: { entity: { S: ['export'] } } } },
     target: 'exports',
+  },
+  {
+    name: 'files-withdrawn',
+    description: 'An override that withdraws approved Files queues the deletion of their objects in the same commit',
+    filter: {
+      eventName: ['INSERT'],
+      dynamodb: {
+        NewImage: {
+          entity: { S: ['event'] },
+          type: { S: ['submission.overridden'] },
+          envelope: { M: { data: { M: { decision: { S: ['reject'] } } } } },
+        },
+      },
+    },
+    target: 'withdrawals',
   },
 ];
 

@@ -7,17 +7,15 @@
  * - the job and money part is `addReversal` (shared/ledger/reversal.ts): a `reversal` row, the
  *   escrow back to the job, files_approved −n, a completed job reopened;
  * - the worker payout is marked `reversed`.
- * After the commit the delivered objects (the files and their keyframes) are deleted from the
- * bucket, so the download URLs already handed out stop working. The keys are kept on the
- * submission (`withdrawn_object_keys`) and the deletion is idempotent: a failed deletion is
- * retried, and again on any later override request for the submission.
+ * The delivered objects (the files and their keyframes) are then deleted from the bucket, so the
+ * download URLs already handed out stop working: the keys are kept on the submission
+ * (`withdrawn_object_keys`) and the `submission.overridden` event of the same commit queues their
+ * deletion through the table stream (shared/work/withdrawn-objects.ts).
  */
 import { BatchGetCommand, paginateQuery } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '../db/client';
 import { keys } from '../db/keys';
 import type { Tx } from '../db/tx';
-import { logger } from '../logger';
-import { deleteObjects } from '../storage/s3';
 import { addReversal } from '../ledger/reversal';
 import { removeApprovalIndexes } from '../trust/indexes';
 import type { JobItem } from '../jobs/model';
@@ -108,21 +106,4 @@ export async function addWithdrawal(
     });
   }
   return { fileIds: files.map((f) => f.id as string), reversedCents, objectKeys };
-}
-
-/** Deletes the withdrawn objects (idempotent), retrying; a lasting failure is logged as an error. */
-export async function deleteWithdrawnObjects(objectKeys: string[]): Promise<boolean> {
-  for (let attempt = 0; attempt < 5; attempt++) {
-    try {
-      await deleteObjects(objectKeys);
-      return true;
-    } catch (err) {
-      if (attempt === 4) {
-        logger.error('withdrawn objects not deleted; the next override request for the submission retries', { error: err as Error, keys: objectKeys });
-        return false;
-      }
-      await new Promise((r) => setTimeout(r, 100 * 2 ** attempt));
-    }
-  }
-  return false;
 }

@@ -39,7 +39,7 @@ import { approvedRef, uploadObjectKeys } from './verdict';
 import { addPayoutAndApprovedEvent } from './approval-records';
 import { tagVerdict } from '../storage/s3';
 import { presentSubmission, type SubmissionItem } from './model';
-import { addWithdrawal, deleteWithdrawnObjects, StaleRead, type Withdrawal } from './override-withdraw';
+import { addWithdrawal, StaleRead, type Withdrawal } from './override-withdraw';
 
 export const OVERRIDE_WINDOW_MS = 7 * DAY_MS;
 /** D68's reason codes and `other`. */
@@ -213,17 +213,12 @@ export async function overrideSubmission(ctx: MutationContext, first: Submission
     const sub = (await getSubmissionItem(first.id)) ?? first;
     const job = await getJobItem(sub.job_id, true);
     const refused = overrideConflict(sub, job, input.decision);
-    if (refused) {
-      // The withdrawal's object deletion is idempotent: any later override request retries it.
-      if (Array.isArray(sub.withdrawn_object_keys) && sub.withdrawn_object_keys.length) await deleteWithdrawnObjects(sub.withdrawn_object_keys as string[]);
-      throw refused;
-    }
+    if (refused) throw refused;
     const at = nowIso();
     const tx = new Tx();
-    let withdrawal: Withdrawal | null = null;
     try {
       if (input.decision === 'approve') addOverrideApproval(tx, ctx, sub, job!, input, at);
-      else withdrawal = await addOverrideRejection(tx, ctx, sub, job!, input, at);
+      else await addOverrideRejection(tx, ctx, sub, job!, input, at);
     } catch (e) {
       if (!(e instanceof StaleRead) || attempt >= MAX_ATTEMPTS) throw e;
       await backoff(attempt);
@@ -254,7 +249,8 @@ export async function overrideSubmission(ctx: MutationContext, first: Submission
       }
       throw e;
     }
-    if (withdrawal) await deleteWithdrawnObjects(withdrawal.objectKeys);
+    // A withdrawal's objects are deleted by the `withdrawals` queue: its event's INSERT record,
+    // committed above, queues the deletion (shared/work/withdrawn-objects.ts).
     await reconcileAvailability(sub.job_id).catch((err: Error) => logger.error('reconcile availability failed', { error: err, job_id: sub.job_id }));
     return view;
   }

@@ -2,6 +2,10 @@
  * D71 buyer override, end to end on the local runtime (real pipeline, DynamoDB Local, S3 emulator):
  * each rule, each conflict code, idempotency, and 20 concurrent overrides moving money once.
  */
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { db, tableName } from '../../shared/db/client';
+import { keys } from '../../shared/db/keys';
+import { deleteWithdrawnObjects } from '../../shared/work/withdrawn-objects';
 import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
 import { clock, DAY_MS } from '../../shared/clock';
 import { idemKey } from '../support/buyers';
@@ -63,6 +67,11 @@ describe('D71: POST /v1/submissions/{id}/override', () => {
     expect((await rt.request('GET', `/v1/jobs/${j.id}/files?min_score=1`, { key: buyer.live })).json.data).toEqual([]);
     expect((await rt.request('POST', `/v1/files/${file.id}/refresh_url`, { key: buyer.live })).status).toBe(404);
     await waitFor(async () => (await fetch(file.download_url)).status === 404);
+    // Deleted by the withdrawals queue that the override's commit fed through the table stream,
+    // which records it on the submission (the route itself deletes nothing).
+    const deletedAt = await waitFor(async () => (await db().send(new GetCommand({ TableName: tableName(), Key: keys.submission(sub.id), ConsistentRead: true }))).Item?.withdrawn_objects_deleted_at);
+    expect(deletedAt).toEqual(expect.any(String));
+    expect(await deleteWithdrawnObjects(sub.id)).toBe('skipped'); // a redelivered message: deletes again, harmlessly
 
     // Money: one reversal row +price × n with job_id and submission_id; held grows, available does not.
     expect(await rows(buyer.live, 'reversal')).toEqual([expect.objectContaining({ amount_cents: 10, job_id: j.id, submission_id: sub.id })]);

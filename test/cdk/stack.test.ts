@@ -248,7 +248,22 @@ describe('least privilege', () => {
       expect(fn.Properties.Environment.Variables.BUCKET_NAME !== undefined).toBe(mode !== undefined);
       expect(actions.some((a) => a.startsWith('s3:GetObject'))).toBe(mode === 'read' || mode === 'read-write');
       expect(actions.includes('s3:PutObject')).toBe(mode === 'write' || mode === 'read-write');
+      expect([route.id, actions.some((a) => a.startsWith('s3:DeleteObject'))]).toEqual([route.id, mode === 'read-write']);
     }
+  });
+
+  test('the override may only tag upload objects: the withdrawn objects are deleted by the withdrawals consumer, which may only delete (D71)', () => {
+    const override = ROUTES.find((r) => r.id === 'submissions.override')!;
+    expect(override.access.bucket).toBe('tag');
+    const tagging = statementsOf(routeFunction(override)[0]).filter((st) => [st.Action].flat().some((a) => a.startsWith('s3:')));
+    expect(tagging).toHaveLength(1);
+    expect(tagging[0]!.Action).toBe('s3:PutObjectTagging');
+    expect(JSON.stringify(tagging[0]!.Resource)).toContain('/uploads/*');
+
+    const [consumerId] = functionByDescription('Consumer of the withdrawals queue');
+    const s3Actions = actionsOf(consumerId).filter((a) => a.startsWith('s3:'));
+    expect(s3Actions.length).toBeGreaterThan(0);
+    expect(s3Actions.every((a) => a.startsWith('s3:DeleteObject'))).toBe(true);
   });
 
   test('Bedrock invocation only where the wiring asks for it, on the configured model only (not every model of the region)', () => {

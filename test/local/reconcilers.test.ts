@@ -3,7 +3,7 @@
  * unfinished, and nothing else: an event never fanned out gets its stream record again, a pending
  * delivery its attempt message under the token it holds, a finished event with a stale aggregate
  * is repaired; an unfinished sandbox run gets its next tick; an export not yet built goes back to
- * the builder. (The whole path, with the pipeline,
+ * the builder; a withdrawal whose objects are not deleted goes back to the deleter. (The whole path, with the pipeline,
  * is test/local/stop-and-restart.test.ts.)
  */
 import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
@@ -12,7 +12,7 @@ import { keys } from '../../shared/db/keys';
 import { Tx } from '../../shared/db/tx';
 import { emit } from '../../shared/outbox';
 import { getEvent, newEntry } from '../../shared/webhooks/dispatcher';
-import { exportsReconciler, sandboxReconciler, webhooksReconciler } from '../../local/reconcile-unfinished';
+import { exportsReconciler, sandboxReconciler, webhooksReconciler, withdrawalsReconciler } from '../../local/reconcile-unfinished';
 import { silentLog } from '../../local/log';
 import type { ReconcileContext } from '../../local/reconcilers';
 import { startTestRuntime, type TestRuntime } from '../support/harness';
@@ -119,4 +119,24 @@ it('an export still pending or running goes back to the builder as its INSERT re
       ['exports', 'INSERT', running],
     ].sort(),
   );
+});
+
+it('an override that withdrew Files whose objects are not recorded as deleted goes back to the deleter as its event\'s INSERT record (D71)', async () => {
+  const org = `org_wd${Date.now()}`;
+  const override = async (tag: string, decision: 'reject' | 'approve', sub: Record<string, unknown>) => {
+    const id = `sub_wd${tag}${Date.now()}`;
+    await db().send(new PutCommand({ TableName: tableName(), Item: { ...keys.submission(id), entity: 'submission', id, ...sub } }));
+    const tx = new Tx();
+    emit(tx, { orgId: org, env: 'live', type: 'submission.overridden', data: { submission_id: id, decision }, jobId: 'job_x' });
+    await tx.commit();
+    return id;
+  };
+  const undeleted = await override('a', 'reject', { withdrawn_object_keys: ['uploads/a.jpg'] });
+  const deleted = await override('b', 'reject', { withdrawn_object_keys: ['uploads/b.jpg'], withdrawn_objects_deleted_at: '2026-11-26T00:00:00Z' });
+  const approved = await override('c', 'approve', {});
+
+  const ctx = context();
+  await withdrawalsReconciler.run(ctx);
+  const sent = ctx.sent.filter((m) => [undeleted, deleted, approved].includes(m.body.dynamodb?.NewImage?.envelope?.M?.data?.M?.submission_id?.S));
+  expect(sent.map((m) => [m.queue, m.body.eventName, m.body.dynamodb.NewImage.envelope.M.data.M.submission_id.S])).toEqual([['withdrawals', 'INSERT', undeleted]]);
 });

@@ -98,6 +98,19 @@ describe('event wiring', () => {
     expect(matchesPattern(pipe.filter, rec('INSERT', 'event'))).toBe(false);
   });
 
+  test('the withdrawals pipe takes the overrides that withdraw Files: their deletion is queued by the commit that withdraws them (D71)', () => {
+    const pipe = PIPES.find((p) => p.name === 'files-withdrawn')!;
+    const rec = (eventName: string, type: string, decision: string) => ({
+      eventName,
+      dynamodb: { NewImage: { entity: { S: 'event' }, type: { S: type }, envelope: { M: { data: { M: { submission_id: { S: 'sub_1' }, decision: { S: decision } } } } } } },
+    });
+    expect(pipe.target).toBe('withdrawals');
+    expect(matchesPattern(pipe.filter, rec('INSERT', 'submission.overridden', 'reject'))).toBe(true);
+    expect(matchesPattern(pipe.filter, rec('INSERT', 'submission.overridden', 'approve'))).toBe(false); // nothing to delete
+    expect(matchesPattern(pipe.filter, rec('MODIFY', 'submission.overridden', 'reject'))).toBe(false); // delivery bookkeeping
+    expect(matchesPattern(pipe.filter, rec('INSERT', 'submission.rejected', 'reject'))).toBe(false);
+  });
+
   test('every queue consumer times out before its visibility timeout', () => {
     for (const q of QUEUES) expect(q.consumerTimeoutSeconds).toBeLessThan(q.visibilityTimeoutSeconds);
   });
