@@ -9,6 +9,7 @@
  */
 import { config } from '../config';
 import { current } from './s3-current';
+import { deleteKeys } from './delete-objects';
 import { addMs, now } from '../clock';
 import { BUCKET_PREFIXES } from '../manifest/wiring';
 import { DOWNLOAD_URL_TTL_SECONDS, signDownloadUrl, type DownloadUrlOptions as CdnUrlOptions, type SignedUrl } from '../cdn';
@@ -112,19 +113,11 @@ export async function tagVerdict(keys: string[], value: 'rejected' | 'approved')
   );
 }
 
-/**
- * Deletes the objects (a missing key counts as deleted). DeleteObjects answers 200 even when some
- * keys failed, listing them in `Errors` (quiet mode lists only those): any of them throws.
- */
+/** Deletes the objects (a missing key counts as deleted; shared/storage/delete-objects.ts). */
 export async function deleteObjects(keys: string[]): Promise<void> {
   if (keys.length === 0) return;
   const { s3, DeleteObjectsCommand } = await sdk();
-  for (let i = 0; i < keys.length; i += 1000) {
-    const batch = keys.slice(i, i + 1000); // the API's limit per request
-    const out = await s3().send(new DeleteObjectsCommand({ Bucket: bucket(), Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true } }));
-    const failed = out.Errors ?? [];
-    if (failed.length) throw new Error(`${failed.length} of ${batch.length} objects not deleted: ${failed.slice(0, 3).map((e) => `${e.Key} (${e.Code})`).join(', ')}`);
-  }
+  await deleteKeys(s3(), DeleteObjectsCommand, bucket(), keys);
 }
 
 /**
