@@ -16,7 +16,10 @@
  * - exports: every export still pending or running gets its INSERT record again (the build claims
  *   it once, and runs one that died again, counting the attempt);
  * - withdrawals: every override that withdrew Files whose objects are not recorded as deleted gets
- *   its `submission.overridden` event's INSERT record again (deleting twice is harmless).
+ *   its `submission.overridden` event's INSERT record again (deleting twice is harmless);
+ * - top-ups: every crossing of the low-balance threshold of the last 24 hours with auto top-up on
+ *   whose top-up is not applied or declined gets its `credits.low_balance` INSERT record again (the
+ *   top-up's session is named after the event, so it is bought once).
  *
  * No index lists "unfinished" items across tenants, so each reconciler reads the table once with a
  * filtered, projected Scan. It runs only after an unclean stop, on a local table.
@@ -28,6 +31,7 @@ import { db, tableName } from '../shared/db/client';
 import { keys } from '../shared/db/keys';
 import { matchesPattern, PIPES } from '../shared/manifest/wiring';
 import { headObject } from '../shared/storage/s3';
+import { topUpSessionId } from '../shared/billing/auto-top-up';
 import { writeAggregate, type DeliveryEntry } from '../shared/webhooks/delivery-store';
 import type { AttemptMessage } from '../shared/webhooks/queue';
 import type { PlannedUpload } from '../shared/work/model';
@@ -199,5 +203,21 @@ export const withdrawalsReconciler: Reconciler = {
   },
 };
 
+export const topUpsReconciler: Reconciler = {
+  name: 'unapplied-top-ups',
+  async run(ctx) {
+    let sent = 0;
+    const since = new Date(Date.now() - 24 * 3600_000).toISOString();
+    const crossings = scan('entity = :e AND #t = :t AND created_at >= :since', { ':e': 'event', ':t': 'credits.low_balance', ':since': since }, { '#t': 'type' });
+    for await (const ev of crossings) {
+      if ((ev.envelope as { data?: { auto_top_up_enabled?: boolean } } | undefined)?.data?.auto_top_up_enabled !== true) continue;
+      const session = (await db().send(new GetCommand({ TableName: tableName(), Key: keys.checkoutSession(topUpSessionId(ev.id as string)), ConsistentRead: true }))).Item;
+      if (session && session.status !== 'open') continue;
+      sent += await replayInsert(ctx, ev, 'top-ups');
+    }
+    ctx.log.info(`reconciler unapplied-top-ups: ${sent} auto top-ups sent to the buyer again`);
+  },
+};
+
 /** Registered by the local runtime, in this order. */
-export const UNFINISHED_WORK: readonly Reconciler[] = [uploadsReconciler, webhooksReconciler, sandboxReconciler, exportsReconciler, withdrawalsReconciler];
+export const UNFINISHED_WORK: readonly Reconciler[] = [uploadsReconciler, webhooksReconciler, sandboxReconciler, exportsReconciler, withdrawalsReconciler, topUpsReconciler];

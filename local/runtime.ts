@@ -46,6 +46,8 @@ export interface RuntimeOptions {
   bucketName?: string;
   enableScheduler?: boolean;
   enablePollers?: boolean;
+  /** With pollers on: poll only these queues (tests that exercise one consumer); default all. */
+  onlyQueues?: readonly string[];
   enableStreams?: boolean;
   logLevel?: LogLevel;
   /** Fixed cursor secret (tests); otherwise a random one persisted in dataDir. */
@@ -284,6 +286,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     const consumerConcurrency: Record<string, number> = {};
     if (opts.enablePollers ?? true) {
       for (const q of queues.values()) {
+        if (opts.onlyQueues && !opts.onlyQueues.includes(q.def.name)) continue;
         if (!handlerModuleExists(q.def.consumer)) {
           log.warn(`sqs ${q.def.name}: consumer ${q.def.consumer} does not exist yet; queue not polled`);
           continue;

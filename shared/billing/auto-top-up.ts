@@ -9,44 +9,85 @@ import { emit } from '../outbox';
 import { audit } from '../audit';
 import { logger } from '../logger';
 import { systemContext } from '../context';
-import { addSession, confirmCheckout, getOrganization, type ConfirmOutcome } from './checkout';
+import { addSession, confirmCheckout, getOrganization, getSession, type ConfirmOutcome } from './checkout';
+import { getSettings } from '../orgs';
+import { ConditionFailed } from '../errors';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { db, tableName } from '../db/client';
+import { PoisonMessage } from '../work/stage-message';
 import { paymentProvider } from './provider';
 import type { Env } from '../types';
 
 type Item = Record<string, unknown>;
 
 /**
- * D34 auto top-up, run after the transaction that crossed the low-balance threshold committed:
- * charge the payment method on file (left by the first hosted checkout) off-session through the
- * provider, then apply it like any purchase, plus `credits.auto_topped_up`. A decline (or a
- * deployment without payments) grants nothing and emits `credits.auto_top_up_failed {amount_cents,
- * reason}`. No payment method on file: nothing happens. The test environment is never charged: its
- * top-up is confirmed at once without asking the processor.
+ * The top-up a `credits.low_balance` event asks for (D34): its checkout session is named after the
+ * event (`cs_` + the event id's ULID), so a redelivered or concurrent message finds the session the
+ * first one created, and the provider's idempotency key (the session id) charges the card once.
  */
-export async function runAutoTopUp(orgId: string, env: Env, amount: number): Promise<ConfirmOutcome | null> {
+export const topUpSessionId = (eventId: string) => `cs_${eventId.replace(/^evt_/, '')}`;
+
+/**
+ * D34 auto top-up, run by the `top-ups` queue for the `credits.low_balance` event of a crossing
+ * (pipe `auto-top-up` in shared/manifest/wiring.ts), so the commit that crossed the threshold also
+ * queues the top-up and the request or sweep that crossed it never waits for the card network.
+ * With the settings and card at that moment: charge the payment method on file (left by the first
+ * hosted checkout) off-session through the provider, then apply it like any purchase, plus
+ * `credits.auto_topped_up`. A decline (or a deployment without payments) grants nothing and emits
+ * `credits.auto_top_up_failed {amount_cents, reason}`. Auto top-up turned off since, or no payment
+ * method on file: nothing happens. The test environment is never charged: its top-up is confirmed
+ * at once without asking the processor.
+ *
+ * Idempotent: a session already paid or failed is left alone; one still open (a run that stopped
+ * after charging) is charged again under the same idempotency key, which the provider answers with
+ * the first charge, and confirmed once.
+ */
+export async function runAutoTopUp(orgId: string, env: Env, eventId: string): Promise<ConfirmOutcome | null> {
+  const id = topUpSessionId(eventId);
+  let session = await getSession(id);
   const org = await getOrganization(orgId);
   const pm = org?.payment_method as string | undefined;
-  if (!pm) return null;
-  const provider = paymentProvider();
-  const testMode = env === 'test';
+  if (!session) {
+    const settings = await getSettings(orgId);
+    if (!settings.auto_top_up_enabled || !pm) return null;
+    session = await openSession(id, orgId, env, settings.auto_top_up_amount_cents);
+  }
+  if (session.status !== 'open') return null; // applied (or declined) by an earlier delivery
+  const amount = Number(session.amount_cents);
+  const testMode = session.provider === 'test_mode';
+  const charge = testMode
+    ? ({ ok: true, providerRef: `test_mode_${id}` } as const)
+    : !pm
+      ? ({ ok: false, reason: 'no_payment_method', providerRef: null } as const) // removed since the session opened
+      : await paymentProvider().chargeSaved({ customerRef: (org?.stripe_customer_id as string | undefined) ?? null, paymentMethod: pm, amountCents: amount, reference: id });
+  let outcome: ConfirmOutcome;
+  if (charge.ok) outcome = (await confirmCheckout(id, { paymentMethod: pm ?? null, providerRef: charge.providerRef, alreadyCharged: true })).outcome;
+  else outcome = await failTopUp(session, charge.reason, charge.providerRef);
+  logger.info('auto top-up', { org_id: orgId, amount_cents: amount, outcome, ...(charge.ok ? {} : { reason: charge.reason }) });
+  return outcome;
+}
+
+/** Creates the event's session, or answers the one a concurrent delivery created first. */
+async function openSession(id: string, orgId: string, env: Env, amount: number): Promise<Item> {
   const tx = new Tx();
   const session = addSession(tx, systemContext('auto_top_up').actor, null, {
+    id,
     orgId,
     env,
     amount,
     kind: 'auto_top_up',
-    provider: testMode ? 'test_mode' : provider.name,
+    provider: env === 'test' ? 'test_mode' : paymentProvider().name,
     checkoutUrl: null,
   });
-  await tx.commit();
-  const charge = testMode
-    ? ({ ok: true, providerRef: `test_mode_${session.id}` } as const)
-    : await provider.chargeSaved({ customerRef: (org?.stripe_customer_id as string | undefined) ?? null, paymentMethod: pm, amountCents: amount, reference: session.id });
-  let outcome: ConfirmOutcome;
-  if (charge.ok) outcome = (await confirmCheckout(session.id, { paymentMethod: pm, providerRef: charge.providerRef, alreadyCharged: true })).outcome;
-  else outcome = await failTopUp(session, charge.reason, charge.providerRef);
-  logger.info('auto top-up', { org_id: orgId, amount_cents: amount, outcome, ...(charge.ok ? {} : { reason: charge.reason }) });
-  return outcome;
+  try {
+    await tx.commit();
+    return session;
+  } catch (e) {
+    if (!(e instanceof ConditionFailed)) throw e;
+    const existing = await getSession(id);
+    if (!existing) throw e;
+    return existing;
+  }
 }
 
 /** A declined top-up: the session fails, nothing is granted, the organization hears why. */
@@ -72,4 +113,41 @@ async function failTopUp(session: Item, reason: string, providerRef: string | nu
   });
   await tx.commit();
   return 'failed';
+}
+
+interface StreamImage {
+  entity?: { S?: string };
+  type?: { S?: string };
+  id?: { S?: string };
+  org_id?: { S?: string };
+  environment?: { S?: string };
+}
+
+/**
+ * The top-up a message asks for: the INSERT record of a `credits.low_balance` event (the pipe), or
+ * `{"kind":"auto_top_up","event_id":"evt_…"}` (an operator's redrive, docs/operations.md), whose
+ * event is read from the table.
+ */
+export async function topUpRequestOf(body: string): Promise<{ orgId: string; env: Env; eventId: string }> {
+  let msg: { eventName?: string; dynamodb?: { NewImage?: StreamImage }; kind?: string; event_id?: unknown };
+  try {
+    msg = JSON.parse(body);
+  } catch {
+    throw new PoisonMessage('message body is not JSON');
+  }
+  if (msg?.kind === 'auto_top_up') {
+    const ev = typeof msg.event_id === 'string' ? await getEventItem(msg.event_id) : undefined;
+    if (!ev || ev.type !== 'credits.low_balance') throw new PoisonMessage('auto_top_up names no credits.low_balance event');
+    return { orgId: ev.org_id as string, env: ev.environment as Env, eventId: ev.id as string };
+  }
+  const image = msg?.dynamodb?.NewImage;
+  const [orgId, env, eventId] = [image?.org_id?.S, image?.environment?.S, image?.id?.S];
+  if (msg?.eventName !== 'INSERT' || image?.entity?.S !== 'event' || image.type?.S !== 'credits.low_balance' || !orgId || !eventId || (env !== 'live' && env !== 'test')) {
+    throw new PoisonMessage('not the INSERT record of a credits.low_balance event');
+  }
+  return { orgId, env, eventId };
+}
+
+async function getEventItem(id: string): Promise<Item | undefined> {
+  return (await db().send(new GetCommand({ TableName: tableName(), Key: keys.event(id), ConsistentRead: true }))).Item;
 }

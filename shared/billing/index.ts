@@ -8,7 +8,6 @@ import { organizationCreatedAt } from '../orgs';
 import type { BuyerPrincipal, TenantReads } from '../types';
 
 export { createCheckoutSession, confirmCheckout, presentSession } from './checkout';
-export { runAutoTopUp } from './auto-top-up';
 
 /** The balance; `pre` is the organization and balance already read (strongly consistent) for the request. */
 export async function getCredits(p: BuyerPrincipal, pre?: TenantReads) {

@@ -15,12 +15,10 @@ import { config } from '../config';
 import { emit } from '../outbox';
 import { audit } from '../audit';
 import { ApiError, ConditionFailed, errors } from '../errors';
-import { logger } from '../logger';
 import { recordResponse, type MutationContext } from '../context';
 import { balanceSnapshot, readBalance, readLots, dropRegime, emitLowBalance } from '../ledger/balance';
 import { getSettings, settingsFromItems } from '../orgs';
 import { addEscrow, addEscrowRefund, insufficientCredits } from '../ledger/escrow';
-import { runAutoTopUp } from '../billing/auto-top-up';
 import { ACTIVE_STATUSES, availability, emptySummary, jobIndex, type JobItem, type JobStatus } from './model';
 import { checkCombinations, checkPrice, money, normalise } from './validation';
 import type { CreateJobInput } from './create-body';
@@ -95,7 +93,6 @@ export async function createJob(ctx: MutationContext, p: BuyerPrincipal, input: 
       worker_payout_per_file_cents: m.worker_payout_per_file_cents,
     };
     let escrowSources: JobItem['escrow_sources'] = [];
-    let topUp: { topUpCents: number } | null = null;
     if (live) {
       const snap = attempt === 0 ? first!.snap : await readBalance(p.orgId, p.env);
       if (freeTier && snap.activeJobs > 0) throw freeTierLimit(); // D57: before 402
@@ -114,7 +111,8 @@ export async function createJob(ctx: MutationContext, p: BuyerPrincipal, input: 
         if (isStale(e)) throw errors.conflict('The balance changed under heavy concurrency; retry the request.', undefined, { 'Retry-After': '1' });
         throw e;
       }
-      if (regime.crossing) topUp = emitLowBalance(tx, p.orgId, p.env, snap.available - m.total_cost_cents, settings!); // D34
+      // D34: the event also queues the auto top-up, when enabled (pipe auto-top-up).
+      if (regime.crossing) emitLowBalance(tx, p.orgId, p.env, snap.available - m.total_cost_cents, settings!);
     }
     const item = {
       ...keys.job(jobId),
@@ -156,7 +154,6 @@ export async function createJob(ctx: MutationContext, p: BuyerPrincipal, input: 
       if (isStale(e)) throw errors.conflict('The balance changed under heavy concurrency; retry the request.', undefined, { 'Retry-After': '1' });
       throw e;
     }
-    if (topUp) await runAutoTopUp(p.orgId, p.env, topUp.topUpCents).catch((err: Error) => logger.error('auto top-up failed', { error: err }));
     return view;
   }
 }

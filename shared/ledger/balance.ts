@@ -86,26 +86,29 @@ export function dropRegime(before: number, amount: number, threshold: number): {
 
 type Settings = Awaited<ReturnType<typeof getSettings>>;
 
-/** D34: emit `credits.low_balance`; returns the auto top-up due, if enabled. */
-export function emitLowBalance(tx: Tx, orgId: string, env: Env, after: number, s: Settings): { topUpCents: number } | null {
+/**
+ * D34: emit `credits.low_balance`. With auto top-up enabled, the event's INSERT record queues the
+ * top-up (pipe `auto-top-up`, shared/billing/auto-top-up.ts): nothing to run after the commit.
+ */
+export function emitLowBalance(tx: Tx, orgId: string, env: Env, after: number, s: Settings): void {
   emit(tx, {
     orgId,
     env,
     type: 'credits.low_balance',
     data: { balance_cents: after, threshold_cents: s.auto_top_up_threshold_cents, auto_top_up_enabled: s.auto_top_up_enabled },
   });
-  return s.auto_top_up_enabled ? { topUpCents: s.auto_top_up_amount_cents } : null;
 }
 
 /**
  * D34 for a drop committed on the exact balance version (`before` exact): emits
- * `credits.low_balance` when before ≥ threshold > after. Returns the auto top-up due, if any;
- * the caller runs it after its commit.
+ * `credits.low_balance` when before ≥ threshold > after (and with it, when enabled, the auto
+ * top-up). Answers whether it did.
  */
-export async function lowBalanceCheck(tx: Tx, orgId: string, env: Env, before: number, after: number): Promise<{ topUpCents: number } | null> {
-  if (env !== 'live' || after >= before) return null;
+export async function lowBalanceCheck(tx: Tx, orgId: string, env: Env, before: number, after: number): Promise<boolean> {
+  if (env !== 'live' || after >= before) return false;
   const s = await getSettings(orgId);
   const threshold = s.auto_top_up_threshold_cents;
-  if (!(before >= threshold && after < threshold)) return null;
-  return emitLowBalance(tx, orgId, env, after, s);
+  if (!(before >= threshold && after < threshold)) return false;
+  emitLowBalance(tx, orgId, env, after, s);
+  return true;
 }

@@ -21,7 +21,6 @@ import { ConditionFailed } from '../errors';
 import { logger } from '../logger';
 import { writeLedgerRow } from './lots';
 import { readBalanceItem, versionCondition, lowBalanceCheck } from './balance';
-import { runAutoTopUp } from '../billing/auto-top-up';
 import type { Env } from '../types';
 
 export const EXPIRING_SOON_MS = 30 * DAY_MS;
@@ -69,7 +68,6 @@ async function sweepLot(entry: Item, at: Date, result: SweepResult): Promise<voi
     const remaining = Number(lot.remaining_cents ?? 0);
     const expiresAt = lot.expires_at as string;
     const tx = new Tx();
-    let topUp: { topUpCents: number } | null = null;
     if (new Date(expiresAt).getTime() <= at.getTime()) {
       tx.update(`lot:${lot.id as string}`, key, 'SET remaining_cents = :zero, expired_at = :t REMOVE GSI1PK, GSI1SK', {
         condition: 'remaining_cents = :r',
@@ -94,7 +92,7 @@ async function sweepLot(entry: Item, at: Date, result: SweepResult): Promise<voi
           requestId: null,
           data: { amount_cents: remaining },
         });
-        topUp = await lowBalanceCheck(tx, orgId, env, before, before - remaining);
+        await lowBalanceCheck(tx, orgId, env, before, before - remaining); // D34: the event queues the auto top-up
       }
     } else if (remaining > 0 && !lot.expiring_soon_notified_at) {
       tx.update(`lot:${lot.id as string}`, key, 'SET expiring_soon_notified_at = :t', {
@@ -117,7 +115,6 @@ async function sweepLot(entry: Item, at: Date, result: SweepResult): Promise<voi
         result.expiredCents += remaining;
       }
     } else result.warned++;
-    if (topUp) await runAutoTopUp(orgId, env, topUp.topUpCents).catch((err: Error) => logger.error('auto top-up failed', { error: err }));
     return;
   }
 }

@@ -160,12 +160,11 @@ export const ROUTES: readonly RouteDef[] = [
   // --- Jobs ---
   buyer('jobs.create', 'POST', '/v1/jobs', 'functions/jobs/create.ts', 'jobs:write', {
     successStatus: 201,
-    access: { table: 'write', ...PAYS }, // a crossing of the low-balance threshold runs the auto top-up (D34)
+    // A crossing of the low-balance threshold emits credits.low_balance, whose INSERT record queues
+    // the auto top-up (D34, pipe auto-top-up): the route never talks to the payment processor.
+    access: { table: 'write' },
     // The low-balance threshold (D34) and, for a live job's escrow, the credit lots (D33).
     reads: ['settings', 'live_credit_lots'],
-    // Only an auto top-up charges a card: the Stripe SDK is installed beside the bundle and loaded
-    // by the first such charge (shared/payments/stripe.ts), not by every cold start.
-    native: { packages: ['stripe'] },
   }),
   buyer('jobs.list', 'GET', '/v1/jobs', 'functions/jobs/list.ts', 'jobs:read', { access: LIST }),
   buyer('jobs.get', 'GET', '/v1/jobs/{job_id}', 'functions/jobs/get.ts', 'jobs:read', {

@@ -254,6 +254,21 @@ export const QUEUES: readonly QueueDef[] = [
     // Reads the submission, marks the deletion done; deletes objects, nothing else on the bucket.
     access: { table: 'write', bucket: 'delete' },
   },
+  {
+    // D34: the auto top-up of a crossing of the low-balance threshold, from the
+    // `credits.low_balance` event's INSERT record (pipe `auto-top-up`): the commit that crossed
+    // the threshold queues it, and the request or sweep that crossed it does not wait for the card.
+    name: 'top-ups',
+    consumer: 'functions/billing/auto-top-up.ts',
+    // 6 × the consumer time-out; the payment processor answers an off-session charge in seconds.
+    visibilityTimeoutSeconds: 360,
+    maxReceiveCount: 8,
+    batchSize: 1,
+    consumerTimeoutSeconds: 60,
+    consumerMemoryMb: 512,
+    dlqAlarmThreshold: 1,
+    access: { table: 'write', secrets: ['stripe'] },
+  },
 ];
 
 export const RULES: readonly RuleDef[] = [
@@ -327,6 +342,21 @@ export const PIPES: readonly PipeDef[] = [
     },
     target: 'withdrawals',
   },
+  {
+    name: 'auto-top-up',
+    description: 'A crossing of the low-balance threshold with auto top-up on queues the top-up in the same commit',
+    filter: {
+      eventName: ['INSERT'],
+      dynamodb: {
+        NewImage: {
+          entity: { S: ['event'] },
+          type: { S: ['credits.low_balance'] },
+          envelope: { M: { data: { M: { auto_top_up_enabled: { BOOL: [true] } } } } },
+        },
+      },
+    },
+    target: 'top-ups',
+  },
 ];
 
 export const SCHEDULES: readonly ScheduleDef[] = [
@@ -344,7 +374,7 @@ export const SCHEDULES: readonly ScheduleDef[] = [
     everyMinutes: 60,
     handler: 'functions/scheduled/credit-expiry-sweep.ts',
     timeoutSeconds: 300,
-    access: { table: 'write', secrets: ['stripe'] }, // an expiry that crosses the threshold runs the auto top-up (D34)
+    access: { table: 'write' }, // an expiry that crosses the threshold queues the auto top-up through its event (D34)
   },
 ];
 

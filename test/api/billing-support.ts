@@ -5,7 +5,8 @@ import { startTestRuntime, type TestRuntime } from '../support/harness';
 /** The runtime (which mounts the local checkout page, D32) without queue pollers. */
 export async function startBillingRuntime(): Promise<TestRuntime & { stopAll(): Promise<void> }> {
   process.env.LOCAL_FIXED_OTP = '123456';
-  const rt = await startTestRuntime({ enablePollers: false });
+  // Only the auto top-up's consumer runs (D34: a crossing queues it through its event).
+  const rt = await startTestRuntime({ onlyQueues: ['top-ups'] });
   return { ...rt, stopAll: () => rt.stop() };
 }
 

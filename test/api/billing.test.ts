@@ -4,7 +4,14 @@ import { createJob } from '../../shared/jobs';
 import { systemContext } from '../../shared/context';
 import { listEvents } from '../domain/ledger-fixtures';
 import { buyCredits, jobBody, newBuyer, post, startBillingRuntime, type Buyer } from './billing-support';
-import type { TestRuntime } from '../support/harness';
+import { waitFor, type TestRuntime } from '../support/harness';
+import { runAutoTopUp, topUpRequestOf } from '../../shared/billing/auto-top-up';
+
+/** One delivery of a `top-ups` message, as its consumer runs it. */
+const runTopUp = async (body: string) => {
+  const r = await topUpRequestOf(body);
+  return runAutoTopUp(r.orgId, r.env, r.eventId);
+};
 
 let rt: TestRuntime & { stopAll(): Promise<void> };
 beforeAll(async () => {
@@ -86,10 +93,25 @@ test('D34: with auto top-up enabled and a payment method on file, the crossing b
   const s = await rt.request('PATCH', '/v1/organization/settings', { key: b.live, body: { auto_top_up_enabled: true, auto_top_up_amount_cents: 2_500 } });
   expect(s.status).toBe(200);
   await post(rt, b.live, '/v1/jobs', jobBody({ files_needed: 15, price_per_file_cents: 20 })); // 1250 → 950
-  const c = (await rt.request('GET', '/v1/billing/credits', { key: b.live })).json;
-  expect(c.available_cents).toBe(950 + 2_625);
+  // Queued by the crossing's commit, applied by the top-ups consumer moments later.
+  const available = () => rt.request('GET', '/v1/billing/credits', { key: b.live }).then((r) => r.json.available_cents as number);
+  expect(await waitFor(async () => ((await available()) !== 950 ? available() : null))).toBe(950 + 2_625);
   const events = await listEvents(principal(b));
   expect(events.filter((e) => e === 'credits.auto_topped_up')).toHaveLength(1);
+});
+
+test('D34: the top-up of one crossing is bought once, however often and however concurrently its message is delivered', async () => {
+  const b = await newBuyer(rt, { purchaseCents: 1000 });
+  await rt.request('PATCH', '/v1/organization/settings', { key: b.live, body: { auto_top_up_enabled: true, auto_top_up_amount_cents: 2_500 } });
+  await post(rt, b.live, '/v1/jobs', jobBody({ files_needed: 15, price_per_file_cents: 20 })); // 1250 → 950: crosses
+  const [event] = await rt.request('GET', '/v1/webhook_events?type=credits.low_balance', { key: b.live }).then((r) => r.json.data);
+  const redelivered = JSON.stringify({ kind: 'auto_top_up', event_id: event.id });
+  await Promise.all([runTopUp(redelivered), runTopUp(redelivered), runTopUp(redelivered)]);
+  await waitFor(async () => (await listEvents(principal(b))).includes('credits.auto_topped_up'));
+  await runTopUp(redelivered);
+  expect((await rt.request('GET', '/v1/billing/credits', { key: b.live })).json.available_cents).toBe(950 + 2_625);
+  expect((await listEvents(principal(b))).filter((e) => e === 'credits.auto_topped_up')).toHaveLength(1);
+  expect((await rt.request('GET', '/v1/billing/transactions?type=purchase', { key: b.live })).json.data).toHaveLength(2); // the first purchase and one top-up
 });
 
 test('D52: settings bounds are validated', async () => {

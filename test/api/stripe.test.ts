@@ -11,7 +11,7 @@ import { stripeProvider } from '../../shared/payments/stripe';
 import { ledgerState, listEvents } from '../domain/ledger-fixtures';
 import { jobBody, newBuyer, post, startBillingRuntime, type Buyer } from './billing-support';
 import { startFakeStripe, type FakeStripe } from '../support/stripe-wire';
-import type { TestRuntime } from '../support/harness';
+import { waitFor, type TestRuntime } from '../support/harness';
 
 const WEBHOOK_SECRET = `whsec_${randomBytes(16).toString('hex')}`;
 const sdk = new Stripe('sk_test_signing_only');
@@ -164,6 +164,7 @@ test('a declined off-session top-up emits credits.auto_top_up_failed and grants 
   stripe.requests.length = 0;
   const job = await post(rt, b.live, '/v1/jobs', jobBody({ files_needed: 15, price_per_file_cents: 20 })); // 1250 → 950: crosses 1000
   expect(job.status).toBe(201);
+  await waitFor(async () => (await listEvents(principal(b))).includes('credits.auto_top_up_failed'));
   expect(await credits(b.live)).toBe(950);
   const charge = stripe.requests.find((r) => r.path === '/v1/payment_intents');
   expect(charge?.form).toMatchObject({ amount: '2500', currency: 'usd', payment_method: 'pm_card_declines_later', off_session: 'true', confirm: 'true' });
@@ -181,7 +182,7 @@ test('an accepted off-session top-up charges the saved card of the customer and 
   await deliver(completedEvent(cs, { paymentMethod: 'pm_card_visa' }));
   await rt.request('PATCH', '/v1/organization/settings', { key: b.live, body: { auto_top_up_enabled: true, auto_top_up_amount_cents: 2_500 } });
   await post(rt, b.live, '/v1/jobs', jobBody({ files_needed: 15, price_per_file_cents: 20 }));
-  expect(await credits(b.live)).toBe(950 + 2_625);
+  expect(await waitFor(async () => ((await credits(b.live)) !== 950 ? credits(b.live) : null))).toBe(950 + 2_625);
   expect((await listEvents(principal(b))).filter((e) => e === 'credits.auto_topped_up')).toHaveLength(1);
   await expectIdentities(b);
 });

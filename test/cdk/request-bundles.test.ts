@@ -128,6 +128,6 @@ test('a route whose manifest grants no KMS key does not bundle the KMS client (t
 
 test('a package a function installs beside its bundle is only imported dynamically, so it loads on first use, not at every cold start', () => {
   const offenders = [...reach].flatMap(([entry, r]) => (NATIVE.get(entry) ?? []).filter((p) => r.staticExternals.includes(p)).map((p) => `${entry}: ${p}`));
-  expect(NATIVE.get('functions/jobs/create.ts')).toContain('stripe');
+  expect(NATIVE.get('functions/pipeline/annotate.ts')).toContain('sharp');
   expect(offenders).toEqual([]);
 });

@@ -591,7 +591,8 @@ describe('outputs', () => {
     const outputs = Object.keys(template.toJSON().Outputs as object);
     expect(outputs).toEqual(expect.arrayContaining(['ApiUrl', 'TableName', 'BucketName']));
     for (const q of QUEUES) {
-      expect(outputs.some((o) => o.toLowerCase() === `${q.name}queueurl`)).toBe(true);
+      // `<PascalCase name>QueueUrl`: top-ups → TopUpsQueueUrl
+      expect([q.name, outputs.some((o) => o.toLowerCase() === `${q.name.replace(/-/g, '')}queueurl`)]).toEqual([q.name, true]);
     }
   });
 });

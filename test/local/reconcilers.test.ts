@@ -3,7 +3,8 @@
  * unfinished, and nothing else: an event never fanned out gets its stream record again, a pending
  * delivery its attempt message under the token it holds, a finished event with a stale aggregate
  * is repaired; an unfinished sandbox run gets its next tick; an export not yet built goes back to
- * the builder; a withdrawal whose objects are not deleted goes back to the deleter. (The whole path, with the pipeline,
+ * the builder; a withdrawal whose objects are not deleted goes back to the deleter; a crossing whose
+ * auto top-up is not applied goes back to the top-ups queue. (The whole path, with the pipeline,
  * is test/local/stop-and-restart.test.ts.)
  */
 import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
@@ -12,7 +13,8 @@ import { keys } from '../../shared/db/keys';
 import { Tx } from '../../shared/db/tx';
 import { emit } from '../../shared/outbox';
 import { getEvent, newEntry } from '../../shared/webhooks/dispatcher';
-import { exportsReconciler, sandboxReconciler, webhooksReconciler, withdrawalsReconciler } from '../../local/reconcile-unfinished';
+import { exportsReconciler, sandboxReconciler, topUpsReconciler, webhooksReconciler, withdrawalsReconciler } from '../../local/reconcile-unfinished';
+import { topUpSessionId } from '../../shared/billing/auto-top-up';
 import { silentLog } from '../../local/log';
 import type { ReconcileContext } from '../../local/reconcilers';
 import { startTestRuntime, type TestRuntime } from '../support/harness';
@@ -139,4 +141,26 @@ it('an override that withdrew Files whose objects are not recorded as deleted go
   await withdrawalsReconciler.run(ctx);
   const sent = ctx.sent.filter((m) => [undeleted, deleted, approved].includes(m.body.dynamodb?.NewImage?.envelope?.M?.data?.M?.submission_id?.S));
   expect(sent.map((m) => [m.queue, m.body.eventName, m.body.dynamodb.NewImage.envelope.M.data.M.submission_id.S])).toEqual([['withdrawals', 'INSERT', undeleted]]);
+});
+
+it('a crossing with auto top-up on whose top-up is not applied goes back to the top-ups queue as its event\'s INSERT record (D34)', async () => {
+  const org = `org_tu${Date.now()}`;
+  const crossing = async (enabled: boolean, session?: string) => {
+    const tx = new Tx();
+    const id = emit(tx, { orgId: org, env: 'live', type: 'credits.low_balance', data: { balance_cents: 900, threshold_cents: 1000, auto_top_up_enabled: enabled } }).id;
+    await tx.commit();
+    if (session) await db().send(new PutCommand({ TableName: tableName(), Item: { ...keys.checkoutSession(topUpSessionId(id)), entity: 'checkout_session', status: session } }));
+    return id;
+  };
+  const [unqueued, stopped, paid, declined, off] = [await crossing(true), await crossing(true, 'open'), await crossing(true, 'paid'), await crossing(true, 'failed'), await crossing(false)];
+
+  const ctx = context();
+  await topUpsReconciler.run(ctx);
+  const sent = ctx.sent.filter((m) => [unqueued, stopped, paid, declined, off].includes(m.body.dynamodb?.NewImage?.id?.S));
+  expect(sent.map((m) => [m.queue, m.body.eventName, m.body.dynamodb.NewImage.id.S]).sort()).toEqual(
+    [
+      ['top-ups', 'INSERT', unqueued],
+      ['top-ups', 'INSERT', stopped],
+    ].sort(),
+  );
 });

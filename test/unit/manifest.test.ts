@@ -111,6 +111,19 @@ describe('event wiring', () => {
     expect(matchesPattern(pipe.filter, rec('INSERT', 'submission.rejected', 'reject'))).toBe(false);
   });
 
+  test('the auto top-up pipe takes the crossings with auto top-up on: the commit that crosses the threshold queues the top-up (D34)', () => {
+    const pipe = PIPES.find((p) => p.name === 'auto-top-up')!;
+    const rec = (eventName: string, type: string, enabled: boolean) => ({
+      eventName,
+      dynamodb: { NewImage: { entity: { S: 'event' }, type: { S: type }, envelope: { M: { data: { M: { balance_cents: { N: '900' }, auto_top_up_enabled: { BOOL: enabled } } } } } } },
+    });
+    expect(pipe.target).toBe('top-ups');
+    expect(matchesPattern(pipe.filter, rec('INSERT', 'credits.low_balance', true))).toBe(true);
+    expect(matchesPattern(pipe.filter, rec('INSERT', 'credits.low_balance', false))).toBe(false); // only the event
+    expect(matchesPattern(pipe.filter, rec('MODIFY', 'credits.low_balance', true))).toBe(false); // delivery bookkeeping
+    expect(matchesPattern(pipe.filter, rec('INSERT', 'credits.expired', true))).toBe(false);
+  });
+
   test('every queue consumer times out before its visibility timeout', () => {
     for (const q of QUEUES) expect(q.consumerTimeoutSeconds).toBeLessThan(q.visibilityTimeoutSeconds);
   });
