@@ -188,36 +188,53 @@ export const exportsReconciler: Reconciler = {
   },
 };
 
-export const withdrawalsReconciler: Reconciler = {
-  name: 'undeleted-withdrawals',
-  async run(ctx) {
-    let sent = 0;
-    for await (const ev of scan('entity = :e AND #t = :t', { ':e': 'event', ':t': 'submission.overridden' }, { '#t': 'type' })) {
-      const data = (ev.envelope as { data?: { decision?: string; submission_id?: string } } | undefined)?.data;
-      if (data?.decision !== 'reject' || !data.submission_id) continue;
-      const sub = (await db().send(new GetCommand({ TableName: tableName(), Key: keys.submission(data.submission_id), ConsistentRead: true }))).Item;
-      if (!sub || sub.withdrawn_objects_deleted_at || !(sub.withdrawn_object_keys as unknown[] | undefined)?.length) continue;
-      sent += await replayInsert(ctx, ev, 'withdrawals');
-    }
-    ctx.log.info(`reconciler undeleted-withdrawals: ${sent} withdrawals sent to the deleter again`);
-  },
-};
+const getItem = async (key: { PK: string; SK: string }) => (await db().send(new GetCommand({ TableName: tableName(), Key: key, ConsistentRead: true }))).Item;
+type EventData = { decision?: string; submission_id?: string; auto_top_up_enabled?: boolean };
 
-export const topUpsReconciler: Reconciler = {
-  name: 'unapplied-top-ups',
-  async run(ctx) {
-    let sent = 0;
-    const since = new Date(Date.now() - 24 * 3600_000).toISOString();
-    const crossings = scan('entity = :e AND #t = :t AND created_at >= :since', { ':e': 'event', ':t': 'credits.low_balance', ':since': since }, { '#t': 'type' });
-    for await (const ev of crossings) {
-      if ((ev.envelope as { data?: { auto_top_up_enabled?: boolean } } | undefined)?.data?.auto_top_up_enabled !== true) continue;
-      const session = (await db().send(new GetCommand({ TableName: tableName(), Key: keys.checkoutSession(topUpSessionId(ev.id as string)), ConsistentRead: true }))).Item;
-      if (session && session.status !== 'open') continue;
-      sent += await replayInsert(ctx, ev, 'top-ups');
-    }
-    ctx.log.info(`reconciler unapplied-top-ups: ${sent} auto top-ups sent to the buyer again`);
+/**
+ * A reconciler that sends the INSERT record of every event of `type` (created since `since`, when
+ * given) whose work `unfinished` says is not done to the pipe's queue `queue` again.
+ */
+function eventReplay(o: { name: string; type: string; queue: string; what: string; since?: () => string; unfinished(data: EventData, ev: Item): Promise<boolean> }): Reconciler {
+  return {
+    name: o.name,
+    async run(ctx) {
+      let sent = 0;
+      const values: Record<string, unknown> = { ':e': 'event', ':t': o.type };
+      if (o.since) values[':since'] = o.since();
+      for await (const ev of scan(`entity = :e AND #t = :t${o.since ? ' AND created_at >= :since' : ''}`, values, { '#t': 'type' })) {
+        const data = ((ev.envelope as { data?: EventData } | undefined)?.data ?? {}) as EventData;
+        if (await o.unfinished(data, ev)) sent += await replayInsert(ctx, ev, o.queue);
+      }
+      ctx.log.info(`reconciler ${o.name}: ${sent} ${o.what}`);
+    },
+  };
+}
+
+export const withdrawalsReconciler = eventReplay({
+  name: 'undeleted-withdrawals',
+  type: 'submission.overridden',
+  queue: 'withdrawals',
+  what: 'withdrawals sent to the deleter again',
+  async unfinished(data) {
+    if (data.decision !== 'reject' || !data.submission_id) return false;
+    const sub = await getItem(keys.submission(data.submission_id));
+    return !!sub && !sub.withdrawn_objects_deleted_at && !!(sub.withdrawn_object_keys as unknown[] | undefined)?.length;
   },
-};
+});
+
+export const topUpsReconciler = eventReplay({
+  name: 'unapplied-top-ups',
+  type: 'credits.low_balance',
+  queue: 'top-ups',
+  what: 'auto top-ups sent to the buyer again',
+  since: () => new Date(Date.now() - 24 * 3600_000).toISOString(),
+  async unfinished(data, ev) {
+    if (data.auto_top_up_enabled !== true) return false;
+    const session = await getItem(keys.checkoutSession(topUpSessionId(ev.id as string)));
+    return !session || session.status === 'open';
+  },
+});
 
 /** Registered by the local runtime, in this order. */
 export const UNFINISHED_WORK: readonly Reconciler[] = [uploadsReconciler, webhooksReconciler, sandboxReconciler, exportsReconciler, withdrawalsReconciler, topUpsReconciler];

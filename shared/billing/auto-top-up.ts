@@ -14,7 +14,7 @@ import { getSettings } from '../orgs';
 import { ConditionFailed } from '../errors';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '../db/client';
-import { PoisonMessage } from '../work/stage-message';
+import { jsonBody, PoisonMessage } from '../work/stage-message';
 import { paymentProvider } from './provider';
 import type { Env } from '../types';
 
@@ -129,12 +129,7 @@ interface StreamImage {
  * event is read from the table.
  */
 export async function topUpRequestOf(body: string): Promise<{ orgId: string; env: Env; eventId: string }> {
-  let msg: { eventName?: string; dynamodb?: { NewImage?: StreamImage }; kind?: string; event_id?: unknown };
-  try {
-    msg = JSON.parse(body);
-  } catch {
-    throw new PoisonMessage('message body is not JSON');
-  }
+  const msg = jsonBody<{ eventName: string; dynamodb: { NewImage?: StreamImage }; kind: string; event_id: unknown }>(body);
   if (msg?.kind === 'auto_top_up') {
     const ev = typeof msg.event_id === 'string' ? await getEventItem(msg.event_id) : undefined;
     if (!ev || ev.type !== 'credits.low_balance') throw new PoisonMessage('auto_top_up names no credits.low_balance event');

@@ -32,13 +32,17 @@ export class RetryLater extends Error {
   }
 }
 
-export function parseEvent(body: string): { key: string } {
-  let ev: ObjectCreatedEvent;
+/** A message body's JSON, or poison. The shape is the caller's to check. */
+export function jsonBody<T>(body: string): Partial<T> | undefined {
   try {
-    ev = JSON.parse(body) as ObjectCreatedEvent;
+    return JSON.parse(body) as Partial<T> | undefined;
   } catch {
     throw new PoisonMessage('message body is not JSON');
   }
+}
+
+export function parseEvent(body: string): { key: string } {
+  const ev = jsonBody<ObjectCreatedEvent>(body);
   const key = ev?.detail?.object?.key;
   if (ev?.['detail-type'] !== 'Object Created' || typeof key !== 'string') throw new PoisonMessage('not an S3 Object Created event');
   // S3 URL-encodes keys in notifications (spaces as '+').

@@ -24,7 +24,7 @@ import { categoryOf } from '../media/sniff';
 import { getObjectBytes } from '../storage/s3';
 import { deriveFromTranscript, parseJobName, parseTranscribeOutput, transcriptKeyFor, type SpeechDerived, type TranscriptionState } from '../speech';
 import { locateFile } from './locate';
-import { PoisonMessage, RetryLater, type StageOutcome } from './stage-message';
+import { jsonBody, PoisonMessage, RetryLater, type StageOutcome } from './stage-message';
 
 export interface TranscribeJobEvent {
   jobName: string;
@@ -33,12 +33,7 @@ export interface TranscribeJobEvent {
 }
 
 export function parseTranscribeEvent(body: string): TranscribeJobEvent {
-  let ev: { source?: string; 'detail-type'?: string; detail?: { TranscriptionJobName?: string; TranscriptionJobStatus?: string; FailureReason?: string } };
-  try {
-    ev = JSON.parse(body);
-  } catch {
-    throw new PoisonMessage('message body is not JSON');
-  }
+  const ev = jsonBody<{ source: string; 'detail-type': string; detail: { TranscriptionJobName?: string; TranscriptionJobStatus?: string; FailureReason?: string } }>(body);
   const name = ev?.detail?.TranscriptionJobName;
   const status = ev?.detail?.TranscriptionJobStatus;
   if (ev?.source !== 'aws.transcribe' || ev['detail-type'] !== 'Transcribe Job State Change' || typeof name !== 'string' || (status !== 'COMPLETED' && status !== 'FAILED')) {

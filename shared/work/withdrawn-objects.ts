@@ -17,7 +17,7 @@ import { config } from '../config';
 import { deleteKeys } from '../storage/delete-objects';
 // Every message deletes: the S3 client is loaded with the module, not on first use.
 import { DeleteObjectsCommand, s3 } from '../storage/s3-client';
-import { PoisonMessage, type StageOutcome } from './stage-message';
+import { jsonBody, PoisonMessage, type StageOutcome } from './stage-message';
 
 interface StreamImage {
   entity?: { S?: string };
@@ -31,12 +31,7 @@ interface StreamImage {
  * docs/operations.md). Null: an override that withdrew nothing.
  */
 export function withdrawnSubmissionOf(body: string): string | null {
-  let record: { eventName?: string; dynamodb?: { NewImage?: StreamImage }; kind?: string; submission_id?: unknown };
-  try {
-    record = JSON.parse(body);
-  } catch {
-    throw new PoisonMessage('message body is not JSON');
-  }
+  const record = jsonBody<{ eventName: string; dynamodb: { NewImage?: StreamImage }; kind: string; submission_id: unknown }>(body);
   if (record?.kind === 'withdrawal.delete') {
     if (typeof record.submission_id !== 'string' || !record.submission_id.startsWith('sub_')) throw new PoisonMessage('withdrawal.delete names no submission');
     return record.submission_id;
