@@ -12,7 +12,7 @@ import { systemContext } from '../context';
 import { addSession, confirmCheckout, getOrganization, getSession, type ConfirmOutcome } from './checkout';
 import { getSettings } from '../orgs';
 import { ConditionFailed } from '../errors';
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '../db/client';
 import { jsonBody, PoisonMessage } from '../work/stage-message';
 import { paymentProvider } from './provider';
@@ -55,16 +55,39 @@ export async function runAutoTopUp(orgId: string, env: Env, eventId: string): Pr
   if (session.status !== 'open') return null; // applied (or declined) by an earlier delivery
   const amount = Number(session.amount_cents);
   const testMode = session.provider === 'test_mode';
+  const charged = typeof session.charged_ref === 'string' ? session.charged_ref : null;
   const charge = testMode
     ? ({ ok: true, providerRef: `test_mode_${id}` } as const)
-    : !pm
-      ? ({ ok: false, reason: 'no_payment_method', providerRef: null } as const) // removed since the session opened
-      : await paymentProvider().chargeSaved({ customerRef: (org?.stripe_customer_id as string | undefined) ?? null, paymentMethod: pm, amountCents: amount, reference: id });
+    : charged
+      ? ({ ok: true, providerRef: charged } as const) // an earlier run was paid and stopped before applying it
+      : !pm
+        ? ({ ok: false, reason: 'no_payment_method', providerRef: null } as const) // removed since the session opened
+        : await paymentProvider().chargeSaved({ customerRef: (org?.stripe_customer_id as string | undefined) ?? null, paymentMethod: pm, amountCents: amount, reference: id });
   let outcome: ConfirmOutcome;
-  if (charge.ok) outcome = (await confirmCheckout(id, { paymentMethod: pm ?? null, providerRef: charge.providerRef, alreadyCharged: true })).outcome;
+  if (charge.ok) {
+    // The payment is on the session before it is applied: a later run applies it without charging
+    // again, even after the processor's idempotency key has expired (24 hours for Stripe).
+    if (!testMode && !charged) await recordCharge(id, charge.providerRef);
+    outcome = (await confirmCheckout(id, { paymentMethod: pm ?? null, providerRef: charge.providerRef, alreadyCharged: true })).outcome;
+  }
   else outcome = await failTopUp(session, charge.reason, charge.providerRef);
   logger.info('auto top-up', { org_id: orgId, amount_cents: amount, outcome, ...(charge.ok ? {} : { reason: charge.reason }) });
   return outcome;
+}
+
+async function recordCharge(id: string, providerRef: string): Promise<void> {
+  await db().send(
+    new UpdateCommand({
+      TableName: tableName(),
+      Key: keys.checkoutSession(id),
+      UpdateExpression: 'SET charged_ref = if_not_exists(charged_ref, :ref)',
+      ConditionExpression: '#s = :open',
+      ExpressionAttributeNames: { '#s': 'status' },
+      ExpressionAttributeValues: { ':ref': providerRef, ':open': 'open' },
+    }),
+  ).catch((e: Error) => {
+    if (e.name !== 'ConditionalCheckFailedException') throw e; // applied meanwhile by a concurrent run
+  });
 }
 
 /** Creates the event's session, or answers the one a concurrent delivery created first. */

@@ -12,6 +12,14 @@ import { ledgerState, listEvents } from '../domain/ledger-fixtures';
 import { jobBody, newBuyer, post, startBillingRuntime, type Buyer } from './billing-support';
 import { startFakeStripe, type FakeStripe } from '../support/stripe-wire';
 import { waitFor, type TestRuntime } from '../support/harness';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { db, tableName } from '../../shared/db/client';
+import { keys } from '../../shared/db/keys';
+import { Tx } from '../../shared/db/tx';
+import { newId } from '../../shared/ids';
+import { systemContext } from '../../shared/context';
+import { addSession } from '../../shared/billing/checkout';
+import { runAutoTopUp, topUpSessionId } from '../../shared/billing/auto-top-up';
 
 const WEBHOOK_SECRET = `whsec_${randomBytes(16).toString('hex')}`;
 const sdk = new Stripe('sk_test_signing_only');
@@ -184,6 +192,24 @@ test('an accepted off-session top-up charges the saved card of the customer and 
   await post(rt, b.live, '/v1/jobs', jobBody({ files_needed: 15, price_per_file_cents: 20 }));
   expect(await waitFor(async () => ((await credits(b.live)) !== 950 ? credits(b.live) : null))).toBe(950 + 2_625);
   expect((await listEvents(principal(b))).filter((e) => e === 'credits.auto_topped_up')).toHaveLength(1);
+  await expectIdentities(b);
+});
+
+test('a top-up paid by a run that stopped before applying it is applied by the next delivery, without charging again', async () => {
+  const b = await newBuyer(rt);
+  const cs = await purchase(b, 1_000);
+  await deliver(completedEvent(cs, { paymentMethod: 'pm_card_visa' }));
+  const before = await credits(b.live);
+  // What such a run leaves: the crossing's session, still open, with the payment recorded on it.
+  const eventId = newId('event');
+  const tx = new Tx();
+  addSession(tx, systemContext('auto_top_up').actor, null, { id: topUpSessionId(eventId), orgId: b.orgId, env: 'live', amount: 2_500, kind: 'auto_top_up', provider: 'stripe', checkoutUrl: null });
+  await tx.commit();
+  await db().send(new UpdateCommand({ TableName: tableName(), Key: keys.checkoutSession(topUpSessionId(eventId)), UpdateExpression: 'SET charged_ref = :r', ExpressionAttributeValues: { ':r': 'pi_paid_then_stopped' } }));
+  stripe.requests.length = 0;
+  expect(await runAutoTopUp(b.orgId, 'live', eventId)).toBe('paid');
+  expect(stripe.requests.filter((r) => r.path === '/v1/payment_intents')).toEqual([]);
+  expect(await credits(b.live)).toBe(before + 2_625);
   await expectIdentities(b);
 });
 
