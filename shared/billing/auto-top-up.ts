@@ -38,9 +38,10 @@ export const topUpSessionId = (eventId: string) => `cs_${eventId.replace(/^evt_/
  * method on file: nothing happens. The test environment is never charged: its top-up is confirmed
  * at once without asking the processor.
  *
- * Idempotent: a session already paid or failed is left alone; one still open (a run that stopped
- * after charging) is charged again under the same idempotency key, which the provider answers with
- * the first charge, and confirmed once.
+ * Idempotent: a session already paid or failed is left alone. One still open is either recorded as
+ * charged (a run that stopped after the charge was accepted: applied without charging again) or
+ * charged under the same idempotency key, which the provider answers with the first charge of the
+ * key; either way it is applied once.
  */
 export async function runAutoTopUp(orgId: string, env: Env, eventId: string): Promise<ConfirmOutcome | null> {
   const id = topUpSessionId(eventId);
@@ -69,8 +70,7 @@ export async function runAutoTopUp(orgId: string, env: Env, eventId: string): Pr
     // again, even after the processor's idempotency key has expired (24 hours for Stripe).
     if (!testMode && !charged) await recordCharge(id, charge.providerRef);
     outcome = (await confirmCheckout(id, { paymentMethod: pm ?? null, providerRef: charge.providerRef, alreadyCharged: true })).outcome;
-  }
-  else outcome = await failTopUp(session, charge.reason, charge.providerRef);
+  } else outcome = await failTopUp(session, charge.reason, charge.providerRef);
   logger.info('auto top-up', { org_id: orgId, amount_cents: amount, outcome, ...(charge.ok ? {} : { reason: charge.reason }) });
   return outcome;
 }
@@ -134,7 +134,12 @@ async function failTopUp(session: Item, reason: string, providerRef: string | nu
     requestId: null,
     data: { amount_cents: amount, reason, provider_ref: providerRef },
   });
-  await tx.commit();
+  try {
+    await tx.commit();
+  } catch (e) {
+    // A concurrent delivery of the same crossing got the same answer and recorded it first.
+    if (!(e instanceof ConditionFailed)) throw e;
+  }
   return 'failed';
 }
 

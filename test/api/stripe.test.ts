@@ -213,6 +213,24 @@ test('a top-up paid by a run that stopped before applying it is applied by the n
   await expectIdentities(b);
 });
 
+test('concurrent deliveries of one declined top-up record the decline once and all finish', async () => {
+  const b = await newBuyer(rt);
+  stripe.declining.add('pm_card_declines_concurrently');
+  const cs = await purchase(b, 1_000);
+  await deliver(completedEvent(cs, { paymentMethod: 'pm_card_declines_concurrently' }));
+  await rt.request('PATCH', '/v1/organization/settings', { key: b.live, body: { auto_top_up_enabled: true, auto_top_up_amount_cents: 2_500 } });
+  const before = await credits(b.live);
+  const eventId = newId('event'); // a crossing whose message is delivered three times at once
+  const outcomes = await Promise.all([1, 2, 3].map(() => runAutoTopUp(b.orgId, 'live', eventId)));
+  // Each finishes: it recorded the decline, found it recorded by a concurrent run (failed), or found
+  // the session already declined (null: nothing to do). None throws.
+  expect(outcomes.every((o) => o === 'failed' || o === null)).toBe(true);
+  expect(outcomes).toContain('failed');
+  expect((await listEvents(principal(b))).filter((e) => e === 'credits.auto_top_up_failed')).toHaveLength(1);
+  expect(await credits(b.live)).toBe(before);
+  await expectIdentities(b);
+});
+
 test('a test key purchase is test mode: completed at once, test balance only, Stripe never asked', async () => {
   const b = await newBuyer(rt);
   const live = await credits(b.live);
