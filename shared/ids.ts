@@ -55,6 +55,14 @@ export function isId(kind: IdKind, id: string): boolean {
   return id.startsWith(prefix) && ULID_RE.test(id.slice(prefix.length));
 }
 
+/**
+ * The id of `kind` that shares `from`'s time and randomness (e.g. the checkout session of a
+ * low-balance event's top-up): one per `from`, derived again by every run that needs it.
+ */
+export function derivedId(kind: IdKind, from: string): string {
+  return `${ID_PREFIXES[kind]}_${from.slice(from.indexOf('_') + 1)}`;
+}
+
 /** Creation time encoded in an id. */
 export function idTime(id: string): Date {
   return new Date(decodeTime(id.slice(id.indexOf('_') + 1)));

@@ -16,6 +16,7 @@ import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '../db/client';
 import { jsonBody, PoisonMessage } from '../work/stage-message';
 import { paymentProvider } from './provider';
+import { derivedId, isId } from '../ids';
 import type { Env } from '../types';
 
 type Item = Record<string, unknown>;
@@ -25,7 +26,7 @@ type Item = Record<string, unknown>;
  * event (`cs_` + the event id's ULID), so a redelivered or concurrent message finds the session the
  * first one created, and the provider's idempotency key (the session id) charges the card once.
  */
-export const topUpSessionId = (eventId: string) => `cs_${eventId.replace(/^evt_/, '')}`;
+export const topUpSessionId = (eventId: string) => derivedId('checkoutSession', eventId);
 
 /**
  * D34 auto top-up, run by the `top-ups` queue for the `credits.low_balance` event of a crossing
@@ -159,7 +160,7 @@ interface StreamImage {
 export async function topUpRequestOf(body: string): Promise<{ orgId: string; env: Env; eventId: string }> {
   const msg = jsonBody<{ eventName: string; dynamodb: { NewImage?: StreamImage }; kind: string; event_id: unknown }>(body);
   if (msg?.kind === 'auto_top_up') {
-    const ev = typeof msg.event_id === 'string' ? await getEventItem(msg.event_id) : undefined;
+    const ev = typeof msg.event_id === 'string' && isId('event', msg.event_id) ? await getEventItem(msg.event_id) : undefined;
     if (!ev || ev.type !== 'credits.low_balance') throw new PoisonMessage('auto_top_up names no credits.low_balance event');
     return { orgId: ev.org_id as string, env: ev.environment as Env, eventId: ev.id as string };
   }

@@ -14,6 +14,7 @@ import { db, tableName } from '../db/client';
 import { keys } from '../db/keys';
 import { nowIso } from '../clock';
 import { config } from '../config';
+import { isId } from '../ids';
 import { deleteKeys } from '../storage/delete-objects';
 // Every message deletes: the S3 client is loaded with the module, not on first use.
 import { DeleteObjectsCommand, s3 } from '../storage/s3-client';
@@ -33,7 +34,7 @@ interface StreamImage {
 export function withdrawnSubmissionOf(body: string): string | null {
   const record = jsonBody<{ eventName: string; dynamodb: { NewImage?: StreamImage }; kind: string; submission_id: unknown }>(body);
   if (record?.kind === 'withdrawal.delete') {
-    if (typeof record.submission_id !== 'string' || !record.submission_id.startsWith('sub_')) throw new PoisonMessage('withdrawal.delete names no submission');
+    if (typeof record.submission_id !== 'string' || !isId('submission', record.submission_id)) throw new PoisonMessage('withdrawal.delete names no submission');
     return record.submission_id;
   }
   const image = record?.dynamodb?.NewImage;

@@ -4,6 +4,7 @@
  */
 import { withdrawnSubmissionOf } from '../../shared/work/withdrawn-objects';
 import { PoisonMessage } from '../../shared/work/stage-message';
+import { newId } from '../../shared/ids';
 
 const record = (decision: string, eventName = 'INSERT', type = 'submission.overridden') =>
   JSON.stringify({
@@ -21,11 +22,12 @@ describe('the withdrawals queue', () => {
   });
 
   test("an operator's redrive message names its submission", () => {
-    expect(withdrawnSubmissionOf('{"kind":"withdrawal.delete","submission_id":"sub_2"}')).toBe('sub_2');
+    const id = newId('submission');
+    expect(withdrawnSubmissionOf(JSON.stringify({ kind: 'withdrawal.delete', submission_id: id }))).toBe(id);
   });
 
   test('anything else is poison (retried, then the DLQ), never read as a deletion', () => {
-    for (const body of ['not json', record('reject', 'MODIFY'), record('reject', 'INSERT', 'submission.approved'), '{"kind":"withdrawal.delete"}', '{"kind":"withdrawal.delete","submission_id":"job_1"}']) {
+    for (const body of ['not json', record('reject', 'MODIFY'), record('reject', 'INSERT', 'submission.approved'), '{"kind":"withdrawal.delete"}', '{"kind":"withdrawal.delete","submission_id":"job_1"}', '{"kind":"withdrawal.delete","submission_id":"sub_2"}']) {
       expect(() => withdrawnSubmissionOf(body)).toThrow(PoisonMessage);
     }
   });
