@@ -15,7 +15,7 @@
  * Nothing heavy loads at import time; models load on first use and stay loaded (models.ts).
  */
 import { analyzeImage, type ImageQuality, type NoiseLevel } from './image-quality';
-import { isAnalysisWorkerFailure } from './offload';
+import { isMachineryFailure } from './failures';
 import { extractFrameFromFile, ffmpegStderr, ffprobe, ffprobePath, withFile } from './ffmpeg';
 import { probeFields, readAudioInfo } from './metadata';
 import { annotateImageFull, type AnnotateImageOptions } from './annotation/image';
@@ -205,7 +205,7 @@ export async function annotateVideo(input: Buffer | string, opts: AnnotateVideoO
     for (const f of frames) {
       // sequential: the models serialise anyway, and this bounds memory
       // A frame that does not decode has no annotations; a model worker that died (offload.ts) fails the whole call.
-      const ann = annotate ? await annotateImage(f.png, undefined, opts).catch((err: unknown) => (isAnalysisWorkerFailure(err) ? Promise.reject(err) : null)) : null;
+      const ann = annotate ? await annotateImage(f.png, undefined, opts).catch((err: unknown) => (isMachineryFailure(err) ? Promise.reject(err) : null)) : null;
       keyframes.push({ index: f.index, timestamp_seconds: f.timestamp_seconds, width: f.width, height: f.height, annotations: ann });
     }
     if (!annotate) unavailable.keyframes = 'keyframe annotation switched off';

@@ -42,13 +42,34 @@ export class MediaToolMissingError extends Error {
   }
 }
 
+/**
+ * The tool did not finish: killed by a signal (our time-out, or the out-of-memory killer). Says
+ * nothing about the bytes (shared/media/failures.ts), unlike a non-zero exit.
+ */
+export class MediaToolStopped extends Error {
+  constructor(tool: string, why: string) {
+    super(`${tool} was stopped: ${why}`);
+    this.name = 'MediaToolStopped';
+  }
+}
+
+/**
+ * Runs the tool. A non-zero exit rejects with its last stderr lines (the input did not decode); a
+ * tool that could not start keeps the system's error code (ENOENT, EACCES…), and one killed by a
+ * signal rejects with MediaToolStopped.
+ */
 export function run(bin: string, args: string[], timeoutMs = 30_000): Promise<{ stdout: Buffer; stderr: string }> {
+  const tool = path.basename(bin);
   return new Promise((resolve, reject) => {
     execFile(bin, args, { encoding: 'buffer', timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
-      if (err) {
-        const msg = stderr?.toString().trim().split('\n').slice(-3).join(' | ');
-        reject(new Error(`${path.basename(bin)} failed: ${msg || err.message}`));
-      } else resolve({ stdout, stderr: stderr.toString() });
+      if (!err) return resolve({ stdout, stderr: stderr.toString() });
+      const e = err as Error & { code?: unknown; killed?: boolean; signal?: NodeJS.Signals | null };
+      if (typeof e.code === 'string' && e.code !== 'ERR_CHILD_PROCESS_STDIO_MAXBUFFER') {
+        return reject(Object.assign(new Error(`${tool} could not run: ${e.message}`), { code: e.code }));
+      }
+      if (e.signal) return reject(new MediaToolStopped(tool, e.killed ? `no answer within ${timeoutMs / 1000} s (${e.signal})` : `signal ${e.signal}`));
+      const msg = stderr?.toString().trim().split('\n').slice(-3).join(' | ');
+      reject(new Error(`${tool} failed: ${msg || e.message}`));
     });
   });
 }

@@ -29,7 +29,7 @@ import { checkUpload, categoryOf } from '../media/sniff';
 import { workerRegion } from '../media/region';
 import { annotateAudio, annotateImage, annotateVideo, extractKeyframes } from '../media/annotate-image';
 import { analyzeImage } from '../media/image-quality';
-import { isAnalysisWorkerFailure } from '../media/offload';
+import { isMachineryFailure } from '../media/failures';
 import { precheck, precheckRejection, scorerFor, type ScoreResult, type Scorer, type ScoringJob } from '../scoring';
 import { injectScoringFault } from '../scoring/faults';
 import { jobNameFor, transcriberFor, transcriptKeyFor, type TranscriptionState } from '../speech';
@@ -196,6 +196,8 @@ export async function scoreObject(key: string): Promise<StageOutcome> {
   try {
     metadata = plain(await measure(bytes, upload.content_type, sub.device ?? {}));
   } catch (err) {
+    // D66: a tool, the disk or a module failing is no verdict on the bytes: the message comes back.
+    if (isMachineryFailure(err)) throw err;
     logger.info('measure failed: the bytes do not decode', { submission_id: sub.id, error: (err as Error).message });
   }
   if (!metadata) {
@@ -295,8 +297,9 @@ export async function annotateObject(key: string): Promise<StageOutcome> {
       }
     }
   } catch (err) {
-    // The analysis never ran (the local runtime's model worker died): fail, so the message comes back.
-    if (isAnalysisWorkerFailure(err)) throw err;
+    // The analysis did not finish (the model worker died, a tool could not run, a keyframe could not
+    // be stored): fail, so the message comes back, instead of storing annotations null for good.
+    if (isMachineryFailure(err)) throw err;
     // Undecodable content: the scoring stage rejects it; the fan-in must not wait forever.
     logger.info('annotation failed: the bytes do not decode', { submission_id: sub.id, error: (err as Error).message });
     annotations = null;
