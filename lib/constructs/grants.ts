@@ -54,7 +54,10 @@ export function bindRequestCounting(fn: lambda.Function, table: dynamodb.ITable)
 
 /**
  * `read`: get objects (pre-signed GETs are signed with this role, so it needs s3:GetObject).
- * `write`: put objects only (pre-signed PUTs and direct uploads). `read-write`: both, plus delete.
+ * `write`: s3:PutObject on upload objects only (the upload and retry routes' pre-signed PUTs and
+ * direct uploads): no tagging (a `verdict` tag decides what the lifecycle deletes), no retention or
+ * legal hold, and nothing outside `uploads/` (exports and keyframes are what buyers download).
+ * `read-write`: get, put and delete.
  * `delete`: delete objects only. `tag`: set the tags of upload objects only (the verdict tag the
  * lifecycle rules read), nothing else.
  */
@@ -64,7 +67,8 @@ export function bindBucket(fn: lambda.Function, bucket: s3.IBucket, mode: Bucket
       bucket.grantRead(fn);
       break;
     case 'write':
-      bucket.grantPut(fn);
+      fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['s3:PutObject'], resources: [bucket.arnForObjects(`${BUCKET_PREFIXES.uploads}*`)] }));
+      acknowledge(fn, `AwsSolutions-IAM5[Resource::${nagReference(fn, bucket)}/${BUCKET_PREFIXES.uploads}*]`, 'Upload objects of the media bucket (keys are per submission, not known in advance).');
       break;
     case 'read-write':
       bucket.grantReadWrite(fn);

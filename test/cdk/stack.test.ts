@@ -252,6 +252,17 @@ describe('least privilege', () => {
     }
   });
 
+  test('the upload and retry routes may only put objects, and only under uploads/', () => {
+    const writers = ROUTES.filter((r) => r.access.bucket === 'write');
+    expect(writers.map((r) => r.id).sort()).toEqual(['worker.submissions.retry', 'worker.submissions.upload']);
+    for (const route of writers) {
+      const s3Statements = statementsOf(routeFunction(route)[0]).filter((st) => [st.Action].flat().some((a) => a.startsWith('s3:')));
+      expect(s3Statements).toHaveLength(1);
+      expect(s3Statements[0]!.Action).toBe('s3:PutObject');
+      expect(JSON.stringify(s3Statements[0]!.Resource)).toContain('/uploads/*');
+    }
+  });
+
   test('the override may only tag upload objects: the withdrawn objects are deleted by the withdrawals consumer, which may only delete (D71)', () => {
     const override = ROUTES.find((r) => r.id === 'submissions.override')!;
     expect(override.access.bucket).toBe('tag');
