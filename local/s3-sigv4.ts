@@ -8,7 +8,8 @@
  *   `X-Amz-SignedHeaders`, `X-Amz-Signature` in the query): the canonical request is rebuilt from
  *   the request as received, so a signed header (Content-Type, Content-Length, Host) with another
  *   value, another path or query, or a tampered signature is 403 `SignatureDoesNotMatch`; a request
- *   after `X-Amz-Date + X-Amz-Expires` is 403 `AccessDenied` "Request has expired".
+ *   after `X-Amz-Date + X-Amz-Expires` is 403 `AccessDenied` "Request has expired"; an `x-amz-*`
+ *   header the URL did not sign (an ACL, metadata, a storage class) is 403 `AccessDenied`.
  * - `Authorization: AWS4-HMAC-SHA256 …` (the SDK's own calls): the same check, the
  *   `x-amz-content-sha256` payload hash verified against the body when it is a hash, and a clock
  *   skew above 15 minutes refused (`RequestTimeTooSkewed`).
@@ -233,10 +234,11 @@ export async function verifySigV4(req: ArrivedRequest, credentials: Credentials,
     if (service !== 's3' || credRegion !== region || day !== amzDate!.slice(0, 8)) return mismatch();
     const names = signedHeaders!.split(';');
     if (!names.includes('host')) return denied('Host must be a signed header');
-    if (kind === 'header') {
-      // S3 refuses x-amz-* headers that the signature does not cover.
-      const unsigned = Object.keys(headers).find((h) => h.startsWith('x-amz-') && !names.includes(h));
-      if (unsigned) return denied(`There were headers present in the request which were not signed: ${unsigned}`);
+    // S3 refuses x-amz-* headers that the signature does not cover, in a signed header and in a
+    // pre-signed URL alike (an ACL, metadata, tagging or storage class the signer never authorised).
+    const unsigned = Object.keys(headers).filter((h) => h.startsWith('x-amz-') && !names.includes(h));
+    if (unsigned.length) {
+      return { ok: false, status: 403, code: 'AccessDenied', message: 'There were headers present in the request which were not signed', extra: { HeadersNotSigned: unsigned.join(', ') } };
     }
     const signedBag: Record<string, string> = {};
     for (const n of names) signedBag[n] = headers[n] ?? '';

@@ -55,6 +55,18 @@ describe('local S3 verifies SigV4 like S3', () => {
     expect(await exists(k)).toBe(true);
   });
 
+  it('an x-amz-* header the URL did not sign (metadata, an ACL) is 403 AccessDenied and stores nothing, as S3 answers', async () => {
+    for (const extra of [{ 'x-amz-meta-origin': 'phone' }, { 'x-amz-acl': 'public-read' }]) {
+      const k = key();
+      const { url, headers } = await presignPut(k, 'image/jpeg', body.length);
+      const res = await fetch(url, { method: 'PUT', body, headers: { ...headers, ...extra } });
+      const xml = await res.clone().text();
+      await expectS3Error(res, 403, 'AccessDenied');
+      expect(xml).toContain(`<HeadersNotSigned>${Object.keys(extra)[0]}</HeadersNotSigned>`);
+      expect(await exists(k)).toBe(false);
+    }
+  });
+
   it('a PUT of another length is 403 SignatureDoesNotMatch and stores nothing', async () => {
     const k = key();
     const { url } = await presignPut(k, 'image/jpeg', body.length);
