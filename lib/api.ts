@@ -1,6 +1,7 @@
 import { Duration, Stack, aws_apigateway as apigw, aws_logs as logs } from 'aws-cdk-lib';
 import { Construct } from 'constructs';
 import { ROUTES, type RouteDef } from '../shared/manifest/routes';
+import { longPollTimeoutSeconds } from '../shared/manifest/timeouts';
 import { apiWaf } from './edges/waf';
 import { acknowledge } from './constructs/nag';
 import type { Limits } from './settings';
@@ -50,9 +51,6 @@ export const STAGE_NAME = 'api';
  */
 export const BINARY_MEDIA_TYPES = ['multipart/form-data', 'image/*', 'video/*', 'audio/*', 'application/octet-stream'];
 
-/** API Gateway's default (and, without a quota increase, maximum) integration timeout. */
-export const DEFAULT_INTEGRATION_TIMEOUT_SECONDS = 29;
-
 export interface ApiGatewayProps {
   /** D20 budget of long-poll routes, 1..60 seconds (context `longPollSeconds`). */
   longPollSeconds: number;
@@ -63,13 +61,8 @@ export interface ApiGatewayProps {
 
 /** The long-poll budget turned into timeouts (see the comment at the top of this file). */
 export function longPollTimeouts(longPollSeconds: number): { integration: Duration; lambda: Duration } {
-  if (!Number.isInteger(longPollSeconds) || longPollSeconds < 1 || longPollSeconds > 60) {
-    throw new Error(`longPollSeconds must be an integer 1..60, got ${longPollSeconds}`);
-  }
-  return {
-    integration: Duration.seconds(Math.max(DEFAULT_INTEGRATION_TIMEOUT_SECONDS, longPollSeconds + 1)),
-    lambda: Duration.seconds(longPollSeconds + 5),
-  };
+  const t = longPollTimeoutSeconds(longPollSeconds);
+  return { integration: Duration.seconds(t.integration), lambda: Duration.seconds(t.fn) };
 }
 
 /** The REST API (root stack): stage, logs, WAF, gateway responses and one resource per manifest path. */

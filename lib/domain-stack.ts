@@ -17,6 +17,7 @@ import type { Construct } from 'constructs';
 import { ROUTES, routeLogicalName, type RouteDef } from '../shared/manifest/routes';
 import { QUEUES, SCHEDULES, type QueueDef, type ScheduleDef } from '../shared/manifest/wiring';
 import { STAGE_NAME, latencyThresholdMs, longPollTimeouts, type ApiGateway } from './api';
+import { ROUTE_FUNCTION_TIMEOUT_SECONDS } from '../shared/manifest/timeouts';
 import { bindBucket, bindKeyAccess, bindQueue, bindRequestCounting, bindTable, grantBedrockInvoke, grantSms, secretsExtension, type CdnResources, type KeyResources } from './constructs/grants';
 import { HouseFunction } from './constructs/house-function';
 import { acknowledge } from './constructs/nag';
@@ -72,7 +73,7 @@ export class DomainStack extends NestedStack {
       ...(route.native ? { native: route.native } : {}),
       description: `${route.method} ${route.path} (${route.id})`,
       // Below the 29 s integration timeout, so a stuck handler ends in its own log, not a 504.
-      timeout: route.longPoll ? longPoll.lambda : Duration.seconds(28),
+      timeout: route.longPoll ? longPoll.lambda : Duration.seconds(ROUTE_FUNCTION_TIMEOUT_SECONDS),
       // A held long poll occupies an instance for its whole wait: cap them, so polls cannot starve
       // the account's pool (and other routes) of concurrency.
       reservedConcurrentExecutions: route.longPoll ? shared.limits.longPollReservedConcurrency : undefined,

@@ -10,6 +10,7 @@ import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { newId } from '../shared/ids';
 import type { ErrorDetail } from '../shared/errors';
 import { isMultipart, MAX_MULTIPART_BODY_BYTES, multipartTooLarge } from '../shared/work/upload-limits';
+import { DEFAULT_INTEGRATION_TIMEOUT_SECONDS, longPollTimeoutSeconds, ROUTE_FUNCTION_TIMEOUT_SECONDS } from '../shared/manifest/timeouts';
 
 /** API Gateway's payload limit (10 MB). */
 export const MAX_BODY_BYTES = 10 * 1024 * 1024;
@@ -21,12 +22,28 @@ export const MAX_HEADER_BYTES = 10 * 1024;
 export const DRAIN_LIMIT_BYTES = 256 * 1024 * 1024;
 
 export interface IntegrationTimeouts {
-  /** API Gateway's integration time-out (29 s). */
+  /** API Gateway's integration time-out of every route but the long polls (29 s): 504 past it. */
   standardMs: number;
-  /** D20: a long-poll holds up to 60 s, so those routes get a longer budget. */
+  /**
+   * The function time-out of those routes (28 s): deployed, the function stops first and API
+   * Gateway answers 502, so the local front does the same at this budget.
+   */
+  functionMs: number;
+  /** D20: a long poll holds up to 60 s; its integration time-out (61 s), shorter than its function's. */
   longPollMs: number;
 }
-export const DEFAULT_TIMEOUTS: IntegrationTimeouts = { standardMs: 29_000, longPollMs: 65_000 };
+/** The deployed values (shared/manifest/timeouts.ts), for the longest long poll the local runtime allows. */
+export const DEFAULT_TIMEOUTS: IntegrationTimeouts = {
+  standardMs: DEFAULT_INTEGRATION_TIMEOUT_SECONDS * 1000,
+  functionMs: ROUTE_FUNCTION_TIMEOUT_SECONDS * 1000,
+  longPollMs: longPollTimeoutSeconds(60).integration * 1000,
+};
+
+/** Which limit ends a request of this kind first, and what the deployed API answers then. */
+export function requestBudget(t: IntegrationTimeouts, longPoll: boolean): { ms: number; status: 502 | 504 } {
+  if (longPoll) return { ms: t.longPollMs, status: 504 };
+  return t.functionMs < t.standardMs ? { ms: t.functionMs, status: 502 } : { ms: t.standardMs, status: 504 };
+}
 
 /** The D4 error envelope and its headers, with a fresh request id. */
 export function envelope(type: string, message: string, details?: ErrorDetail[]): { body: string; requestId: string } {

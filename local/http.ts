@@ -26,6 +26,7 @@ import {
   rawEnvelopeResponse,
   readBody,
   refuseBody,
+  requestBudget,
   resultMayExceed,
   writeErrorEnvelope,
   type IntegrationTimeouts,
@@ -292,7 +293,7 @@ export function createHttpServer(opts: HttpServerOptions): Server {
       );
     }
     const started = Date.now();
-    const budgetMs = route.longPoll ? timeouts.longPollMs : timeouts.standardMs;
+    const { ms: budgetMs, status: timeoutStatus } = requestBudget(timeouts, route.longPoll === true);
     let result: APIGatewayProxyResult;
     let timer: NodeJS.Timeout | undefined;
     try {
@@ -307,6 +308,8 @@ export function createHttpServer(opts: HttpServerOptions): Server {
     } catch (err) {
       if (err instanceof IntegrationTimeout) {
         log.warn(`http ${method} ${pathname} → ${route.handler} timed out after ${budgetMs} ms`);
+        // 502: the function's own time-out stopped it (the deployed gateway's default 5xx answer).
+        if (timeoutStatus === 502) return writeEnvelope(res, 502, 'internal_error', 'Internal error.');
         return writeEnvelope(res, 504, 'internal_error', `The request took longer than ${Math.round(budgetMs / 1000)} seconds and was abandoned; it may still complete. Retry with the same Idempotency-Key.`);
       }
       // API Gateway answers 502 when the integration fails; the body keeps the D4 envelope.

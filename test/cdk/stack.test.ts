@@ -10,6 +10,7 @@ import { MarketplaceStack, type MarketplaceStackProps } from '../../lib/stack';
 import { ROUTES, routeById, routeLogicalName, type RouteDef } from '../../shared/manifest/routes';
 import { PIPES, QUEUES, RULES, SCHEDULES, queueByName } from '../../shared/manifest/wiring';
 import { TABLE_DEF } from '../../shared/db/table';
+import { ROUTE_FUNCTION_TIMEOUT_SECONDS } from '../../shared/manifest/timeouts';
 import { DEPLOY_CONTEXT } from './fixtures/context';
 import { CDK_CONTEXT, FFMPEG_LAYER_ARN, flatten, synthesize, type Resource } from './support';
 
@@ -189,6 +190,7 @@ describe('API', () => {
       } else {
         expect(method.Properties.Integration.TimeoutInMillis).toBeUndefined();
         expect(fn.Properties.Environment.Variables.LONG_POLL_MAX_SECONDS).toBeUndefined();
+        expect(fn.Properties.Timeout).toBe(ROUTE_FUNCTION_TIMEOUT_SECONDS);
         expect(fn.Properties.Timeout).toBeLessThan(29);
       }
     }

@@ -6,6 +6,8 @@ import { buildProxyEvent, createHttpServer, LAMBDA_PAYLOAD_BYTES, MAX_BODY_BYTES
 import { lambdaContext, loadHandler } from '../../local/lambda';
 import { silentLog } from '../../local/log';
 import { MAX_MULTIPART_BODY_BYTES } from '../../shared/work/upload-limits';
+import { DEFAULT_TIMEOUTS, requestBudget } from '../../local/http-limits';
+import { ROUTE_FUNCTION_TIMEOUT_SECONDS } from '../../shared/manifest/timeouts';
 import { startTestRuntime, type TestRuntime } from '../support/harness';
 import { accept, createJob, liveBuyer, multipart, signupWorker } from '../pipeline/support';
 
@@ -35,6 +37,39 @@ function expectEnvelope(r: { status: number; headers: Record<string, string>; js
   expect(r.headers['x-request-id']).toMatch(/^req_[0-9A-HJKMNP-TV-Z]{26}$/);
   expect(r.json.error).toMatchObject({ type, message: expect.any(String), request_id: r.headers['x-request-id'] });
 }
+
+// A route's function times out (28 s) before API Gateway's integration (29 s): deployed, the
+// function is stopped and API Gateway answers 502, so locally no request may run longer either.
+describe('local HTTP front: the function time-out ends a request before the integration time-out', () => {
+  it('the local budgets are the deployed ones: the function 28 s (502) before the integration 29 s; a long poll 61 s (504)', () => {
+    expect(DEFAULT_TIMEOUTS).toEqual({ standardMs: 29_000, functionMs: ROUTE_FUNCTION_TIMEOUT_SECONDS * 1000, longPollMs: 61_000 });
+    expect(requestBudget(DEFAULT_TIMEOUTS, false)).toEqual({ ms: 28_000, status: 502 });
+    expect(requestBudget(DEFAULT_TIMEOUTS, true)).toEqual({ ms: 61_000, status: 504 });
+  });
+
+  it('a handler slower than its function time-out is a 502 envelope at that time-out', async () => {
+    const server = createHttpServer({
+      log: silentLog,
+      timeouts: { standardMs: 1_500, functionMs: 300, longPollMs: 1_500 },
+      loadHandler: async () => async () => {
+        await new Promise((r) => setTimeout(r, 2_000));
+        return { statusCode: 200, body: '{}' };
+      },
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    try {
+      const started = Date.now();
+      const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/me`);
+      expectEnvelope({ status: res.status, headers: Object.fromEntries(res.headers), json: await res.json() }, 502, 'internal_error');
+      expect(Date.now() - started).toBeLessThan(1_400);
+    } finally {
+      await new Promise<void>((r) => {
+        server.close(() => r());
+        server.closeAllConnections();
+      });
+    }
+  });
+});
 
 // The local HTTP front answers as API Gateway + Lambda would deployed (D61), each answer readable
 // and in the error envelope with X-Request-Id (issue 11.5). A fake handler stands in where the

@@ -56,7 +56,8 @@ describe('local S3 verifies SigV4 like S3', () => {
   });
 
   it('an x-amz-* header the URL did not sign (metadata, an ACL) is 403 AccessDenied and stores nothing, as S3 answers', async () => {
-    for (const extra of [{ 'x-amz-meta-origin': 'phone' }, { 'x-amz-acl': 'public-read' }]) {
+    const extras: Record<string, string>[] = [{ 'x-amz-meta-origin': 'phone' }, { 'x-amz-acl': 'public-read' }];
+    for (const extra of extras) {
       const k = key();
       const { url, headers } = await presignPut(k, 'image/jpeg', body.length);
       const res = await fetch(url, { method: 'PUT', body, headers: { ...headers, ...extra } });

@@ -51,8 +51,8 @@ export async function startTestRuntime(overrides: Partial<RuntimeOptions> = {}):
     sandboxDelaySeconds: 0,
     // The suites run every handler, consumer and DynamoDB Local in one process tree on a shared
     // machine, where 30 racing requests can queue far longer than one Lambda each would deployed.
-    // The 29 s integration time-out itself is tested with short budgets (test/local/http-limits).
-    integrationTimeouts: { standardMs: 120_000, longPollMs: 120_000 },
+    // The 28 s function and 29 s integration time-outs are tested with short budgets (test/local/http-limits).
+    integrationTimeouts: { standardMs: 120_000, functionMs: 120_000, longPollMs: 120_000 },
     // The models run in the test's own thread (tests stand stubs behind them, e.g. setNsfwModel);
     // test/local/model-workers.test.ts runs them in the worker threads of `npm start`.
     modelWorkers: 0,

@@ -1,0 +1,21 @@
+/**
+ * The time a request may take, for the stack (lib/api.ts, lib/domain-stack.ts) and the local HTTP
+ * front (local/http-limits.ts) alike, so the local runtime never allows more than the deployed API.
+ */
+
+/** API Gateway's default (and, without a quota increase, maximum) integration time-out. */
+export const DEFAULT_INTEGRATION_TIMEOUT_SECONDS = 29;
+
+/**
+ * Every route's function but the long polls: below the integration time-out, so a stuck handler
+ * ends in its own log; API Gateway then answers 502 (the function failed), not 504.
+ */
+export const ROUTE_FUNCTION_TIMEOUT_SECONDS = 28;
+
+/** The long-poll budget (D20, 1..60 s) turned into the integration's and the function's time-outs. */
+export function longPollTimeoutSeconds(longPollSeconds: number): { integration: number; fn: number } {
+  if (!Number.isInteger(longPollSeconds) || longPollSeconds < 1 || longPollSeconds > 60) {
+    throw new Error(`longPollSeconds must be an integer 1..60, got ${longPollSeconds}`);
+  }
+  return { integration: Math.max(DEFAULT_INTEGRATION_TIMEOUT_SECONDS, longPollSeconds + 1), fn: longPollSeconds + 5 };
+}
