@@ -3,15 +3,29 @@
  * grants 250 cents once per organization and once per phone number, as a `free_tier` lot expiring
  * in 12 months, in one transaction with the org flag, the phone claim and the audit record.
  * Five wrong codes lock the attempt (a new code must be requested).
+ *
+ * Brute-force bounds (security fix):
+ * - Confirm counts the guess before it compares the code: one UpdateItem `ADD attempts 1` on
+ *   condition `attempts < 5` and the same verification (phone, code hash, not expired). Only a
+ *   request whose count succeeded compares the code, so concurrent confirms cannot share one slot;
+ *   the success transaction deletes the verification only while its code hash is the one compared
+ *   and its count is within the budget.
+ * - Start is limited to `MAX_STARTS_PER_HOUR` per organization (a fixed clock-hour window item,
+ *   the same counter the API-key limits use; 429 `rate_limit_exceeded` with Retry-After). Each start
+ *   issues a new code with a fresh budget of 5, so an organization gets at most 5 × 5 guesses an
+ *   hour, and at most that many SMS. A start is counted before the SMS is sent, so a failed send
+ *   counts too.
  */
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { randomInt, timingSafeEqual } from 'node:crypto';
 import { db, tableName } from '../db/client';
 import { keys } from '../db/keys';
 import { Tx } from '../db/tx';
 import { now, addMs, nowIso } from '../clock';
 import { audit } from '../audit';
-import { errors, ConditionFailed } from '../errors';
+import { errors, ConditionFailed, Contention } from '../errors';
+import { consume } from '../ratelimit';
 import { config } from '../config';
 import { sha256hex } from '../auth/secrets';
 import { sms } from '../sms';
@@ -23,6 +37,8 @@ import type { BuyerPrincipal } from '../types';
 
 export const CODE_TTL_MS = 10 * 60_000;
 export const MAX_ATTEMPTS = 5;
+/** Verification starts (codes sent) per organization per clock hour. */
+export const MAX_STARTS_PER_HOUR = 5;
 
 async function org(orgId: string) {
   const out = await db().send(new GetCommand({ TableName: tableName(), Key: keys.organization(orgId), ConsistentRead: true }));
@@ -33,6 +49,9 @@ const alreadyVerified = () => errors.conflict('This organization has already ver
 
 export async function startVerification(ctx: MutationContext, p: BuyerPrincipal, phone: string) {
   if ((await org(p.orgId)).phone_verified_at) throw alreadyVerified();
+  // Counted before the SMS goes out: the limit bounds both the codes sent and the guesses made.
+  const starts = await consume(`PV#${p.orgId}`, { perMinute: Number.MAX_SAFE_INTEGER, perHour: MAX_STARTS_PER_HOUR });
+  if (!starts.allowed) throw errors.rateLimited(starts.retryAfter);
   const code = config().localFixedOtp ?? String(randomInt(0, 1_000_000)).padStart(6, '0');
   const expiresAt = addMs(now(), CODE_TTL_MS).toISOString();
   const tx = new Tx();
@@ -73,25 +92,52 @@ export async function startVerification(ctx: MutationContext, p: BuyerPrincipal,
 const wrongCode = (message: string, code = 'invalid_code') =>
   errors.validation(message, [{ field: 'code', message, code }]);
 
-export async function confirmVerification(ctx: MutationContext, p: BuyerPrincipal, phone: string, code: string) {
-  if ((await org(p.orgId)).phone_verified_at) throw alreadyVerified();
-  const out = await db().send(new GetCommand({ TableName: tableName(), Key: keys.phoneVerification(p.orgId), ConsistentRead: true }));
-  const v = out.Item;
-  if (!v || v.phone !== phone) throw wrongCode('No verification code was sent to this phone number; request one first.', 'no_pending_verification');
-  if (Number(v.attempts) >= MAX_ATTEMPTS) throw wrongCode('Too many wrong codes; request a new code.', 'verification_locked');
-  if (new Date(v.expires_at as string).getTime() <= now().getTime()) throw wrongCode('The code has expired; request a new one.', 'code_expired');
-  const given = Buffer.from(sha256hex(`${p.orgId}:${code}`));
-  if (!timingSafeEqual(given, Buffer.from(v.code_hash as string))) {
+const noPending = () => wrongCode('No verification code was sent to this phone number; request one first.', 'no_pending_verification');
+const locked = () => wrongCode('Too many wrong codes; request a new code.', 'verification_locked');
+const expired = () => wrongCode('The code has expired; request a new one.', 'code_expired');
+
+/**
+ * Take one of the verification's guesses: succeeds only while fewer than MAX_ATTEMPTS were taken
+ * and the record is still the verification read (same phone and code hash, not expired).
+ */
+async function countAttempt(orgId: string, phone: string, codeHash: string): Promise<boolean> {
+  try {
     await db().send(
       new UpdateCommand({
         TableName: tableName(),
-        Key: keys.phoneVerification(p.orgId),
+        Key: keys.phoneVerification(orgId),
         UpdateExpression: 'ADD attempts :one',
-        ExpressionAttributeValues: { ':one': 1 },
+        ConditionExpression: 'attempts < :max AND phone = :phone AND code_hash = :hash AND expires_at > :now',
+        ExpressionAttributeValues: { ':one': 1, ':max': MAX_ATTEMPTS, ':phone': phone, ':hash': codeHash, ':now': nowIso() },
       }),
     );
-    throw wrongCode('The code is not correct.');
+    return true;
+  } catch (e) {
+    if (e instanceof ConditionalCheckFailedException || (e as Error).name === 'ConditionalCheckFailedException') return false;
+    throw e;
   }
+}
+
+/** Reads the pending verification and takes one guess on it; returns the code hash guessed against. */
+async function takeGuess(orgId: string, phone: string): Promise<string> {
+  // A failed count means the record changed since it was read (another guess took the last slot,
+  // it expired, or a new start replaced it): read it again to answer why, or to guess on the new one.
+  for (let attempt = 1; attempt <= 3; attempt++) {
+    const out = await db().send(new GetCommand({ TableName: tableName(), Key: keys.phoneVerification(orgId), ConsistentRead: true }));
+    const v = out.Item;
+    if (!v || v.phone !== phone) throw noPending();
+    if (Number(v.attempts) >= MAX_ATTEMPTS) throw locked();
+    if (new Date(v.expires_at as string).getTime() <= now().getTime()) throw expired();
+    if (await countAttempt(orgId, phone, v.code_hash as string)) return v.code_hash as string;
+  }
+  throw new Contention(3);
+}
+
+export async function confirmVerification(ctx: MutationContext, p: BuyerPrincipal, phone: string, code: string) {
+  if ((await org(p.orgId)).phone_verified_at) throw alreadyVerified();
+  const codeHash = await takeGuess(p.orgId, phone);
+  const given = Buffer.from(sha256hex(`${p.orgId}:${code}`));
+  if (!timingSafeEqual(given, Buffer.from(codeHash))) throw wrongCode('The code is not correct.');
 
   const at = now();
   const expiresAt = new Date(at);
@@ -102,7 +148,11 @@ export async function confirmVerification(ctx: MutationContext, p: BuyerPrincipa
     values: { ':t': at.toISOString(), ':p': phone, ':null': null },
   });
   tx.create('phone_claim', { ...keys.phoneClaim(phone), entity: 'phone_claim', org_id: p.orgId, created_at: at.toISOString() });
-  tx.delete('verification', keys.phoneVerification(p.orgId));
+  // Only the verification whose code was compared, with this guess within its budget.
+  tx.delete('verification', keys.phoneVerification(p.orgId), {
+    condition: 'code_hash = :hash AND attempts <= :max',
+    values: { ':hash': codeHash, ':max': MAX_ATTEMPTS },
+  });
   // Starter credits are live credits: the test environment always starts at 0 (D3).
   grantCredits(tx, p.orgId, 'live', {
     type: 'free_tier',
@@ -131,6 +181,8 @@ export async function confirmVerification(ctx: MutationContext, p: BuyerPrincipa
         ]);
       }
       if (e.reasons.includes('organization')) throw alreadyVerified();
+      // A new start replaced the code between the guess and the commit.
+      if (e.reasons.includes('verification')) throw wrongCode('A newer code was sent; use the latest code.');
     }
     throw e;
   }
