@@ -6,7 +6,7 @@ import { paginateQuery } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '../db/client';
 import { indexKeys } from '../db/keys';
 import { queryPage, listBody } from '../db/query';
-import { binding } from '../cursor';
+import { binding, decodeCursor, encodeCursor } from '../cursor';
 import { ulidFloor } from '../ids';
 import { addMs, now, DAY_MS } from '../clock';
 import { errors } from '../errors';
@@ -132,12 +132,52 @@ export function resolveRange(q: DateRange): { start: Date; end: Date } {
 
 const rangeKeys = (r: { start: Date; end: Date }) => ({ skAfter: ulidFloor('submission', r.start, '0'), skBefore: ulidFloor('submission', r.end, 'Z') });
 
+/**
+ * The cursor of a list whose range defaults from the clock (D12): bound to the query parameters as
+ * the client sent them, and carrying the range the first page resolved, so every next page reads
+ * exactly that range however much later it is asked for (a range recomputed from now() would
+ * differ, and a cursor bound to it would be refused). Inside, the page position is signed again
+ * with the range in its binding for `queryPage`.
+ */
+const rangePageBinding = (sent: string, r: { start: Date; end: Date }) =>
+  binding({ sent, start: r.start.toISOString(), end: r.end.toISOString() });
+
+async function openRangeCursor(cursor: string | undefined, sent: string, q: DateRange) {
+  if (!cursor) {
+    const range = resolveRange(q);
+    return { range, pageCursor: undefined };
+  }
+  const carried = await decodeCursor(cursor, sent);
+  const range = { start: new Date(String(carried.start)), end: new Date(String(carried.end)) };
+  if (!carried.k || typeof carried.k !== 'object' || Number.isNaN(range.start.getTime()) || Number.isNaN(range.end.getTime())) {
+    // Signed by this service with this binding, so only a bug can get here.
+    throw new Error('a range cursor without its position or range');
+  }
+  return { range, pageCursor: await encodeCursor(carried.k as Record<string, unknown>, rangePageBinding(sent, range)) };
+}
+
+async function closeRangeCursor(pageCursor: string | null, sent: string, range: { start: Date; end: Date }) {
+  if (!pageCursor) return null;
+  const k = await decodeCursor(pageCursor, rangePageBinding(sent, range));
+  return encodeCursor({ k, start: range.start.toISOString(), end: range.end.toISOString() }, sent);
+}
+
 /** GET /v1/submissions (pattern 22): the tenant's submissions in a date range (ULID key range), filters. */
 export async function listTenantSubmissions(
   p: BuyerPrincipal,
   q: DateRange & { job_id?: string; status?: string; min_score?: number; limit: number; cursor?: string },
 ) {
-  const range = resolveRange(q);
+  const sent = binding({
+    what: 'submissions',
+    org: p.orgId,
+    env: p.env,
+    job_id: q.job_id,
+    status: q.status,
+    min_score: q.min_score,
+    start_date: q.start_date,
+    end_date: q.end_date,
+  });
+  const { range, pageCursor } = await openRangeCursor(q.cursor, sent, q);
   const ix = q.job_id ? indexKeys.jobSubmissions(q.job_id) : indexKeys.tenantSubmissions(p.orgId, p.env);
   const filters = filterOf({
     status: q.status,
@@ -149,21 +189,13 @@ export async function listTenantSubmissions(
     index: ix.index,
     pk: ix.pk,
     limit: q.limit,
-    cursor: q.cursor,
+    cursor: pageCursor,
     ...rangeKeys(range),
     ...(filters ? { filter: filters } : {}),
-    binding: binding({
-      what: 'submissions',
-      org: p.orgId,
-      env: p.env,
-      job_id: q.job_id,
-      status: q.status,
-      min_score: q.min_score,
-      start: range.start.toISOString(),
-      end: range.end.toISOString(),
-    }),
+    binding: rangePageBinding(sent, range),
   });
-  return listBody(await presentForBuyer(page.items), page);
+  const nextCursor = await closeRangeCursor(page.nextCursor, sent, range);
+  return listBody(await presentForBuyer(page.items), { hasMore: page.hasMore, nextCursor });
 }
 
 const round = (v: number, digits: number) => Math.round(v * 10 ** digits) / 10 ** digits;
