@@ -7,7 +7,7 @@ import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { getJobItem } from '../../shared/jobs';
-import { startChain, tick } from '../../shared/sandbox/simulator';
+import { markTickSent, startChain, tick } from '../../shared/sandbox/simulator';
 import { sendMessage } from '../../shared/queues';
 import { logger, withInvocationScope } from '../../shared/logger';
 
@@ -29,7 +29,9 @@ async function handleRecord(body: string): Promise<void> {
     if (image.type !== 'job.created' || image.environment !== 'test' || !image.job_id) return;
     const job = await getJobItem(image.job_id, true);
     if (!job) return;
-    if (!(await startChain(job))) return; // a duplicated event: the chain already runs
+    // A redelivered record (its first tick failed) runs tick 0 again; the state's seq makes a
+    // duplicate that finds the chain further on do nothing.
+    await startChain(job);
     jobId = job.id;
     seq = 0;
   } else {
@@ -41,6 +43,7 @@ async function handleRecord(body: string): Promise<void> {
   if (r.next) {
     const next: TickMessage = { kind: 'sandbox.tick', job_id: jobId, seq: r.next.seq };
     await sendMessage('sandbox', next, r.next.delaySeconds);
+    await markTickSent(jobId, r.next.seq);
   }
 }
 

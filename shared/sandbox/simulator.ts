@@ -12,6 +12,11 @@
  *
  * Exactly one chain per job: the state item's `seq` must match the tick's, and each tick advances
  * it with a conditional write, so a duplicated message or event does nothing.
+ *
+ * Nothing ends the chain by accident: a tick that failed is redelivered and runs again (the first
+ * one too, when its `job.created` record comes back), and once the next tick is sent the state
+ * records it (`tick_sent`). A tick redelivered after it advanced the state, whose successor was
+ * never recorded as sent (the function stopped between the two), sends that successor again.
  */
 import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
@@ -50,6 +55,8 @@ interface SandboxState {
   /** Nonce of the first upload, reused once by `mixed` to produce a duplicate (D26). */
   first_nonce: string | null;
   finished: string | null;
+  /** The last `seq` whose tick message was sent. */
+  tick_sent?: number;
 }
 
 export type TickResult = { next: { seq: number; delaySeconds: number } | null; reason: string };
@@ -206,7 +213,12 @@ async function inFlight(job: JobItem, workers: string[]): Promise<SubmissionItem
 export async function tick(jobId: string, seq: number): Promise<TickResult> {
   const state = await loadState(jobId);
   if (!state) return { next: null, reason: 'no sandbox state' };
-  if (state.seq !== seq) return { next: null, reason: `stale tick ${seq} (state at ${state.seq})` };
+  if (state.seq !== seq) {
+    if (state.seq === seq + 1 && !state.finished && state.tick_sent !== state.seq) {
+      return { next: { seq: state.seq, delaySeconds: 0 }, reason: `tick ${state.seq} was never sent: sending it` };
+    }
+    return { next: null, reason: `stale tick ${seq} (state at ${state.seq})` };
+  }
   if (state.finished) return { next: null, reason: `finished: ${state.finished}` };
   const job = await getJobItem(jobId, true);
   if (!job || job.environment !== 'test') return { next: null, reason: 'not a test-environment job' };
@@ -263,6 +275,24 @@ export async function tick(jobId: string, seq: number): Promise<TickResult> {
   if (!ok) return { next: null, reason: 'another tick advanced the chain' };
   const delaySeconds = state.scenario === 'slow' ? TICK_SECONDS.slow : TICK_SECONDS.busy;
   return { next: { seq: state.seq + 1, delaySeconds }, reason: `uploaded ${started}, attempts ${attempts}` };
+}
+
+/** Records that the tick of `seq` was sent (a redelivered predecessor then sends nothing). */
+export async function markTickSent(jobId: string, seq: number): Promise<void> {
+  try {
+    await db().send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: keys.sandboxState(jobId),
+        UpdateExpression: 'SET tick_sent = :seq',
+        ConditionExpression: '#seq = :seq',
+        ExpressionAttributeNames: { '#seq': 'seq' },
+        ExpressionAttributeValues: { ':seq': seq },
+      }),
+    );
+  } catch (e) {
+    if (!(e instanceof ConditionalCheckFailedException)) throw e; // the chain moved on already
+  }
 }
 
 /** An upload refused by the real checks counts as an attempt; anything else is a fault. */
