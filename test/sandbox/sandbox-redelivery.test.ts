@@ -53,7 +53,7 @@ async function ticksWithin(ms: number): Promise<Record<string, any>[]> {
   return out;
 }
 const TICK_WINDOW_MS = (TICK_SECONDS.busy + 2) * 1000;
-const deliver = (body: unknown, id: string) => handler({ Records: [sqsRecord(JSON.stringify(body), id)] } as SQSEvent, {} as never, () => undefined) as Promise<{ batchItemFailures: unknown[] }>;
+const deliver = (body: unknown, id: string) => handler({ Records: [sqsRecord(JSON.stringify(body), id)] } as SQSEvent, {} as never) as Promise<{ batchItemFailures: unknown[] }>;
 const state = async (jobId: string) => (await db().send(new GetCommand({ TableName: tableName(), Key: keys.sandboxState(jobId), ConsistentRead: true }))).Item!;
 
 async function testJob(): Promise<{ jobId: string; created: Record<string, any> }> {
