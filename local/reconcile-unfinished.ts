@@ -144,7 +144,7 @@ export const webhooksReconciler: Reconciler = {
           environment: ev.environment as AttemptMessage['environment'],
           token: d.next_token!,
           expect_attempts: d.attempts,
-          retry_index: d.attempts,
+          retry_index: d.retry_index ?? d.attempts, // its place in the retry schedule (a replay may keep an earlier one)
           replay: false,
           due_at: d.next_attempt_at ?? new Date().toISOString(),
           created_ms: Date.now(),

@@ -18,7 +18,7 @@ import {
   SQSClient,
   type Message,
 } from '@aws-sdk/client-sqs';
-import type { SQSBatchResponse, SQSEvent, SQSMessageAttributes, SQSRecord } from 'aws-lambda';
+import type { Context, SQSBatchResponse, SQSEvent, SQSMessageAttributes, SQSRecord } from 'aws-lambda';
 import type { QueueDef } from '../shared/manifest/wiring';
 import { lambdaContext, localRegion, type AnyHandler } from './lambda';
 import type { Log } from './log';
@@ -174,6 +174,34 @@ export function successfulRecords(records: SQSRecord[], outcome: { error: unknow
   return records.filter((r) => !failed.has(r.messageId));
 }
 
+/**
+ * One invocation as Lambda runs it: the handler gets `timeoutMs` (its context counts down from it);
+ * past that, the invocation has failed, whatever the handler returns later. Lambda would stop the
+ * handler there; in-process it cannot be stopped, so whatever it still does is ignored.
+ */
+export async function invokeWithTimeout(
+  handler: AnyHandler,
+  event: unknown,
+  context: Context,
+  timeoutMs: number,
+): Promise<{ result: unknown } | { error: unknown } | { error: Error; timedOut: true }> {
+  const running = Promise.resolve().then(() => handler(event, context));
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), timeoutMs)));
+  try {
+    const first = await Promise.race([running.then((result) => ({ result })), expired]);
+    if (first === 'timeout') {
+      running.catch(() => undefined); // it failed for us already; a later rejection is not unhandled
+      return { error: new Error(`Task timed out after ${timeoutMs / 1000} seconds`), timedOut: true };
+    }
+    return first;
+  } catch (error) {
+    return { error };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export interface QueuePollerOptions {
   client: SQSClient;
   queue: Pick<LocalQueue, 'url' | 'arn'> & { def: Pick<QueueDef, 'name' | 'batchSize' | 'consumerTimeoutSeconds' | 'consumerMemoryMb'> };
@@ -197,7 +225,9 @@ export function defaultConsumerConcurrency(): number {
 /**
  * Polls one queue and invokes its consumer per batch, until stopped: up to `concurrency` batches
  * in flight at once, each receive → invoke → delete on its own, as Lambda's SQS event source
- * mapping does (so one slow batch holds one slot, not the queue).
+ * mapping does (so one slow batch holds one slot, not the queue). Each invocation has the queue's
+ * `consumerTimeoutSeconds` (its context's getRemainingTimeInMillis counts down from it); one that
+ * runs longer fails its whole batch, as a Lambda timeout does.
  */
 export class QueuePoller {
   private running = false;
@@ -205,6 +235,7 @@ export class QueuePoller {
   private loops: Promise<void>[] = [];
   private inFlight = 0;
   private peak = 0;
+  private timeouts = 0;
 
   constructor(private readonly opts: QueuePollerOptions) {
     // Every concurrent long poll listens on the one stop signal.
@@ -218,6 +249,11 @@ export class QueuePoller {
   /** The most invocations that ran at the same time since start (for tests and benchmarks). */
   get peakConcurrency(): number {
     return this.peak;
+  }
+
+  /** Invocations that ran past the consumer's timeout since start (their batches failed). */
+  get timedOutBatches(): number {
+    return this.timeouts;
   }
 
   start(): void {
@@ -262,12 +298,21 @@ export class QueuePoller {
 
     const records = messages.map((m) => toSqsRecord(m, queue.arn, localRegion()));
     const event: SQSEvent = { Records: records };
-    const context = lambdaContext(`${queue.def.name}-consumer`, queue.def.consumerTimeoutSeconds, queue.def.consumerMemoryMb);
     let outcome: { error: unknown } | { result: unknown };
     this.peak = Math.max(this.peak, ++this.inFlight);
     try {
+      // Loading the module is Lambda's init phase, outside the invocation's timeout.
       const handler = await this.opts.handler();
-      outcome = { result: await handler(event, context) };
+      const context = lambdaContext(`${queue.def.name}-consumer`, queue.def.consumerTimeoutSeconds, queue.def.consumerMemoryMb);
+      const invoked = await invokeWithTimeout(handler, event, context, queue.def.consumerTimeoutSeconds * 1000);
+      outcome = invoked;
+      if ('timedOut' in invoked) {
+        this.timeouts++;
+        log.error(
+          `sqs ${queue.def.name}: consumer timed out after ${queue.def.consumerTimeoutSeconds} s on a batch of ${records.length}; ` +
+            'nothing is deleted, the messages come back after their visibility timeout',
+        );
+      } else if ('error' in invoked) log.error(`sqs ${queue.def.name}: consumer failed for a batch of ${records.length}`, invoked.error);
     } catch (error) {
       outcome = { error };
       log.error(`sqs ${queue.def.name}: consumer failed for a batch of ${records.length}`, error);

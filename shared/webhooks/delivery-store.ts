@@ -21,6 +21,13 @@ export interface DeliveryEntry {
   last_error: string | null;
   /** The token of the one message (or fan-out) allowed to make the next attempt. */
   next_token: string | null;
+  /**
+   * The retry schedule's position of the next attempt (0: the first attempt; n: the n-th retry);
+   * null when the next attempt is a replay with no retries after it, or nothing is due. A replay
+   * that takes over a delivery still being retried keeps it, so the retries left are not lost.
+   * Absent on entries written before it existed (then: the attempt count, as without replays).
+   */
+  retry_index?: number | null;
 }
 
 /** A failed DynamoDB condition, from a single write or a transaction (shared/db/tx.ts). */
@@ -55,6 +62,7 @@ export const newEntry = (at: Date, token: string | null = null): DeliveryEntry =
   next_attempt_at: at.toISOString(),
   last_error: null,
   next_token: token,
+  retry_index: 0,
 });
 
 export async function getEvent(eventId: string): Promise<Item | undefined> {
@@ -118,24 +126,31 @@ export async function ensureEntries(eventId: string, endpointIds: string[], at: 
     ),
   );
   if (!exists) return false; // the event expired (TTL) or never existed
-  const names: Record<string, string> = {};
-  const values: Record<string, unknown> = { ':one': 1 };
-  const sets = endpointIds.map((id, i) => {
-    names[`#w${i}`] = id;
-    values[`:e${i}`] = newEntry(at, token);
-    return `deliveries.#w${i} = if_not_exists(deliveries.#w${i}, :e${i})`;
-  });
-  await db().send(
-    new UpdateCommand({
-      TableName: tableName(),
-      Key: keys.event(eventId),
-      UpdateExpression: `SET ${sets.join(', ')} ADD dv :one`,
-      ExpressionAttributeNames: names,
-      ExpressionAttributeValues: values,
-    }),
-  );
+  // An update expression holds at most 4 KB (and 300 operators): a tenant with many endpoints
+  // gets its entries in several writes, each idempotent, so a redelivered fan-out completes them.
+  for (let from = 0; from < endpointIds.length; from += ENTRIES_PER_WRITE) {
+    const names: Record<string, string> = {};
+    const values: Record<string, unknown> = { ':one': 1 };
+    const sets = endpointIds.slice(from, from + ENTRIES_PER_WRITE).map((id, i) => {
+      names[`#w${i}`] = id;
+      values[`:e${i}`] = newEntry(at, token);
+      return `deliveries.#w${i} = if_not_exists(deliveries.#w${i}, :e${i})`;
+    });
+    await db().send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: keys.event(eventId),
+        UpdateExpression: `SET ${sets.join(', ')} ADD dv :one`,
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
+      }),
+    );
+  }
   return true;
 }
+
+/** Delivery entries created per write: about 2.8 KB of update expression, 100 operators. */
+export const ENTRIES_PER_WRITE = 50;
 
 /**
  * Records an attempt's outcome on the delivery entry, only if the entry is still at `expect`
@@ -157,7 +172,8 @@ export async function recordAttempt(
           Key: keys.event(eventId),
           UpdateExpression:
             'SET deliveries.#w.#st = :st, deliveries.#w.attempts = :n, deliveries.#w.last_status_code = :c, ' +
-            'deliveries.#w.next_attempt_at = :na, deliveries.#w.last_error = :err, deliveries.#w.next_token = :tok' +
+            'deliveries.#w.next_attempt_at = :na, deliveries.#w.last_error = :err, deliveries.#w.next_token = :tok, ' +
+            'deliveries.#w.retry_index = :ri' +
             (cond.counted ? ', deliveries.#w.last_attempt_at = :la' : '') +
             ' ADD dv :one',
           ConditionExpression: 'deliveries.#w.attempts = :expect AND deliveries.#w.next_token = :prevtok',
@@ -169,6 +185,7 @@ export async function recordAttempt(
             ':na': entry.next_attempt_at,
             ':err': entry.last_error,
             ':tok': entry.next_token,
+            ':ri': entry.retry_index ?? null,
             ':expect': cond.expect,
             ':prevtok': cond.prevToken,
             ':one': 1,

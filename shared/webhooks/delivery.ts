@@ -48,6 +48,8 @@ export interface AttemptPlan {
   token: string | null;
   retryIndex: number;
   replay: boolean;
+  /** A replay that took over a delivery still being retried: see AttemptMessage.keep_retries. */
+  keepRetries?: boolean;
 }
 
 /** The claim token of a fan-out: the same for every delivery of one stream record. */
@@ -63,6 +65,7 @@ export async function attemptDelivery(ev: Item, endpointId: string, ep: Item | u
   let result: AttemptResult | null = null;
   let status: DeliveryStatus;
   let nextAt: Date | null = null;
+  let nextIndex: number | null = null;
   let error: string | null = null;
 
   if (!ep || ep.status !== 'enabled') {
@@ -79,7 +82,17 @@ export async function attemptDelivery(ev: Item, endpointId: string, ep: Item | u
     else if (result.statusCode === 410) status = 'failed';
     else {
       const retryAfterMs = result.statusCode === 429 || result.statusCode === 503 ? parseRetryAfter(result.retryAfter, at) : null;
-      const delay = plan.replay ? null : retryDelayMs(plan.retryIndex, { scale: webhookConfig().retryScale, retryAfterMs });
+      const scale = webhookConfig().retryScale;
+      let delay: number | null = null;
+      if (!plan.replay) {
+        delay = retryDelayMs(plan.retryIndex, { scale, retryAfterMs });
+        nextIndex = plan.retryIndex + 1;
+      } else if (plan.keepRetries) {
+        // A replay takes none of the retries left: the one it took over is planned again, after
+        // the wait that comes before it in the schedule, counted from now (D37).
+        delay = retryDelayMs(Math.max(0, plan.retryIndex - 1), { scale, retryAfterMs });
+        nextIndex = plan.retryIndex;
+      }
       if (delay === null) status = 'failed';
       else {
         status = 'pending';
@@ -106,7 +119,7 @@ export async function attemptDelivery(ev: Item, endpointId: string, ep: Item | u
       environment: ev.environment as Env,
       token,
       expect_attempts: plan.expect + 1,
-      retry_index: plan.retryIndex + 1,
+      retry_index: nextIndex!,
       replay: false,
       due_at: nextAt.toISOString(),
       created_ms: Date.now(),
@@ -122,6 +135,7 @@ export async function attemptDelivery(ev: Item, endpointId: string, ep: Item | u
     next_attempt_at: nextAt ? nextAt.toISOString() : null,
     last_error: error,
     next_token: token,
+    retry_index: token ? nextIndex : null,
   };
   const updated = await recordAttempt(eventId, endpointId, entry, { expect: plan.expect, prevToken: plan.token, counted });
   if (!updated) {
@@ -177,7 +191,8 @@ export async function onAttemptMessage(msg: AttemptMessage, post: Post = postWeb
   const d = ((ev.deliveries ?? {}) as Record<string, DeliveryEntry>)[msg.endpoint_id];
   if (d && d.status === 'pending' && d.next_token === msg.token && d.attempts === msg.expect_attempts) {
     const ep = await getEndpoint(msg.org_id, msg.environment, msg.endpoint_id);
-    return attemptDelivery(ev, msg.endpoint_id, ep, { expect: d.attempts, token: msg.token, retryIndex: msg.retry_index, replay: msg.replay }, post);
+    const plan = { expect: d.attempts, token: msg.token, retryIndex: msg.retry_index, replay: msg.replay, keepRetries: msg.keep_retries === true };
+    return attemptDelivery(ev, msg.endpoint_id, ep, plan, post);
   }
   const notVisibleYet = !d || d.attempts < msg.expect_attempts || (d.attempts === msg.expect_attempts && d.next_token !== msg.token);
   if (notVisibleYet && Date.now() - msg.created_ms < NOT_YET_VISIBLE_MS) return sendAttempt(msg, 1);

@@ -12,14 +12,21 @@
  * own endpoint's deliveries, never another tenant's. Each failed record is reported on its own
  * (`batchItemFailures`): SQS redelivers it, and after maxReceiveCount parks it in the DLQ.
  *
+ * The batch keeps within the consumer's Lambda timeout (30 s, two hanging attempts would pass it):
+ * a record is started only while one attempt's time plus a margin is left in the invocation
+ * (`context.getRemainingTimeInMillis()`). One that is not is handed back: an attempt message is
+ * sent to the queue again unchanged (same token, so it stays the live one) and acknowledged; any
+ * other record is reported as a batch item failure. The first record of each group always starts,
+ * so every invocation makes progress (a batch has at most MAX_PARALLEL groups: all start at once).
+ *
  * Modules: delivery-store.ts (the table), endpoint-health.ts (disabling), delivery.ts (attempts).
  */
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
-import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { logger } from '../logger';
-import { postWebhook } from './sender';
-import type { AttemptMessage } from './queue';
+import { ATTEMPT_TIMEOUT_MS, postWebhook } from './sender';
+import { sendAttempt, type AttemptMessage } from './queue';
 import { fanOut, fanOutToken, onAttemptMessage, type Post } from './delivery';
 
 export { aggregateStatus, getEvent, newEntry, type DeliveryEntry, type DeliveryStatus } from './delivery-store';
@@ -27,6 +34,11 @@ export { attemptDelivery } from './delivery';
 
 /** Records (groups) of one batch in flight at once. */
 export const MAX_PARALLEL = 10;
+/**
+ * Time kept beyond one attempt's timeout before a record starts: the attempt's writes (next
+ * message, outcome, aggregate, log, endpoint health) and the batch response.
+ */
+export const DEADLINE_MARGIN_MS = 5_000;
 
 interface StreamRecordBody {
   eventID?: string;
@@ -67,29 +79,67 @@ async function runRecord(record: SQSRecord, post: Post): Promise<void> {
   logger.warn('webhooks: ignoring an unrecognised message', { messageId: record.messageId });
 }
 
-/** Runs `groups` with at most `limit` in flight; each group's items one after the other. */
-async function runGroups<T>(groups: T[][], limit: number, run: (item: T) => Promise<void>): Promise<void> {
+/**
+ * Runs `groups` with at most `limit` in flight; each group's items one after the other. `first` is
+ * true for the first item of a group started at once (not waiting for a free lane).
+ */
+async function runGroups<T>(groups: T[][], limit: number, run: (item: T, first: boolean) => Promise<void>): Promise<void> {
   let next = 0;
+  const lanes = Math.min(limit, groups.length);
   const lane = async () => {
     for (let g = next++; g < groups.length; g = next++) {
-      for (const item of groups[g]!) await run(item);
+      const items = groups[g]!;
+      for (let i = 0; i < items.length; i++) await run(items[i]!, i === 0 && g < lanes);
     }
   };
-  await Promise.all(Array.from({ length: Math.min(limit, groups.length) }, lane));
+  await Promise.all(Array.from({ length: lanes }, lane));
 }
 
-/** The batch handler, with how receivers are reached (tests wrap it). */
-export function createDispatcher(opts: { post?: Post; maxParallel?: number } = {}) {
+export interface DispatcherOptions {
+  /** How receivers are reached (tests wrap it). */
+  post?: Post;
+  maxParallel?: number;
+  /** One attempt's longest time; the default is the sender's. Tests that shorten it pass it here too. */
+  attemptTimeoutMs?: number;
+  deadlineMarginMs?: number;
+}
+
+/** Hands a record the invocation has no time left for back to the queue (see the module comment). */
+async function handBack(record: SQSRecord): Promise<boolean> {
+  let p: Parsed;
+  try {
+    p = parse(record);
+  } catch {
+    return false;
+  }
+  if (p.kind !== 'attempt') return false;
+  await sendAttempt(p.msg); // unchanged: same token and due time, so it stays the live message
+  return true;
+}
+
+/** The batch handler (tests wrap it). Without a Lambda context, the batch has no deadline. */
+export function createDispatcher(opts: DispatcherOptions = {}) {
   const post = opts.post ?? postWebhook;
-  return async function dispatchBatch(event: SQSEvent): Promise<SQSBatchResponse> {
+  const neededMs = (opts.attemptTimeoutMs ?? ATTEMPT_TIMEOUT_MS) + (opts.deadlineMarginMs ?? DEADLINE_MARGIN_MS);
+  return async function dispatchBatch(event: SQSEvent, context?: Pick<Context, 'getRemainingTimeInMillis'>): Promise<SQSBatchResponse> {
+    const timeLeft = () => (context ? context.getRemainingTimeInMillis() : Number.POSITIVE_INFINITY);
     const groups = new Map<string, SQSRecord[]>();
     for (const r of event.Records) {
       const key = groupKey(r);
       groups.set(key, [...(groups.get(key) ?? []), r]);
     }
     const failures: SQSBatchResponse['batchItemFailures'] = [];
-    await runGroups([...groups.values()], opts.maxParallel ?? MAX_PARALLEL, async (record) => {
+    await runGroups([...groups.values()], opts.maxParallel ?? MAX_PARALLEL, async (record, first) => {
       try {
+        if (!first && timeLeft() < neededMs) {
+          if (await handBack(record)) {
+            logger.info('webhooks: no time left in this invocation for the message; sent to the queue again', { messageId: record.messageId });
+            return;
+          }
+          logger.warn('webhooks: no time left in this invocation for the message; it will be redelivered', { messageId: record.messageId });
+          failures.push({ itemIdentifier: record.messageId });
+          return;
+        }
         await runRecord(record, post);
       } catch (error) {
         logger.error('webhooks: message failed; it will be redelivered', { messageId: record.messageId, error: error as Error });

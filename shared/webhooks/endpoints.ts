@@ -6,7 +6,10 @@
  */
 import { keys, indexKeys } from '../db/keys';
 import { Tx } from '../db/tx';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { queryPage, listBody } from '../db/query';
+import { db, tableName } from '../db/client';
+import { TABLE_DEF } from '../db/table';
 import { newId } from '../ids';
 import { now, addMs, DAY_MS } from '../clock';
 import { audit } from '../audit';
@@ -122,24 +125,29 @@ export async function listEndpoints(p: BuyerPrincipal, limit: number, cursor?: s
   return listBody(page.items.map((i) => presentEndpoint(i)), page);
 }
 
-/** Every endpoint of a tenant (the dispatcher's fan-out). */
+/**
+ * Every endpoint of a tenant (the dispatcher's fan-out, replay): all pages of the partition, read
+ * with DynamoDB's own LastEvaluatedKey. No list cursor: those are signed with the `cursor` secret,
+ * which the webhooks consumer and the replay route are not granted (and an internal loop need not sign).
+ */
 export async function allEndpoints(orgId: string, env: Env): Promise<Item[]> {
-  const ix = indexKeys.tenantWebhookEndpoints(orgId, env);
+  const { pk, skPrefix } = indexKeys.tenantWebhookEndpoints(orgId, env);
   const out: Item[] = [];
-  let cursor: string | null | undefined;
+  let startKey: Record<string, unknown> | undefined;
   do {
-    const page = await queryPage<Item>({
-      index: ix.index,
-      pk: ix.pk,
-      skPrefix: ix.skPrefix,
-      limit: 100,
-      cursor,
-      consistent: true,
-      binding: JSON.stringify(['webhook_endpoints', orgId, env]),
-    });
-    out.push(...page.items);
-    cursor = page.nextCursor;
-  } while (cursor);
+    const page = await db().send(
+      new QueryCommand({
+        TableName: tableName(),
+        KeyConditionExpression: '#pk = :pk AND begins_with(#sk, :skp)',
+        ExpressionAttributeNames: { '#pk': TABLE_DEF.partitionKey, '#sk': TABLE_DEF.sortKey },
+        ExpressionAttributeValues: { ':pk': pk, ':skp': skPrefix },
+        ConsistentRead: true,
+        ExclusiveStartKey: startKey,
+      }),
+    );
+    out.push(...((page.Items ?? []) as Item[]));
+    startKey = page.LastEvaluatedKey;
+  } while (startKey);
   return out;
 }
 

@@ -26,6 +26,11 @@ export interface AttemptMessage {
   retry_index: number;
   /** A replay is one attempt, not a new retry schedule. */
   replay: boolean;
+  /**
+   * A replay of a delivery that was still being retried (or not attempted yet): if it fails, the
+   * retry at `retry_index` is planned again, so the replay takes none of the retries left.
+   */
+  keep_retries?: boolean;
   due_at: string;
   /** Wall-clock ms when first sent: a message whose state is not visible yet waits a little. */
   created_ms: number;

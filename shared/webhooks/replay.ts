@@ -1,7 +1,10 @@
 /**
  * `POST /v1/webhook_events/{id}/replay` (D37, D48): re-delivers the event, with the same event id,
  * to every enabled endpoint subscribed to its type (or the one named by `endpoint_id`). A replay is
- * one fresh attempt per endpoint, signed at send time; it does not restart the retry schedule.
+ * one fresh attempt per endpoint, signed at send time; it does not restart the retry schedule, and
+ * it takes none of the retries a delivery still has: a replay of a delivery still being retried (or
+ * not attempted yet, e.g. a replay before the fan-out) keeps its place in the schedule
+ * (`retry_index`), and if the replay attempt fails, the retries go on from there (delivery.ts).
  *
  * The attempt messages are sent before the transaction that makes them live (their token on the
  * delivery): if the transaction fails, they find no matching token and drop; if it commits, the
@@ -47,33 +50,23 @@ async function replayOnce(ctx: MutationContext, p: BuyerPrincipal, ev: Item, end
   }
   const at = now();
   const existing = (ev.deliveries as Record<string, DeliveryEntry> | undefined) ?? null;
+  // Not fanned out yet (no delivery and still pending): the fan-out will find the replay's entries
+  // claimed and skip them, so those entries carry the whole schedule.
+  const beforeFanOut = (!existing || Object.keys(existing).length === 0) && ev.delivery_status === 'pending';
+  const retryIndexes = new Map<string, number | null>();
   const next: Record<string, DeliveryEntry> = { ...(existing ?? {}) };
-  const names: Record<string, string> = {};
-  const values: Record<string, unknown> = { ':pending': 'pending', ':one': 1 };
-  const sets: string[] = ['delivery_status = :pending'];
   const tokens = new Map<string, string>();
 
-  targets.forEach((ep, i) => {
+  for (const ep of targets) {
     const id = ep.id as string;
     const token = randomUUID();
     tokens.set(id, token);
     const prev = existing?.[id];
-    next[id] = prev ? { ...prev, status: 'pending', next_token: token, next_attempt_at: at.toISOString() } : newEntry(at, token);
-    if (!existing) return;
-    names[`#w${i}`] = id;
-    if (prev) {
-      values[`:t${i}`] = token;
-      names['#st'] = 'status';
-      values[':at'] = at.toISOString();
-      sets.push(`deliveries.#w${i}.#st = :pending`, `deliveries.#w${i}.next_token = :t${i}`, `deliveries.#w${i}.next_attempt_at = :at`);
-    } else {
-      values[`:e${i}`] = next[id];
-      sets.push(`deliveries.#w${i} = :e${i}`);
-    }
-  });
-  if (!existing) {
-    values[':all'] = next;
-    sets.push('deliveries = :all');
+    const retryIndex = prev ? keptRetryIndex(prev) : beforeFanOut ? 0 : null;
+    retryIndexes.set(id, retryIndex);
+    next[id] = prev
+      ? { ...prev, status: 'pending', next_token: token, next_attempt_at: at.toISOString(), retry_index: retryIndex }
+      : { ...newEntry(at, token), retry_index: retryIndex };
   }
 
   for (const ep of targets) {
@@ -86,18 +79,21 @@ async function replayOnce(ctx: MutationContext, p: BuyerPrincipal, ev: Item, end
       environment: p.env,
       token: tokens.get(id)!,
       expect_attempts: next[id]!.attempts,
-      retry_index: 0,
+      retry_index: retryIndexes.get(id) ?? 0,
       replay: true,
+      keep_retries: retryIndexes.get(id) != null,
       due_at: at.toISOString(),
       created_ms: Date.now(),
     });
   }
 
+  // The whole map at once: an expression of constant size whatever the number of endpoints (an
+  // update expression holds at most 4 KB). Safe, as the write is conditional on the version read.
   const tx = new Tx();
   const dv = ev.dv;
-  tx.update('event', keys.event(ev.id as string), `SET ${sets.join(', ')} ADD dv :one`, {
+  const values: Record<string, unknown> = { ':pending': 'pending', ':one': 1, ':all': next };
+  tx.update('event', keys.event(ev.id as string), 'SET delivery_status = :pending, deliveries = :all ADD dv :one', {
     condition: dv === undefined ? 'attribute_exists(PK) AND attribute_not_exists(dv)' : 'dv = :dv',
-    names,
     values: dv === undefined ? values : { ...values, ':dv': dv },
   });
   audit(tx, {
@@ -113,4 +109,14 @@ async function replayOnce(ctx: MutationContext, p: BuyerPrincipal, ev: Item, end
   recordResponse(ctx, tx, view);
   await tx.commit();
   return view;
+}
+
+/**
+ * The schedule position a replay keeps: a delivery still pending is being retried (or awaits its
+ * first attempt) unless its pending attempt is itself a replay without retries (null). An entry
+ * written before positions were recorded counts its attempts, as it had no replay.
+ */
+function keptRetryIndex(prev: DeliveryEntry): number | null {
+  if (prev.status !== 'pending') return null;
+  return prev.retry_index === undefined ? prev.attempts : prev.retry_index;
 }

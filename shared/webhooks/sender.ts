@@ -26,6 +26,8 @@ export async function postWebhook(
   headers: Record<string, string>,
   policy: UrlPolicy,
   resolve?: Resolver,
+  /** The whole exchange's limit; shorter only in tests of the dispatcher's time budget. */
+  timeoutMs: number = ATTEMPT_TIMEOUT_MS,
 ): Promise<AttemptResult> {
   const started = Date.now();
   let url: URL;
@@ -83,7 +85,7 @@ export async function postWebhook(
     const timer = setTimeout(() => {
       req.destroy(new Error('timeout'));
       finish({ ok: false, statusCode: null, error: 'timeout', retryAfter: undefined });
-    }, ATTEMPT_TIMEOUT_MS);
+    }, timeoutMs);
     req.on('error', (e: NodeJS.ErrnoException) =>
       finish({ ok: false, statusCode: null, error: e.code ?? e.message ?? 'network_error', retryAfter: undefined }),
     );

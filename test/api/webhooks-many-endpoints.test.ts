@@ -1,0 +1,94 @@
+/**
+ * An organization with more endpoints than one page of a list (100) still gets every event at every
+ * endpoint. The fan-out and the replay read all endpoints without a signed list cursor: the webhooks
+ * consumer and the replay route are not granted the `cursor` secret deployed. Here the local
+ * secrets file is rewritten without it while they run, so the test sees what they see deployed.
+ * (The spec sets no maximum number of endpoints per organization.)
+ */
+import { copyFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
+import { signupBuyer, idemKey, type TestBuyer } from '../support/buyers';
+import { startDevReceiver, type DevReceiver } from '../../shared/webhooks/dev-receiver';
+import { allEndpoints, createEndpoint } from '../../shared/webhooks/endpoints';
+import { getEvent, type DeliveryEntry } from '../../shared/webhooks/dispatcher';
+import { systemContext } from '../../shared/context';
+import { getSecret, resetSecrets } from '../../shared/secrets';
+import { Tx } from '../../shared/db/tx';
+import { emit } from '../../shared/outbox';
+import type { BuyerPrincipal } from '../../shared/types';
+
+const ENDPOINTS = 101;
+
+let rt: TestRuntime;
+let rx: DevReceiver;
+let buyer: TestBuyer;
+let secretsFile: string;
+const backup = join(tmpdir(), `secrets-backup-${randomUUID()}.json`);
+
+beforeAll(async () => {
+  rt = await startTestRuntime();
+  rx = await startDevReceiver();
+  secretsFile = process.env.LOCAL_SECRETS_FILE!;
+  copyFileSync(secretsFile, backup);
+  buyer = await signupBuyer(rt, 'Many Endpoints Co');
+  // Straight through the domain function: 101 API calls would spend the route's rate limit.
+  const principal: BuyerPrincipal = { kind: 'api_key', orgId: buyer.orgId, keyId: buyer.liveKeyId, env: 'live', scopes: [], previousSecret: false };
+  for (let i = 0; i < ENDPOINTS; i++) await createEndpoint(systemContext('test'), principal, { url: `${rx.url}/ep-${i}`, events: ['*'] });
+}, 120_000);
+afterEach(() => restoreCursorSecret());
+afterAll(async () => {
+  await rx?.close();
+  await rt?.stop();
+  rmSync(backup, { force: true });
+});
+
+/** As deployed for the webhooks consumer and the replay route: the cursor secret is not there. */
+function withoutCursorSecret(): void {
+  const values = JSON.parse(readFileSync(backup, 'utf8')) as Record<string, string>;
+  delete values.cursor;
+  writeFileSync(secretsFile, JSON.stringify(values), { mode: 0o600 });
+  resetSecrets();
+}
+function restoreCursorSecret(): void {
+  copyFileSync(backup, secretsFile);
+  resetSecrets();
+}
+
+async function newEvent(): Promise<string> {
+  const tx = new Tx();
+  const id = emit(tx, { orgId: buyer.orgId, env: 'live', type: 'job.completed', data: { job_id: `job_${randomUUID()}` } }).id;
+  await tx.commit();
+  return id;
+}
+
+const reached = (eventId: string) => new Set(rx.received.filter((r) => r.event.id === eventId).map((r) => r.path));
+
+it('every endpoint of an organization with more than 100 is read without the cursor secret', async () => {
+  withoutCursorSecret();
+  await expect(getSecret('cursor')).rejects.toThrow(/cursor/); // the setting works
+  const all = await allEndpoints(buyer.orgId, 'live');
+  expect(all).toHaveLength(ENDPOINTS);
+  expect(new Set(all.map((e) => e.id)).size).toBe(ENDPOINTS);
+});
+
+it('one event reaches all 101 endpoints of an organization', async () => {
+  withoutCursorSecret();
+  const id = await newEvent();
+  await waitFor(() => reached(id).size === ENDPOINTS, { timeoutMs: 30_000 });
+  await waitFor(async () => (await getEvent(id))!.delivery_status === 'delivered', { timeoutMs: 20_000 });
+  const deliveries = (await getEvent(id))!.deliveries as Record<string, DeliveryEntry>;
+  expect(Object.values(deliveries).filter((d) => d.status === 'delivered')).toHaveLength(ENDPOINTS);
+}, 60_000);
+
+it('a replay of an event reaches all 101 endpoints again', async () => {
+  const id = await newEvent();
+  await waitFor(async () => (await getEvent(id))?.delivery_status === 'delivered', { timeoutMs: 30_000 });
+  withoutCursorSecret();
+  const r = await rt.request('POST', `/v1/webhook_events/${id}/replay`, { key: buyer.live, body: {}, headers: { 'Idempotency-Key': idemKey() } });
+  expect(r.status).toBe(202);
+  await waitFor(() => rx.received.filter((x) => x.event.id === id).length === 2 * ENDPOINTS, { timeoutMs: 30_000 });
+  expect(reached(id).size).toBe(ENDPOINTS);
+}, 60_000);
