@@ -14,12 +14,13 @@ import { getSettings } from '../orgs';
 import { ConditionFailed } from '../errors';
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '../db/client';
-import { jsonBody, PoisonMessage } from '../work/stage-message';
-import { paymentProvider } from './provider';
+import { jsonBody, PoisonMessage, RetryLater } from '../work/stage-message';
+import { paymentProvider, type ChargeResult } from './provider';
 import { derivedId, isId } from '../ids';
 import type { Env } from '../types';
 
 type Item = Record<string, unknown>;
+type Settings = Awaited<ReturnType<typeof getSettings>>;
 
 /**
  * The top-up a `credits.low_balance` event asks for (D34): its checkout session is named after the
@@ -39,56 +40,160 @@ export const topUpSessionId = (eventId: string) => derivedId('checkoutSession', 
  * method on file: nothing happens. The test environment is never charged: its top-up is confirmed
  * at once without asking the processor.
  *
- * Idempotent: a session already paid or failed is left alone. One still open is either recorded as
- * charged (a run that stopped after the charge was accepted: applied without charging again) or
- * charged under the same idempotency key, which the provider answers with the first charge of the
- * key; either way it is applied once.
+ * Idempotent: a session already paid, failed or cancelled is left alone. One still open is either
+ * recorded as charged (a run that stopped after the charge was accepted: applied without charging
+ * again) or charged under the same idempotency key, which the provider answers with the first
+ * charge of the key; either way it is applied once.
+ *
+ * Until a charge is started, the settings of the moment decide, not those the session was opened
+ * with: a run that opened the session and stopped, delivered again after the buyer turned auto
+ * top-up off, cancels the session (reason `disabled`) and charges nothing. Starting the charge is
+ * written on the session first (`charge_payment_method`), and the cancellation is conditioned on
+ * its absence, so a cancellation never races a charge already on its way to the processor; once
+ * started, a charge is finished (same card, same idempotency key) whatever the settings say.
+ *
+ * A charge the processor accepted but has not settled (Stripe `processing`) is neither granted nor
+ * declined: its reference is recorded on the session (`pending_charge_ref`), which stays open, and
+ * the run throws `TopUpPending` (a RetryLater), so the queue brings the message back with backoff;
+ * the later run reads the charge again and applies it, or fails the session on a final refusal.
  */
 export async function runAutoTopUp(orgId: string, env: Env, eventId: string): Promise<ConfirmOutcome | null> {
   const id = topUpSessionId(eventId);
   let session = await getSession(id);
   const org = await getOrganization(orgId);
   const pm = org?.payment_method as string | undefined;
+  let settings: Settings | undefined;
   if (!session) {
-    const settings = await getSettings(orgId);
+    settings = await getSettings(orgId);
     if (!settings.auto_top_up_enabled || !pm) return null;
     session = await openSession(id, orgId, env, settings.auto_top_up_amount_cents);
   }
-  if (session.status !== 'open') return null; // applied (or declined) by an earlier delivery
+  if (session.status !== 'open') return null; // applied, declined or cancelled by an earlier delivery
   const amount = Number(session.amount_cents);
   const testMode = session.provider === 'test_mode';
-  const charged = typeof session.charged_ref === 'string' ? session.charged_ref : null;
-  const charge = testMode
-    ? ({ ok: true, providerRef: `test_mode_${id}` } as const)
+  const charged = str(session.charged_ref);
+  const pending = str(session.pending_charge_ref);
+  let chargePm = str(session.charge_payment_method);
+  if (!charged && !pending && !chargePm) {
+    // Nothing charged yet: the settings of now decide (D34).
+    settings ??= await getSettings(orgId);
+    if (!settings.auto_top_up_enabled) return cancelTopUp(session, 'disabled');
+    if (!testMode) {
+      if (!pm) return failTopUp(session, 'no_payment_method', null, { beforeCharge: true }); // removed since the session opened
+      chargePm = await startCharge(id, pm);
+      if (!chargePm) return null; // settled meanwhile by a concurrent run
+    }
+  }
+  const provider = paymentProvider();
+  const charge: ChargeResult = testMode
+    ? { ok: true, providerRef: `test_mode_${id}` }
     : charged
-      ? ({ ok: true, providerRef: charged } as const) // an earlier run was paid and stopped before applying it
-      : !pm
-        ? ({ ok: false, reason: 'no_payment_method', providerRef: null } as const) // removed since the session opened
-        : await paymentProvider().chargeSaved({ customerRef: (org?.stripe_customer_id as string | undefined) ?? null, paymentMethod: pm, amountCents: amount, reference: id });
+      ? { ok: true, providerRef: charged } // an earlier run was paid and stopped before applying it
+      : pending
+        ? await provider.chargeStatus(pending) // accepted earlier, not settled then: ask again
+        : await provider.chargeSaved({ customerRef: (org?.stripe_customer_id as string | undefined) ?? null, paymentMethod: chargePm!, amountCents: amount, reference: id });
   let outcome: ConfirmOutcome;
   if (charge.ok) {
     // The payment is on the session before it is applied: a later run applies it without charging
     // again, even after the processor's idempotency key has expired (24 hours for Stripe).
-    if (!testMode && !charged) await recordCharge(id, charge.providerRef);
+    if (!testMode && !charged) await recordRef(id, 'charged_ref', charge.providerRef);
     outcome = (await confirmCheckout(id, { paymentMethod: pm ?? null, providerRef: charge.providerRef, alreadyCharged: true })).outcome;
+  } else if (charge.pending) {
+    if (!pending) await recordRef(id, 'pending_charge_ref', charge.providerRef);
+    logger.info('auto top-up charge not settled yet; asked again later', { org_id: orgId, amount_cents: amount, provider_ref: charge.providerRef });
+    throw new TopUpPending(id, charge.providerRef);
   } else outcome = await failTopUp(session, charge.reason, charge.providerRef);
   logger.info('auto top-up', { org_id: orgId, amount_cents: amount, outcome, ...(charge.ok ? {} : { reason: charge.reason }) });
   return outcome;
 }
 
-async function recordCharge(id: string, providerRef: string): Promise<void> {
+/** A top-up charge accepted by the processor and not settled yet: the message is retried later. */
+export class TopUpPending extends RetryLater {
+  constructor(
+    readonly sessionId: string,
+    readonly providerRef: string,
+  ) {
+    super(`auto top-up ${sessionId}: charge ${providerRef} is still processing`);
+    this.name = 'TopUpPending';
+  }
+}
+
+const str = (v: unknown) => (typeof v === 'string' && v ? v : null);
+
+/**
+ * Marks the charge as started, with the card it goes to (a concurrent run's, if it marked it
+ * first). Null when the session is no longer open.
+ */
+async function startCharge(id: string, pm: string): Promise<string | null> {
+  try {
+    const out = await db().send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: keys.checkoutSession(id),
+        UpdateExpression: 'SET charge_payment_method = if_not_exists(charge_payment_method, :pm), charge_started_at = if_not_exists(charge_started_at, :t)',
+        ConditionExpression: '#s = :open',
+        ExpressionAttributeNames: { '#s': 'status' },
+        ExpressionAttributeValues: { ':pm': pm, ':t': nowIso(), ':open': 'open' },
+        ReturnValues: 'ALL_NEW',
+      }),
+    );
+    return str(out.Attributes?.charge_payment_method);
+  } catch (e) {
+    if ((e as Error).name === 'ConditionalCheckFailedException') return null;
+    throw e;
+  }
+}
+
+async function recordRef(id: string, attribute: 'charged_ref' | 'pending_charge_ref', providerRef: string): Promise<void> {
   await db().send(
     new UpdateCommand({
       TableName: tableName(),
       Key: keys.checkoutSession(id),
-      UpdateExpression: 'SET charged_ref = if_not_exists(charged_ref, :ref)',
+      UpdateExpression: 'SET #a = if_not_exists(#a, :ref)',
       ConditionExpression: '#s = :open',
-      ExpressionAttributeNames: { '#s': 'status' },
+      ExpressionAttributeNames: { '#s': 'status', '#a': attribute },
       ExpressionAttributeValues: { ':ref': providerRef, ':open': 'open' },
     }),
   ).catch((e: Error) => {
     if (e.name !== 'ConditionalCheckFailedException') throw e; // applied meanwhile by a concurrent run
   });
+}
+
+/**
+ * Auto top-up turned off before any charge started: the session is cancelled, nothing is charged
+ * or granted (nothing to announce: the buyer turned it off). A concurrent run that started the
+ * charge meanwhile wins; this delivery comes back later to see it applied.
+ */
+async function cancelTopUp(session: Item, reason: 'disabled'): Promise<null> {
+  const tx = new Tx();
+  tx.update('checkout_session', keys.checkoutSession(session.id as string), 'SET #s = :cancelled, cancel_reason = :r, cancelled_at = :t', {
+    condition: '#s = :open AND attribute_not_exists(charge_payment_method)',
+    names: { '#s': 'status' },
+    values: { ':cancelled': 'cancelled', ':open': 'open', ':r': reason, ':t': nowIso() },
+  });
+  audit(tx, {
+    orgId: session.org_id as string,
+    eventType: 'credits.auto_top_up_cancelled',
+    actor: systemContext('auto_top_up').actor,
+    env: session.environment as Env,
+    resource: { type: 'checkout_session', id: session.id as string },
+    requestId: null,
+    data: { amount_cents: Number(session.amount_cents), reason },
+  });
+  try {
+    await tx.commit();
+  } catch (e) {
+    if (!(e instanceof ConditionFailed)) throw e;
+    await settledOrRetry(session.id as string);
+  }
+  logger.info('auto top-up cancelled', { org_id: session.org_id as string, reason });
+  return null;
+}
+
+/** After losing a race before the charge: done if the session is settled, else come back later. */
+async function settledOrRetry(id: string): Promise<void> {
+  const now = await getSession(id);
+  if (now?.status === 'open') throw new RetryLater(`auto top-up ${id}: a concurrent run started the charge`);
 }
 
 /** Creates the event's session, or answers the one a concurrent delivery created first. */
@@ -114,14 +219,17 @@ async function openSession(id: string, orgId: string, env: Env, amount: number):
   }
 }
 
-/** A declined top-up: the session fails, nothing is granted, the organization hears why. */
-async function failTopUp(session: Item, reason: string, providerRef: string | null): Promise<ConfirmOutcome> {
+/**
+ * A declined top-up: the session fails, nothing is granted, the organization hears why. Before any
+ * charge started (`beforeCharge`), only if none started meanwhile.
+ */
+async function failTopUp(session: Item, reason: string, providerRef: string | null, opts: { beforeCharge?: boolean } = {}): Promise<ConfirmOutcome> {
   const orgId = session.org_id as string;
   const env = session.environment as Env;
   const amount = Number(session.amount_cents);
   const tx = new Tx();
   tx.update('checkout_session', keys.checkoutSession(session.id as string), 'SET #s = :failed, failure_reason = :r, payment_ref = :ref, failed_at = :t', {
-    condition: '#s = :open',
+    condition: `#s = :open${opts.beforeCharge ? ' AND attribute_not_exists(charge_payment_method)' : ''}`,
     names: { '#s': 'status' },
     values: { ':failed': 'failed', ':open': 'open', ':r': reason, ':ref': providerRef, ':t': nowIso() },
   });
@@ -140,6 +248,7 @@ async function failTopUp(session: Item, reason: string, providerRef: string | nu
   } catch (e) {
     // A concurrent delivery of the same crossing got the same answer and recorded it first.
     if (!(e instanceof ConditionFailed)) throw e;
+    if (opts.beforeCharge) await settledOrRetry(session.id as string);
   }
   return 'failed';
 }

@@ -204,6 +204,52 @@ export async function paymentEventSeen(eventId: string): Promise<boolean> {
   return Boolean(out.Item);
 }
 
+/**
+ * A payment the processor reports failed after the checkout (a delayed method that did not settle,
+ * Stripe's `checkout.session.async_payment_failed`): the open session fails, nothing is granted,
+ * and the processor's event id is recorded in the same transaction. Safe to call any number of
+ * times; a paid session is left alone.
+ */
+export async function failCheckout(csId: string, f: { providerRef: string; reason: string; eventId: string }): Promise<{ outcome: ConfirmOutcome }> {
+  const s = await getSession(csId);
+  if (!s) return { outcome: 'not_found' };
+  if (s.status === 'paid') return { outcome: 'already_paid' };
+  if (s.status !== 'open') return { outcome: 'failed' };
+  const at = nowIso();
+  const tx = new Tx();
+  tx.update('checkout_session', keys.checkoutSession(csId), 'SET #s = :failed, failure_reason = :r, payment_ref = :ref, failed_at = :t', {
+    condition: '#s = :open',
+    names: { '#s': 'status' },
+    values: { ':failed': 'failed', ':open': 'open', ':r': f.reason, ':ref': f.providerRef, ':t': at },
+  });
+  tx.create('payment_event', {
+    ...paymentEventKey(f.eventId),
+    entity: 'payment_event',
+    event_id: f.eventId,
+    checkout_session_id: csId,
+    applied_at: at,
+    ttl: Math.floor(Date.parse(at) / 1000) + 90 * 86_400,
+  });
+  audit(tx, {
+    orgId: s.org_id as string,
+    eventType: 'credits.purchase_failed',
+    actor: { type: 'system', id: `payment_provider:${s.provider as string}` },
+    env: s.environment as Env,
+    resource: { type: 'checkout_session', id: csId },
+    requestId: null,
+    data: { amount_cents: Number(s.amount_cents), reason: f.reason, provider_ref: f.providerRef },
+  });
+  try {
+    await tx.commit();
+    return { outcome: 'failed' };
+  } catch (e) {
+    if (!(e instanceof ConditionFailed)) throw e;
+    // The same event applied by a concurrent delivery, or the session settled meanwhile.
+    const now = await getSession(csId);
+    return { outcome: now?.status === 'paid' ? 'already_paid' : 'failed' };
+  }
+}
+
 /** Apply a paid session exactly once. Safe to call any number of times, concurrently. */
 export async function confirmCheckout(csId: string, payment: Payment): Promise<{ outcome: ConfirmOutcome; session?: Item }> {
   for (let attempt = 0; attempt < 12; attempt++) {

@@ -26,7 +26,15 @@ export interface CheckoutRequest {
   totalCreditsCents: number;
 }
 
-export type ChargeResult = { ok: true; providerRef: string } | { ok: false; reason: string; providerRef: string | null };
+/**
+ * What became of an off-session charge: accepted (`ok`), refused for good (`reason`), or `pending`:
+ * accepted by the processor but not settled yet (a PaymentIntent `processing`), neither money to
+ * grant nor a decline; ask again later with `chargeStatus`.
+ */
+export type ChargeResult =
+  | { ok: true; providerRef: string }
+  | { ok: false; pending?: false; reason: string; providerRef: string | null }
+  | { ok: false; pending: true; providerRef: string };
 
 export interface PaymentProvider {
   readonly name: 'local' | 'stripe' | 'disabled';
@@ -36,6 +44,8 @@ export interface PaymentProvider {
   paymentMethodFor(orgId: string): string;
   /** Charge a saved payment method off-session (auto top-up, D34). A decline is a result, not a throw. */
   chargeSaved(input: { customerRef: string | null; paymentMethod: string; amountCents: number; reference: string }): Promise<ChargeResult>;
+  /** The present state of a charge `chargeSaved` answered `pending` (its `providerRef`). */
+  chargeStatus(providerRef: string): Promise<ChargeResult>;
 }
 
 export class PaymentsUnavailable extends Error {
@@ -48,6 +58,7 @@ export const localProvider: PaymentProvider = {
   paymentMethodFor: (orgId) => `pm_local_${createHash('sha256').update(orgId).digest('hex').slice(0, 16)}`,
   // The local test card on file: the local provider moves no money, like a processor's sandbox.
   chargeSaved: async ({ reference }) => ({ ok: true, providerRef: `local_charge_${reference}` }),
+  chargeStatus: async (providerRef) => ({ ok: true, providerRef }),
 };
 
 export const disabledProvider: PaymentProvider = {
@@ -59,6 +70,7 @@ export const disabledProvider: PaymentProvider = {
     throw new PaymentsUnavailable('payments are not configured on this deployment');
   },
   chargeSaved: async () => ({ ok: false, reason: 'payments_unavailable', providerRef: null }),
+  chargeStatus: async (providerRef) => ({ ok: false, reason: 'payments_unavailable', providerRef }),
 };
 
 let override: PaymentProvider | null = null;

@@ -16,7 +16,7 @@ import { emit } from '../outbox';
 import { audit } from '../audit';
 import { ApiError, ConditionFailed, errors } from '../errors';
 import { recordResponse, type MutationContext } from '../context';
-import { balanceSnapshot, readBalance, readLots, dropRegime, emitLowBalance } from '../ledger/balance';
+import { balanceSnapshot, readBalance, readLots, dropRegime, emitLowBalance, spendableAt } from '../ledger/balance';
 import { getSettings, settingsFromItems } from '../orgs';
 import { addEscrow, addEscrowRefund, insufficientCredits } from '../ledger/escrow';
 import { ACTIVE_STATUSES, availability, emptySummary, jobIndex, type JobItem, type JobStatus } from './model';
@@ -96,12 +96,14 @@ export async function createJob(ctx: MutationContext, p: BuyerPrincipal, input: 
     if (live) {
       const snap = attempt === 0 ? first!.snap : await readBalance(p.orgId, p.env);
       if (freeTier && snap.activeJobs > 0) throw freeTierLimit(); // D57: before 402
-      if (snap.available < m.total_cost_cents) {
-        throw insufficientCredits(snap.available, m.total_cost_cents, `${config().publicBaseUrl}/v1/billing/credits/purchase`);
+      // D33: only credits not yet expired count, even before the sweep takes the others out of the balance.
+      const { spendable, expired } = spendableAt(snap, at);
+      if (spendable < m.total_cost_cents) {
+        throw insufficientCredits(spendable, m.total_cost_cents, `${config().publicBaseUrl}/v1/billing/credits/purchase`, Math.min(expired, snap.available - spendable));
       }
       const regime = dropRegime(snap.available, m.total_cost_cents, settings!.auto_top_up_threshold_cents);
       try {
-        escrowSources = addEscrow(tx, { orgId: p.orgId, env: p.env, jobId, amount: m.total_cost_cents, snapshot: snap, freeTier, balanceCondition: regime });
+        escrowSources = addEscrow(tx, { orgId: p.orgId, env: p.env, jobId, amount: m.total_cost_cents, snapshot: snap, freeTier, balanceCondition: regime, at });
       } catch (e) {
         // The balance and the lots were read on either side of a concurrent grant: read again.
         if (isStale(e) && attempt < MAX_ATTEMPTS) {

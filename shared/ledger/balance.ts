@@ -10,7 +10,7 @@ import { db, tableName } from '../db/client';
 import { keys, indexKeys } from '../db/keys';
 import { emit } from '../outbox';
 import { getSettings } from '../orgs';
-import { lotFromItem, type Lot } from './lots';
+import { expiredAt, lotFromItem, type Lot } from './lots';
 import type { Tx } from '../db/tx';
 import type { Env } from '../types';
 
@@ -45,6 +45,23 @@ export function balanceSnapshot(item: Record<string, unknown> | undefined, lots:
     updatedAt: (item?.updated_at as string | undefined) ?? null,
     lots,
   };
+}
+
+/**
+ * What a snapshot can spend at `at` (D33): the credits of its lots that have not expired, never
+ * more than the balance read. `available_cents` still counts a lot that has expired until the sweep
+ * writes its `expiration` row (so that it always equals the sum of the ledger rows, D31); those
+ * credits are `expired` here and are never drawn. Answers both.
+ */
+export function spendableAt(snap: BalanceSnapshot, at: string): { spendable: number; expired: number } {
+  let unexpired = 0;
+  let expired = 0;
+  for (const lot of snap.lots) {
+    if (lot.remaining <= 0) continue;
+    if (expiredAt(lot, at)) expired += lot.remaining;
+    else unexpired += lot.remaining;
+  }
+  return { spendable: Math.max(0, Math.min(snap.available, unexpired)), expired };
 }
 
 export async function readLots(orgId: string, env: Env): Promise<Lot[]> {

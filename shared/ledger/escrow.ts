@@ -1,7 +1,8 @@
 /**
  * Escrow (D31, D33): a live job holds `price × files_needed` from the moment it is created.
  *
- * - `addEscrow`: available → held, drawn from the lots that expire first, one `escrow` row.
+ * - `addEscrow`: available → held, drawn from the lots that expire first and have not expired yet
+ *   (a lot past its expiry is never drawn, even before the sweep empties it), one `escrow` row.
  * - `addApprovalCharges`: the approval transaction's money and job part (D29), `deduction` rows.
  * - `addEscrowRefund`: cancel returns the unused escrow, one `refund` row.
  *
@@ -15,7 +16,7 @@ import { nowIso } from '../clock';
 import { emit } from '../outbox';
 import { audit } from '../audit';
 import { ApiError, ConditionFailed, errors } from '../errors';
-import { writeLedgerRow, lotKey, creditLot, type Lot } from './lots';
+import { writeLedgerRow, lotKey, creditLot, expiredAt, type Lot } from './lots';
 import type { BalanceSnapshot } from './balance';
 import { ACTIVE_STATUSES, availability, freeSlots, jobIndex, type EscrowSource, type JobItem, type JobStatus } from '../jobs/model';
 import type { Tx } from '../db/tx';
@@ -24,13 +25,17 @@ import type { Env } from '../types';
 /** Leaves room in the 100-item transaction for the job, rows, event, audit and idempotency record. */
 export const MAX_LOTS_PER_ESCROW = 60;
 
-/** Lots to draw `amount` from, first to expire first. Null when they do not hold enough. */
-export function planDraw(lots: Lot[], amount: number): { lot: Lot; take: number }[] | null {
+/**
+ * Lots to draw `amount` from at `at`, first to expire first, skipping lots already expired then
+ * (D33: their credits are gone, whether or not the sweep has written it yet). Null when the others
+ * do not hold enough.
+ */
+export function planDraw(lots: Lot[], amount: number, at: string): { lot: Lot; take: number }[] | null {
   const out: { lot: Lot; take: number }[] = [];
   let left = amount;
   for (const lot of lots) {
     if (left === 0) break;
-    if (lot.remaining <= 0) continue;
+    if (lot.remaining <= 0 || expiredAt(lot, at)) continue;
     const take = Math.min(lot.remaining, left);
     out.push({ lot, take });
     left -= take;
@@ -38,9 +43,13 @@ export function planDraw(lots: Lot[], amount: number): { lot: Lot; take: number 
   return left === 0 ? out : null;
 }
 
-/** D19: the 402 with every variant field name (D41: inside `error`). */
-export function insufficientCredits(available: number, required: number, purchaseUrl: string): ApiError {
-  return new ApiError(402, 'insufficient_credits', `This job needs ${required} cents in escrow; ${available} are available.`, undefined, {
+/**
+ * D19: the 402 with every variant field name (D41: inside `error`). `available` is what can be
+ * spent; `expired`, credits of the balance past their expiry that the next sweep removes (D33).
+ */
+export function insufficientCredits(available: number, required: number, purchaseUrl: string, expired = 0): ApiError {
+  const gone = expired > 0 ? ` A further ${expired} cents of the balance have expired; they are removed from it at the next expiry sweep.` : '';
+  return new ApiError(402, 'insufficient_credits', `This job needs ${required} cents in escrow; ${available} are available.${gone}`, undefined, {
     current_balance_cents: available,
     required_cents: required,
     shortfall_cents: Math.max(0, required - available),
@@ -51,8 +60,10 @@ export function insufficientCredits(available: number, required: number, purchas
 }
 
 /**
- * Escrow `amount` for a new live job in `tx`. Each lot drawn is conditioned on still holding what
- * is taken, the balance on `balanceCondition` (which implies available ≥ amount) and, for a
+ * Escrow `amount` for a new live job in `tx`, planned at `at` (default now). Each lot drawn is
+ * conditioned on still holding what is taken and, for a lot that can expire, on not having expired
+ * when the transaction is built (D33: a lot that expires between the read and the commit is not
+ * drawn); the balance on `balanceCondition` (which implies available ≥ amount) and, for a
  * free-tier organization, on having no active job (D18); all updates are ADDs, so concurrent
  * escrows commute and no cent is spent twice. A failed condition (label `balance` or `lot:*`)
  * means the snapshot went stale: re-read and run again. Returns the escrow sources for the job.
@@ -68,10 +79,12 @@ export function addEscrow(
     freeTier: boolean;
     /** Condition on the balance (`dropRegime`); it must imply available_cents ≥ amount. */
     balanceCondition: { condition: string; values: Record<string, unknown> };
+    /** The time the draw is planned for (the job's creation); default now. */
+    at?: string;
   },
 ): EscrowSource[] {
   const { orgId, env, jobId, amount, snapshot } = input;
-  const plan = planDraw(snapshot.lots, amount);
+  const plan = planDraw(snapshot.lots, amount, input.at ?? nowIso());
   // The balance and its lots are read side by side, not atomically: a creation that committed
   // between the two reads leaves a balance that covers the amount over lots that no longer do.
   // That is a stale snapshot (re-read and run again, or 402 once the balance really is short),
@@ -80,10 +93,12 @@ export function addEscrow(
   if (plan.length > MAX_LOTS_PER_ESCROW) {
     throw errors.conflict(`Escrowing this job would draw from more than ${MAX_LOTS_PER_ESCROW} credit lots; create a smaller job.`);
   }
+  const now = nowIso();
   for (const { lot, take } of plan) {
     tx.update(`lot:${lot.id}`, lotKey(orgId, env, lot.sk), 'ADD remaining_cents :neg', {
-      condition: 'remaining_cents >= :take',
-      values: { ':neg': -take, ':take': take },
+      // D33: never from a lot past its expiry (the perpetual lot has none).
+      condition: lot.expiresAt ? 'remaining_cents >= :take AND expires_at > :now' : 'remaining_cents >= :take',
+      values: { ':neg': -take, ':take': take, ...(lot.expiresAt ? { ':now': now } : {}) },
     });
   }
   const v = input.balanceCondition;

@@ -69,6 +69,9 @@ export const lotFromItem = (it: Record<string, unknown>): Lot => ({
   remaining: Number(it.remaining_cents ?? 0),
 });
 
+/** D33: a lot whose credits are past their expiry at `at` (purchased credits never expire). */
+export const expiredAt = (lot: Pick<Lot, 'expiresAt'>, at: string): boolean => lot.expiresAt !== null && Date.parse(lot.expiresAt) <= Date.parse(at);
+
 /** The lot key from its sort key (org and env give the partition). */
 export const lotKey = (orgId: string, env: Env, sk: string) => ({ PK: keys.balance(orgId, env).PK, SK: sk });
 

@@ -3,11 +3,19 @@
  *
  * - Purchase: a Checkout Session in `payment` mode for the organization's Stripe customer (created
  *   once, kept on the organization), with consent to save the card for later off-session charges
- *   (`setup_future_usage: off_session`). `checkout_url` is Stripe's hosted page.
- * - Confirmation: Stripe's `checkout.session.completed` event at `POST /v1/billing/stripe/webhook`,
- *   verified with the `Stripe-Signature` header and the endpoint's signing secret.
- * - Auto top-up: an off-session PaymentIntent on the saved card, confirmed at once; a decline is
- *   reported, never thrown.
+ *   (`setup_future_usage: off_session`). `checkout_url` is Stripe's hosted page. Cards only
+ *   (`allowed_payment_method_types: ['card']`, whatever the Dashboard enables): the product is
+ *   prepaid credits, granted when the payment succeeds, and a bank debit (ACH, SEPA) would only
+ *   settle days later.
+ * - Confirmation: Stripe's `checkout.session.completed` event with `payment_status: 'paid'` at
+ *   `POST /v1/billing/stripe/webhook`, verified with the `Stripe-Signature` header and the
+ *   endpoint's signing secret. A payment that completes later (`completed` with `unpaid`, then
+ *   `checkout.session.async_payment_succeeded`) is confirmed by the later event through the same
+ *   path; `checkout.session.async_payment_failed` fails the session. So a Dashboard setting never
+ *   leaves a payment uncredited.
+ * - Auto top-up: an off-session PaymentIntent on the saved card (cards only), confirmed at once; a
+ *   decline is reported, never thrown; one still `processing` is reported pending, and
+ *   `chargeStatus` reads it again later.
  *
  * Keys come from the `stripe` secret (JSON `{"secret_key":"sk_…","webhook_secret":"whsec_…"}`).
  * `wire` points the SDK at another host (tests run it against a local server speaking Stripe's API).
@@ -33,6 +41,7 @@ export interface StripeWire {
 
 export type StripeWebhookOutcome =
   | { kind: 'checkout_completed'; eventId: string; sessionId: string; paymentMethod: string | null; customerRef: string | null; providerRef: string }
+  | { kind: 'checkout_failed'; eventId: string; sessionId: string; providerRef: string; reason: string }
   | { kind: 'ignored'; eventId: string; type: string; why: string };
 
 export interface StripeProvider extends PaymentProvider {
@@ -42,6 +51,34 @@ export interface StripeProvider extends PaymentProvider {
 
 export class StripeSignatureError extends Error {
   override name = 'StripeSignatureError';
+}
+
+/**
+ * Cards only (D34, D62): credits are granted when the payment succeeds, and an off-session top-up
+ * must settle at once. `allowed_payment_method_types` is the parameter of the pinned API version
+ * (the SDK's, 2026-10-28.endive); `payment_method_types` was removed from Checkout Session and
+ * PaymentIntent creation in 2026-09-30.endive and is refused there with a 400.
+ */
+const CARDS_ONLY = { allowed_payment_method_types: ['card'] as ['card'] };
+
+/** A PaymentIntent's state as a charge result: settled, refused for good, or still processing. */
+function intentResult(pi: Stripe.PaymentIntent): ChargeResult {
+  switch (pi.status) {
+    case 'succeeded':
+      return { ok: true, providerRef: pi.id };
+    case 'processing':
+      // Accepted but not settled yet: no money to grant, no decline to report (asked again later).
+      return { ok: false, pending: true, providerRef: pi.id };
+    case 'requires_action':
+      // The bank wants the buyer (3-D Secure), who is not present off-session: final here.
+      return { ok: false, reason: 'authentication_required', providerRef: pi.id };
+    default: {
+      // requires_payment_method (declined), canceled, …: nothing arrived, nothing is granted.
+      // (requires_capture cannot happen: capture is automatic.)
+      const e = pi.last_payment_error;
+      return { ok: false, reason: e?.decline_code ?? e?.code ?? pi.status, providerRef: pi.id };
+    }
+  }
 }
 
 export async function stripeKeys(): Promise<StripeKeys> {
@@ -86,6 +123,7 @@ export function stripeProvider(opts: { wire?: StripeWire } = {}): StripeProvider
       const session = await stripe.checkout.sessions.create(
         {
           mode: 'payment',
+          ...CARDS_ONLY,
           customer,
           client_reference_id: r.sessionId,
           line_items: [
@@ -120,6 +158,7 @@ export function stripeProvider(opts: { wire?: StripeWire } = {}): StripeProvider
           {
             amount: amountCents,
             currency: 'usd',
+            ...CARDS_ONLY,
             customer: customerRef,
             payment_method: paymentMethod,
             off_session: true,
@@ -129,9 +168,7 @@ export function stripeProvider(opts: { wire?: StripeWire } = {}): StripeProvider
           },
           { idempotencyKey: `top-up-${reference}` },
         );
-        if (pi.status === 'succeeded') return { ok: true, providerRef: pi.id };
-        // requires_action (authentication), processing, …: no money arrived, nothing is granted.
-        return { ok: false, reason: pi.status === 'requires_action' ? 'authentication_required' : pi.status, providerRef: pi.id };
+        return intentResult(pi);
       } catch (e) {
         if (e instanceof StripeSdk.errors.StripeCardError) {
           const raw = e.raw as { decline_code?: string; payment_intent?: { id?: string } } | undefined;
@@ -139,6 +176,10 @@ export function stripeProvider(opts: { wire?: StripeWire } = {}): StripeProvider
         }
         throw e;
       }
+    },
+    async chargeStatus(providerRef) {
+      const { stripe } = await client();
+      return intentResult(await stripe.paymentIntents.retrieve(providerRef));
     },
     async readWebhook(rawBody, signature) {
       const { stripe, keys } = await client();
@@ -148,12 +189,19 @@ export function stripeProvider(opts: { wire?: StripeWire } = {}): StripeProvider
       } catch (e) {
         throw new StripeSignatureError((e as Error).message);
       }
-      if (event.type !== 'checkout.session.completed') return { kind: 'ignored', eventId: event.id, type: event.type, why: 'not handled' };
+      if (event.type !== 'checkout.session.completed' && event.type !== 'checkout.session.async_payment_succeeded' && event.type !== 'checkout.session.async_payment_failed') {
+        return { kind: 'ignored', eventId: event.id, type: event.type, why: 'not handled' };
+      }
       const s = event.data.object;
       const sessionId = s.metadata?.checkout_session_id ?? s.client_reference_id;
       if (s.mode !== 'payment' || !sessionId) return { kind: 'ignored', eventId: event.id, type: event.type, why: 'not a credit purchase' };
-      if (s.payment_status !== 'paid') return { kind: 'ignored', eventId: event.id, type: event.type, why: `payment_status ${s.payment_status}` };
       const piId = typeof s.payment_intent === 'string' ? s.payment_intent : (s.payment_intent?.id ?? null);
+      if (event.type === 'checkout.session.async_payment_failed') {
+        return { kind: 'checkout_failed', eventId: event.id, sessionId, providerRef: piId ?? s.id, reason: 'async_payment_failed' };
+      }
+      // `completed` with `unpaid`: a payment method that settles later; its own event follows
+      // (async_payment_succeeded or async_payment_failed). Only a paid session is applied.
+      if (s.payment_status !== 'paid') return { kind: 'ignored', eventId: event.id, type: event.type, why: `payment_status ${s.payment_status}` };
       let paymentMethod: string | null = null;
       if (piId) {
         const pi = await stripe.paymentIntents.retrieve(piId);

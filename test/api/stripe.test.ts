@@ -20,6 +20,8 @@ import { newId } from '../../shared/ids';
 import { systemContext } from '../../shared/context';
 import { addSession } from '../../shared/billing/checkout';
 import { runAutoTopUp, topUpSessionId } from '../../shared/billing/auto-top-up';
+import { getSession } from '../../shared/billing/checkout';
+import { RetryLater } from '../../shared/work/stage-message';
 
 const WEBHOOK_SECRET = `whsec_${randomBytes(16).toString('hex')}`;
 const sdk = new Stripe('sk_test_signing_only');
@@ -48,14 +50,16 @@ afterAll(async () => {
 const principal = (b: Buyer, env: 'live' | 'test' = 'live') => ({ kind: 'api_key' as const, orgId: b.orgId, keyId: 'key_x', env, scopes: [], previousSecret: false });
 const credits = async (key: string) => (await rt.request('GET', '/v1/billing/credits', { key })).json.available_cents as number;
 
-function completedEvent(cs: { id: string }, opts: { paymentIntent?: string; paymentMethod?: string } = {}) {
+type SessionEventType = 'checkout.session.completed' | 'checkout.session.async_payment_succeeded' | 'checkout.session.async_payment_failed';
+
+function completedEvent(cs: { id: string }, opts: { paymentIntent?: string; paymentMethod?: string; type?: SessionEventType; paymentStatus?: 'paid' | 'unpaid' } = {}) {
   const pi = opts.paymentIntent ?? `pi_${randomBytes(8).toString('hex')}`;
   stripe.paymentMethodOf.set(pi, opts.paymentMethod ?? 'pm_card_visa');
   const stripeSession = stripe.requests.filter((r) => r.path === '/v1/checkout/sessions').find((r) => r.form.client_reference_id === cs.id);
   return JSON.stringify({
     id: `evt_${randomBytes(12).toString('hex')}`,
     object: 'event',
-    type: 'checkout.session.completed',
+    type: opts.type ?? 'checkout.session.completed',
     api_version: '2026-10-28.endive',
     created: Math.floor(Date.now() / 1000),
     livemode: false,
@@ -65,7 +69,7 @@ function completedEvent(cs: { id: string }, opts: { paymentIntent?: string; paym
         object: 'checkout.session',
         mode: 'payment',
         status: 'complete',
-        payment_status: 'paid',
+        payment_status: opts.paymentStatus ?? 'paid',
         payment_intent: pi,
         customer: stripeSession?.form.customer ?? null,
         client_reference_id: cs.id,
@@ -229,6 +233,204 @@ test('concurrent deliveries of one declined top-up record the decline once and a
   expect((await listEvents(principal(b))).filter((e) => e === 'credits.auto_top_up_failed')).toHaveLength(1);
   expect(await credits(b.live)).toBe(before);
   await expectIdentities(b);
+});
+
+describe('cards only, and payments that settle later', () => {
+  const paymentMethodTypes = (form: Record<string, string>) => Object.entries(form).filter(([k]) => k.includes('payment_method_types'));
+
+  test('the Checkout Session accepts cards only (allowed_payment_method_types = [card], whatever the Dashboard enables)', async () => {
+    const b = await newBuyer(rt);
+    stripe.requests.length = 0;
+    const cs = await purchase(b, 1_000);
+    const session = stripe.requests.find((r) => r.path === '/v1/checkout/sessions' && r.form.client_reference_id === cs.id);
+    expect(paymentMethodTypes(session!.form)).toEqual([['allowed_payment_method_types[0]', 'card']]);
+  });
+
+  test('the off-session top-up PaymentIntent accepts cards only', async () => {
+    const b = await newBuyer(rt);
+    const cs = await purchase(b, 1_000);
+    await deliver(completedEvent(cs, { paymentMethod: 'pm_card_visa' }));
+    await rt.request('PATCH', '/v1/organization/settings', { key: b.live, body: { auto_top_up_enabled: true, auto_top_up_amount_cents: 2_500 } });
+    const eventId = newId('event');
+    expect(await runAutoTopUp(b.orgId, 'live', eventId)).toBe('paid');
+    const charge = stripe.requests.find((r) => r.path === '/v1/payment_intents' && r.form['metadata[checkout_session_id]'] === topUpSessionId(eventId));
+    expect(paymentMethodTypes(charge!.form)).toEqual([['allowed_payment_method_types[0]', 'card']]);
+  });
+
+  test('a payment that settles later is credited when it settles: completed unpaid grants nothing, async_payment_succeeded grants purchase and bonus once with one credits.purchased', async () => {
+    const b = await newBuyer(rt);
+    const before = await credits(b.live);
+    const cs = await purchase(b, 5_000);
+    const paymentIntent = `pi_${randomBytes(8).toString('hex')}`;
+    const pending = await deliver(completedEvent(cs, { paymentIntent, paymentStatus: 'unpaid' }));
+    expect(pending.status).toBe(200);
+    expect(await credits(b.live)).toBe(before);
+    expect(await listEvents(principal(b))).not.toContain('credits.purchased');
+    const settled = await deliver(completedEvent(cs, { paymentIntent, type: 'checkout.session.async_payment_succeeded' }));
+    expect(settled.status).toBe(200);
+    expect(await credits(b.live)).toBe(before + 5_500);
+    expect((await listEvents(principal(b))).filter((e) => e === 'credits.purchased')).toHaveLength(1);
+    expect(await getSession(cs.id)).toMatchObject({ status: 'paid', payment_method: 'pm_card_visa' });
+    await expectIdentities(b);
+  });
+
+  test('a redelivered async_payment_succeeded (again and concurrently) grants nothing more', async () => {
+    const b = await newBuyer(rt);
+    const before = await credits(b.live);
+    const cs = await purchase(b, 2_500);
+    const paymentIntent = `pi_${randomBytes(8).toString('hex')}`;
+    await deliver(completedEvent(cs, { paymentIntent, paymentStatus: 'unpaid' }));
+    const settled = completedEvent(cs, { paymentIntent, type: 'checkout.session.async_payment_succeeded' });
+    expect((await deliver(settled)).status).toBe(200);
+    const again = await Promise.all([deliver(settled), deliver(settled), deliver(settled)]);
+    expect(again.map((r) => r.status)).toEqual([200, 200, 200]);
+    expect(await credits(b.live)).toBe(before + 2_625);
+    expect((await listEvents(principal(b))).filter((e) => e === 'credits.purchased')).toHaveLength(1);
+    await expectIdentities(b);
+  });
+
+  test('async_payment_failed fails the session and grants nothing', async () => {
+    const b = await newBuyer(rt);
+    const before = await credits(b.live);
+    const cs = await purchase(b, 5_000);
+    const paymentIntent = `pi_${randomBytes(8).toString('hex')}`;
+    await deliver(completedEvent(cs, { paymentIntent, paymentStatus: 'unpaid' }));
+    const failed = await deliver(completedEvent(cs, { paymentIntent, type: 'checkout.session.async_payment_failed', paymentStatus: 'unpaid' }));
+    expect(failed.status).toBe(200);
+    expect(await getSession(cs.id)).toMatchObject({ status: 'failed', failure_reason: 'async_payment_failed' });
+    expect(await credits(b.live)).toBe(before);
+    expect(await listEvents(principal(b))).not.toContain('credits.purchased');
+    await expectIdentities(b);
+  });
+});
+
+describe('an off-session top-up the bank has not settled yet (PaymentIntent processing)', () => {
+  async function buyerWithProcessingCard() {
+    const b = await newBuyer(rt);
+    const pm = `pm_card_processing_${randomBytes(4).toString('hex')}`;
+    stripe.processing.add(pm);
+    const cs = await purchase(b, 1_000);
+    await deliver(completedEvent(cs, { paymentMethod: pm }));
+    await rt.request('PATCH', '/v1/organization/settings', { key: b.live, body: { auto_top_up_enabled: true, auto_top_up_amount_cents: 2_500 } });
+    return b;
+  }
+
+  test('is neither granted nor declined: the session stays open with the charge recorded and the message is retried later', async () => {
+    const b = await buyerWithProcessingCard();
+    const before = await credits(b.live);
+    const eventId = newId('event');
+    await expect(runAutoTopUp(b.orgId, 'live', eventId)).rejects.toBeInstanceOf(RetryLater);
+    expect(await getSession(topUpSessionId(eventId))).toMatchObject({ status: 'open', pending_charge_ref: expect.stringMatching(/^pi_/) });
+    expect(await credits(b.live)).toBe(before);
+    expect(await listEvents(principal(b))).not.toContain('credits.auto_top_up_failed');
+  });
+
+  test('once it succeeds, a later delivery grants the top-up once, without charging again and without credits.auto_top_up_failed', async () => {
+    const b = await buyerWithProcessingCard();
+    const before = await credits(b.live);
+    const eventId = newId('event');
+    const id = topUpSessionId(eventId);
+    const charges = () => stripe.requests.filter((r) => r.method === 'POST' && r.path === '/v1/payment_intents' && r.form['metadata[checkout_session_id]'] === id);
+    await expect(runAutoTopUp(b.orgId, 'live', eventId)).rejects.toBeInstanceOf(RetryLater); // processing
+    await expect(runAutoTopUp(b.orgId, 'live', eventId)).rejects.toBeInstanceOf(RetryLater); // still processing
+    const ref = (await getSession(id))!.pending_charge_ref as string;
+    stripe.intents.get(ref)!.status = 'succeeded'; // the bank settles it
+    expect(await runAutoTopUp(b.orgId, 'live', eventId)).toBe('paid');
+    expect(await runAutoTopUp(b.orgId, 'live', eventId)).toBeNull(); // redelivered: nothing more
+    expect(await credits(b.live)).toBe(before + 2_625);
+    expect(charges()).toHaveLength(1);
+    const events = await listEvents(principal(b));
+    expect(events.filter((e) => e === 'credits.auto_topped_up')).toHaveLength(1);
+    expect(events).not.toContain('credits.auto_top_up_failed');
+    await expectIdentities(b);
+  });
+
+  test('through the top-ups queue: the crossing\'s message comes back until the charge settles, then the top-up is granted once', async () => {
+    const base = process.env.PIPELINE_RETRY_BASE_SECONDS;
+    process.env.PIPELINE_RETRY_BASE_SECONDS = '1';
+    try {
+      const b = await buyerWithProcessingCard(); // 1250 available
+      expect((await post(rt, b.live, '/v1/jobs', jobBody({ files_needed: 15, price_per_file_cents: 20 }))).status).toBe(201); // → 950: crosses 1000
+      const [crossing] = (await rt.request('GET', '/v1/webhook_events?type=credits.low_balance', { key: b.live })).json.data;
+      const ref = await waitFor(async () => (await getSession(topUpSessionId(crossing.id)))?.pending_charge_ref as string | undefined);
+      stripe.intents.get(ref)!.status = 'succeeded'; // the bank settles it; the next delivery reads it again
+      expect(await waitFor(async () => ((await credits(b.live)) !== 950 ? credits(b.live) : null), { timeoutMs: 20_000 })).toBe(950 + 2_625);
+      const events = await listEvents(principal(b));
+      expect(events.filter((e) => e === 'credits.auto_topped_up')).toHaveLength(1);
+      expect(events).not.toContain('credits.auto_top_up_failed');
+      await expectIdentities(b);
+    } finally {
+      if (base === undefined) delete process.env.PIPELINE_RETRY_BASE_SECONDS;
+      else process.env.PIPELINE_RETRY_BASE_SECONDS = base;
+    }
+  });
+
+  test('a final refusal after processing declines it: credits.auto_top_up_failed with the bank\'s reason, nothing granted', async () => {
+    const b = await buyerWithProcessingCard();
+    const before = await credits(b.live);
+    const eventId = newId('event');
+    await expect(runAutoTopUp(b.orgId, 'live', eventId)).rejects.toBeInstanceOf(RetryLater);
+    const ref = (await getSession(topUpSessionId(eventId)))!.pending_charge_ref as string;
+    Object.assign(stripe.intents.get(ref)!, {
+      status: 'requires_payment_method',
+      last_payment_error: { type: 'card_error', code: 'card_declined', decline_code: 'insufficient_funds', message: 'Your card has insufficient funds.' },
+    });
+    expect(await runAutoTopUp(b.orgId, 'live', eventId)).toBe('failed');
+    expect(await credits(b.live)).toBe(before);
+    const failed = await rt.request('GET', '/v1/webhook_events?type=credits.auto_top_up_failed', { key: b.live });
+    expect(failed.json.data.map((e: { data: unknown }) => e.data)).toEqual([{ amount_cents: 2_500, reason: 'insufficient_funds' }]);
+    await expectIdentities(b);
+  });
+});
+
+describe('auto top-up turned off after the crossing', () => {
+  /** What a run that opened the crossing's session and stopped leaves: the session, open, `extra` on it. */
+  async function openedTopUp(b: Buyer, extra: Record<string, unknown> = {}) {
+    const eventId = newId('event');
+    const tx = new Tx();
+    addSession(tx, systemContext('auto_top_up').actor, null, { id: topUpSessionId(eventId), orgId: b.orgId, env: 'live', amount: 2_500, kind: 'auto_top_up', provider: 'stripe', checkoutUrl: null });
+    await tx.commit();
+    for (const [k, v] of Object.entries(extra)) {
+      await db().send(new UpdateCommand({ TableName: tableName(), Key: keys.checkoutSession(topUpSessionId(eventId)), UpdateExpression: 'SET #k = :v', ExpressionAttributeNames: { '#k': k }, ExpressionAttributeValues: { ':v': v } }));
+    }
+    return eventId;
+  }
+
+  async function buyerWithCard() {
+    const b = await newBuyer(rt);
+    const cs = await purchase(b, 1_000);
+    await deliver(completedEvent(cs, { paymentMethod: 'pm_card_visa' }));
+    await rt.request('PATCH', '/v1/organization/settings', { key: b.live, body: { auto_top_up_enabled: true, auto_top_up_amount_cents: 2_500 } });
+    return b;
+  }
+
+  test('a session opened before auto top-up was turned off is cancelled when delivered again: no PaymentIntent reaches Stripe, nothing granted', async () => {
+    const b = await buyerWithCard();
+    const before = await credits(b.live);
+    const eventId = await openedTopUp(b);
+    await rt.request('PATCH', '/v1/organization/settings', { key: b.live, body: { auto_top_up_enabled: false } });
+    stripe.requests.length = 0;
+    expect(await runAutoTopUp(b.orgId, 'live', eventId)).toBeNull();
+    expect(stripe.requests.filter((r) => r.path.startsWith('/v1/payment_intents'))).toEqual([]);
+    expect(await getSession(topUpSessionId(eventId))).toMatchObject({ status: 'cancelled', cancel_reason: 'disabled' });
+    expect(await credits(b.live)).toBe(before);
+    const events = await listEvents(principal(b));
+    expect(events).not.toContain('credits.auto_topped_up');
+    expect(events).not.toContain('credits.auto_top_up_failed');
+  });
+
+  test('a charge already started before auto top-up was turned off is finished (same card, same idempotency key) and applied once', async () => {
+    const b = await buyerWithCard();
+    const before = await credits(b.live);
+    const eventId = await openedTopUp(b, { charge_payment_method: 'pm_card_visa', charge_started_at: new Date().toISOString() });
+    await rt.request('PATCH', '/v1/organization/settings', { key: b.live, body: { auto_top_up_enabled: false } });
+    stripe.requests.length = 0;
+    expect(await runAutoTopUp(b.orgId, 'live', eventId)).toBe('paid');
+    const charges = stripe.requests.filter((r) => r.path === '/v1/payment_intents');
+    expect(charges.map((r) => [r.idempotencyKey, r.form.payment_method])).toEqual([[`top-up-${topUpSessionId(eventId)}`, 'pm_card_visa']]);
+    expect(await credits(b.live)).toBe(before + 2_625);
+    await expectIdentities(b);
+  });
 });
 
 test('a test key purchase is test mode: completed at once, test balance only, Stripe never asked', async () => {

@@ -5,7 +5,13 @@
  *
  * - POST /v1/customers, POST /v1/checkout/sessions (hosted `url`), GET /v1/payment_intents/:id
  * - POST /v1/payment_intents: a payment method listed in `declining` answers 402 `card_error`
- *   (`card_declined` / `insufficient_funds`), as Stripe does for an off-session decline.
+ *   (`card_declined` / `insufficient_funds`), as Stripe does for an off-session decline; one listed
+ *   in `processing` answers a PaymentIntent in status `processing` (accepted, not settled yet).
+ *   Every PaymentIntent created is kept in `intents`; GET answers its present state, so a test
+ *   settles a processing one by changing its status there.
+ * - `payment_method_types` on a Checkout Session or PaymentIntent creation answers 400
+ *   `payment_method_types_no_longer_supported`, as the API version the SDK pins (2026-09-30.endive
+ *   and later) does; `allowed_payment_method_types` is the parameter there.
  */
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server, type ServerResponse } from 'node:http';
@@ -19,6 +25,13 @@ export interface StripeRequest {
   authorization: string | undefined;
 }
 
+export interface FakeIntent {
+  status: string;
+  payment_method: string | null;
+  amount: number;
+  last_payment_error: { type: string; code: string; decline_code?: string; message: string } | null;
+}
+
 export interface FakeStripe {
   host: string;
   port: number;
@@ -26,6 +39,10 @@ export interface FakeStripe {
   /** The payment method the PaymentIntent of a completed checkout used (retrieve answers it). */
   paymentMethodOf: Map<string, string>;
   declining: Set<string>;
+  /** Payment methods whose off-session PaymentIntents are created `processing`. */
+  processing: Set<string>;
+  /** The PaymentIntents created here, by id, as GET answers them. */
+  intents: Map<string, FakeIntent>;
   close(): Promise<void>;
 }
 
@@ -35,6 +52,8 @@ export async function startFakeStripe(): Promise<FakeStripe> {
   const requests: StripeRequest[] = [];
   const paymentMethodOf = new Map<string, string>();
   const declining = new Set<string>();
+  const processing = new Set<string>();
+  const intents = new Map<string, FakeIntent>();
   const send = (res: ServerResponse, status: number, body: unknown) => {
     const text = JSON.stringify(body);
     res.writeHead(status, { 'Content-Type': 'application/json', 'Request-Id': id('req') });
@@ -58,6 +77,16 @@ export async function startFakeStripe(): Promise<FakeStripe> {
       if (!r.authorization?.startsWith('Bearer sk_')) {
         return send(res, 401, { error: { type: 'invalid_request_error', message: 'Invalid API Key provided' } });
       }
+      if (r.method === 'POST' && (r.path === '/v1/checkout/sessions' || r.path === '/v1/payment_intents') && Object.keys(form).some((k) => k.startsWith('payment_method_types'))) {
+        return send(res, 400, {
+          error: {
+            type: 'invalid_request_error',
+            code: 'payment_method_types_no_longer_supported',
+            param: 'payment_method_types',
+            message: 'payment_method_types is no longer supported on this API version; use allowed_payment_method_types.',
+          },
+        });
+      }
       if (r.method === 'POST' && r.path === '/v1/customers') {
         return send(res, 200, { id: id('cus'), object: 'customer', email: form.email ?? null, name: form.name ?? null, metadata: {} });
       }
@@ -76,6 +105,8 @@ export async function startFakeStripe(): Promise<FakeStripe> {
       }
       const pi = /^\/v1\/payment_intents\/([^/]+)$/.exec(r.path);
       if (r.method === 'GET' && pi) {
+        const known = intents.get(pi[1]!);
+        if (known) return send(res, 200, { id: pi[1], object: 'payment_intent', ...known });
         return send(res, 200, { id: pi[1], object: 'payment_intent', status: 'succeeded', payment_method: paymentMethodOf.get(pi[1]!) ?? null });
       }
       if (r.method === 'POST' && r.path === '/v1/payment_intents') {
@@ -91,7 +122,14 @@ export async function startFakeStripe(): Promise<FakeStripe> {
             },
           });
         }
-        return send(res, 200, { id: piId, object: 'payment_intent', status: 'succeeded', amount: Number(form.amount), payment_method: form.payment_method });
+        const intent: FakeIntent = {
+          status: processing.has(form.payment_method ?? '') ? 'processing' : 'succeeded',
+          payment_method: form.payment_method ?? null,
+          amount: Number(form.amount),
+          last_payment_error: null,
+        };
+        intents.set(piId, intent);
+        return send(res, 200, { id: piId, object: 'payment_intent', ...intent });
       }
       return send(res, 404, { error: { type: 'invalid_request_error', message: `Unrecognized request URL (${r.method}: ${r.path})` } });
     });
@@ -103,6 +141,8 @@ export async function startFakeStripe(): Promise<FakeStripe> {
     requests,
     paymentMethodOf,
     declining,
+    processing,
+    intents,
     close: () =>
       new Promise<void>((ok) => {
         server.close(() => ok());
