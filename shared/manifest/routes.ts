@@ -273,7 +273,8 @@ export const ROUTES: readonly RouteDef[] = [
   buyer('billing.purchase_alias', 'POST', '/v1/billing/purchase', 'functions/billing/purchase.ts', 'billing:write', {
     access: { table: 'write', ...PAYS },
   }),
-  // D62: Stripe's confirmation of a payment (`checkout.session.completed`), verified by its signature.
+  // D62: Stripe's confirmation of a payment (`checkout.session.completed`, and the async payment
+  // outcome of a delayed method), verified by its signature.
   R({
     id: 'billing.stripe_webhook',
     method: 'POST',

@@ -204,7 +204,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     summary: "Stripe's payment confirmations (called by Stripe, not by integrators)",
     tag: 'Billing',
     description:
-      'Receives `checkout.session.completed` from Stripe, verified with the `Stripe-Signature` header; applied once however often Stripe delivers it. Not enabled unless the deployment uses Stripe (404).',
+      'Receives `checkout.session.completed`, `checkout.session.async_payment_succeeded` and `checkout.session.async_payment_failed` from Stripe, verified with the `Stripe-Signature` header; each is applied once however often Stripe delivers it. Not enabled unless the deployment uses Stripe (404).',
     success: ok(z.looseObject({ received: z.literal(true), outcome: z.string() }), 'Event accepted'),
     errors: { 400: 'The Stripe-Signature header does not match the body.', 404: 'Payments by Stripe are not enabled here.' },
   },

@@ -523,7 +523,7 @@ export interface paths {
         put?: never;
         /**
          * Stripe's payment confirmations (called by Stripe, not by integrators)
-         * @description Receives `checkout.session.completed` from Stripe, verified with the `Stripe-Signature` header; applied once however often Stripe delivers it. Not enabled unless the deployment uses Stripe (404).
+         * @description Receives `checkout.session.completed`, `checkout.session.async_payment_succeeded` and `checkout.session.async_payment_failed` from Stripe, verified with the `Stripe-Signature` header; each is applied once however often Stripe delivers it. Not enabled unless the deployment uses Stripe (404).
          */
         post: operations["billing.stripe_webhook"];
         delete?: never;
