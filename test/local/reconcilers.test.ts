@@ -64,7 +64,8 @@ it('unfinished events go back to the webhooks queue, each in the form that resum
   const due = new Date(Date.now() + 60_000).toISOString();
   await setDeliveries(retrying, {
     we_ok: { ...newEntry(new Date()), status: 'delivered', attempts: 1, next_token: null },
-    we_retry: { ...newEntry(new Date(due), 'tok-1'), attempts: 2 },
+    // After two attempts (each records its place in the retry schedule).
+    we_retry: { ...newEntry(new Date(due), 'tok-1'), attempts: 2, retry_index: 2 },
   });
   const stale = await newEvent(org);
   await setDeliveries(stale, { we_ok: { ...newEntry(new Date()), status: 'delivered', attempts: 1, next_token: null } });
@@ -85,6 +86,21 @@ it('unfinished events go back to the webhooks queue, each in the form that resum
     },
   ]);
   expect((await getEvent(stale))!.delivery_status).toBe('delivered'); // the aggregate, repaired
+});
+
+it('a pending delivery goes back at its place in the retry schedule: the one a replay kept, or its attempts for an entry written before places were recorded', async () => {
+  const org = `org_rec${Date.now()}`;
+  const ev = await newEvent(org);
+  const { retry_index: _unrecorded, ...older } = { ...newEntry(new Date(), 'tok-old'), attempts: 3 };
+  await setDeliveries(ev, {
+    // Three attempts, then a replay that kept the schedule at its second retry.
+    we_replayed: { ...newEntry(new Date(), 'tok-replayed'), attempts: 3, retry_index: 1 },
+    we_older: older,
+  });
+  const ctx = context();
+  await webhooksReconciler.run(ctx);
+  const byEndpoint = Object.fromEntries(ctx.sent.filter((m) => m.body.kind === 'webhook.attempt' && m.body.event_id === ev).map((m) => [m.body.endpoint_id, m.body.retry_index]));
+  expect(byEndpoint).toEqual({ we_replayed: 1, we_older: 3 });
 });
 
 it('an unfinished sandbox run gets its next tick; a test job whose run never started gets its job.created again', async () => {
