@@ -31,7 +31,7 @@ import {
   writeErrorEnvelope,
   type IntegrationTimeouts,
 } from './http-limits';
-import { handlerModuleExists, lambdaContext, loadHandler, LOCAL_ACCOUNT_ID } from './lambda';
+import { grantedTo, handlerModuleExists, lambdaContext, loadHandler, LOCAL_ACCOUNT_ID } from './lambda';
 import type { Log } from './log';
 
 export { LAMBDA_PAYLOAD_BYTES, MAX_BODY_BYTES, MAX_HEADER_BYTES, writeErrorEnvelope, type IntegrationTimeouts } from './http-limits';
@@ -297,7 +297,7 @@ export function createHttpServer(opts: HttpServerOptions): Server {
     let result: APIGatewayProxyResult;
     let timer: NodeJS.Timeout | undefined;
     try {
-      const handler = await (opts.loadHandler ?? loadHandler)(route.handler);
+      const handler = grantedTo(route.access, await (opts.loadHandler ?? loadHandler)(route.handler));
       const invocation = Promise.resolve(handler(event, lambdaContext(routeLogicalName(route), Math.ceil(budgetMs / 1000)))) as Promise<APIGatewayProxyResult>;
       const timedOut = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new IntegrationTimeout()), budgetMs);

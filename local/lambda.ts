@@ -6,6 +6,8 @@ import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Context } from 'aws-lambda';
+import { secretsRead, type KeyAccess } from '../shared/manifest/access';
+import { withGrantedSecrets } from '../shared/secrets';
 
 /** The project root: manifest module paths (`functions/...ts`) are relative to it. */
 export const PROJECT_ROOT = resolve(__dirname, '..');
@@ -46,6 +48,15 @@ export function loadHandler(modulePath: string): Promise<AnyHandler> {
     loaded.set(modulePath, p);
   }
   return p;
+}
+
+/**
+ * The handler as the function of a manifest entry runs it: each invocation may read only the
+ * secrets the entry declares (shared/secrets `withGrantedSecrets`), as its deployed grant allows.
+ */
+export function grantedTo(access: KeyAccess, handler: AnyHandler): AnyHandler {
+  const secrets = secretsRead(access);
+  return (event, context) => withGrantedSecrets(secrets, () => handler(event, context));
 }
 
 /** Forgets loaded modules' handlers (the modules stay in the module cache). */

@@ -16,7 +16,7 @@ import { createEventRouter } from './eventbridge';
 import { createHttpServer, registerLocalPage, type IntegrationTimeouts } from './http';
 import { localCdnPage } from './cdn';
 import { localCheckoutPage } from '../shared/payments/local-checkout-page';
-import { handlerModuleExists, loadHandler, localRegion, LOCAL_ACCOUNT_ID } from './lambda';
+import { grantedTo, handlerModuleExists, loadHandler, localRegion, LOCAL_ACCOUNT_ID } from './lambda';
 import { createLog, type LogLevel } from './log';
 import { registerReconciler, runMarker, runReconcilers } from './reconcilers';
 import { UNFINISHED_WORK, webhooksReconciler } from './reconcile-unfinished';
@@ -293,7 +293,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
         }
         const cc = opts.consumerConcurrency;
         const concurrency = (typeof cc === 'number' ? cc : cc?.[q.def.name]) ?? q.def.maxConcurrency ?? defaultConsumerConcurrency();
-        const poller = new QueuePoller({ client: sqs, queue: q, handler: () => loadHandler(q.def.consumer), log, waitTimeSeconds: opts.pollWaitSeconds, concurrency });
+        const poller = new QueuePoller({ client: sqs, queue: q, handler: async () => grantedTo(q.def.access, await loadHandler(q.def.consumer)), log, waitTimeSeconds: opts.pollWaitSeconds, concurrency });
         poller.start();
         stops.push(() => poller.stop());
         polledQueues.push(q.def.name);

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ScheduledEvent } from 'aws-lambda';
 import { SCHEDULES, type ScheduleDef } from '../shared/manifest/wiring';
-import { handlerModuleExists, lambdaContext, loadHandler, LOCAL_ACCOUNT_ID, localRegion } from './lambda';
+import { grantedTo, handlerModuleExists, lambdaContext, loadHandler, LOCAL_ACCOUNT_ID, localRegion } from './lambda';
 import type { Log } from './log';
 
 export function scheduledEvent(schedule: Pick<ScheduleDef, 'name'>, at = new Date()): ScheduledEvent {
@@ -44,7 +44,7 @@ export function startScheduler(opts: { log: Log; schedules?: readonly ScheduleDe
       if (busy) return;
       busy = true;
       const run = loadHandler(schedule.handler)
-        .then((handler) => handler(scheduledEvent(schedule), lambdaContext(schedule.name, schedule.timeoutSeconds)))
+        .then((handler) => grantedTo(schedule.access, handler)(scheduledEvent(schedule), lambdaContext(schedule.name, schedule.timeoutSeconds)))
         .then(
           () => opts.log.debug(`schedule ${schedule.name}: done`),
           (err: unknown) => opts.log.error(`schedule ${schedule.name}: failed`, err),

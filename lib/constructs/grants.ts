@@ -12,7 +12,7 @@ import {
   aws_secretsmanager as secretsmanager,
   aws_sqs as sqs,
 } from 'aws-cdk-lib';
-import { secretArnVariable, type KeyAccess, type SecretName } from '../../shared/manifest/access';
+import { secretArnVariable, secretsRead, type KeyAccess, type SecretName } from '../../shared/manifest/access';
 import { EXTENSION_TTL_SECONDS } from '../../shared/secrets';
 import { acknowledge } from './nag';
 import { BUCKET_PREFIXES, TRANSCRIBE_JOB_PREFIX } from '../../shared/manifest/wiring';
@@ -164,13 +164,6 @@ export interface KeyResources {
 export interface CdnResources {
   readonly baseUrl: string;
   readonly publicKey: cloudfront.IPublicKey;
-}
-
-/** The secrets a manifest entry reads (`secrets`, and the CDN signing key with `cdnSign`). */
-function secretsRead(access: KeyAccess): SecretName[] {
-  const names = new Set<SecretName>(access.secrets ?? []);
-  if (access.cdnSign) names.add('cdn-signing-key');
-  return [...names];
 }
 
 /**

@@ -25,6 +25,13 @@ export interface KeyAccess {
   transcribe?: boolean;
 }
 
+/** The secrets a manifest entry reads (`secrets`, and the CDN signing key with `cdnSign`): its grant. */
+export function secretsRead(access: KeyAccess): SecretName[] {
+  const names = new Set<SecretName>(access.secrets ?? []);
+  if (access.cdnSign) names.add('cdn-signing-key');
+  return [...names];
+}
+
 /** `SECRET_ARN_<NAME>`: the environment variable that carries a secret's ARN (never its value). */
 export function secretArnVariable(name: SecretName): string {
   return `SECRET_ARN_${name.toUpperCase().replace(/-/g, '_')}`;

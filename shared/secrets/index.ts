@@ -13,7 +13,10 @@
  *
  * Local: the runtime keeps its secrets in a file under its data folder (`LOCAL_SECRETS_FILE`,
  * a JSON object name → value, mode 0600), so they survive restarts like the data they protect.
+ * Each invocation of the local runtime reads only the secrets its manifest entry declares, as the
+ * deployed grant allows (`withGrantedSecrets`): a handler that reads another fails locally first.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { readFileSync } from 'node:fs';
 import { get } from 'node:http';
 import { secretArnVariable, type SecretName } from '../manifest/access';
@@ -42,9 +45,27 @@ export function readLocalEntry(name: string): string {
   return value;
 }
 
+const grants = new AsyncLocalStorage<readonly SecretName[]>();
+
+/**
+ * Local runtime: runs one invocation of a function that is granted only `secrets` (its manifest
+ * entry's, shared/manifest/access.ts `secretsRead`); getSecret refuses any other inside it, as the
+ * deployed function has neither the permission nor the ARN. Outside any invocation (tests, scripts)
+ * every secret of the file is readable.
+ */
+export function withGrantedSecrets<T>(secrets: readonly SecretName[], fn: () => T): T {
+  return grants.run(secrets, fn);
+}
+
 /** The current value of a secret; throws SecretUnavailableError when it is not configured. */
 export async function getSecret(name: SecretName): Promise<string> {
-  if (process.env.RUNTIME === 'local') return readLocalEntry(name);
+  if (process.env.RUNTIME === 'local') {
+    const granted = grants.getStore();
+    if (granted && !granted.includes(name)) {
+      throw new SecretUnavailableError(`secret ${name}: not granted to this function (its manifest entry does not declare it)`);
+    }
+    return readLocalEntry(name);
+  }
   const arn = process.env[secretArnVariable(name)];
   if (!arn) throw new SecretUnavailableError(`secret ${name}: ${secretArnVariable(name)} is not set (not granted to this function)`);
   const cached = deployedCache.get(arn);
