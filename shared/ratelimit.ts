@@ -9,11 +9,18 @@
  * - While a key has two live secrets (the 24 h overlap of a rotation, D6) both secrets count on the
  *   key's own window item (`consume('K#<key id>')`), so the limit stays one per key; the rotation
  *   carries the hour's count over to it (shared/api-keys). Signups count per source IP there too.
+ *
+ * The windows count the requests served: a request the limits refuse is counted (that is how the
+ * decision is taken in the one write) and then taken back (`uncount`), so a client that keeps
+ * knocking after a 429 does not spend its hour on refusals. The count never falls below the
+ * requests served (each refusal takes back only its own count), so no more than the limit passes.
+ * A take-back that fails leaves the count one too high, never too low.
  */
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from './db/client';
 import { keys } from './db/keys';
 import { now } from './clock';
+import { logger } from './logger';
 
 export interface Limits {
   perMinute: number;
@@ -108,7 +115,38 @@ export function decide(c: Counts, l: Limits): RateDecision {
 /** Count one request on the principal's window item and decide. `limits` may resolve in parallel. */
 export async function consume(principal: string, limits: Limits | Promise<Limits>): Promise<RateDecision> {
   const [c, l] = await Promise.all([incr(principal, windowsAt()), limits]);
-  return decide(c, l);
+  const decision = decide(c, l);
+  if (!decision.allowed) await uncount({ principal }, c);
+  return decision;
+}
+
+/**
+ * Takes a refused request's count back: from the principal's window item, or from the secret item
+ * that counted it (shared/auth/authenticate.ts), in the hour it was counted in only.
+ */
+export async function uncount(on: { principal: string } | { secretHash: string }, c: Windows): Promise<void> {
+  const minus = { ':minus': -1 };
+  const command =
+    'principal' in on
+      ? new UpdateCommand({
+          TableName: tableName(),
+          Key: keys.rateWindow(on.principal, 'h', c.hourStart),
+          UpdateExpression: 'ADD #n :minus, #m :minus',
+          ConditionExpression: 'attribute_exists(#n)',
+          ExpressionAttributeNames: { '#n': 'n', '#m': `m${c.minuteIndex}` },
+          ExpressionAttributeValues: minus,
+        })
+      : new UpdateCommand({
+          TableName: tableName(),
+          Key: keys.secret(on.secretHash),
+          UpdateExpression: 'ADD #n :minus, #m :minus',
+          ConditionExpression: '#h = :h',
+          ExpressionAttributeNames: { '#h': SECRET_COUNTER.hour, '#n': SECRET_COUNTER.total, '#m': SECRET_COUNTER.minute(c.minuteIndex) },
+          ExpressionAttributeValues: { ...minus, ':h': c.hourStart },
+        });
+  await db()
+    .send(command)
+    .catch((err: Error) => logger.warn('rate limit: a refused request could not be taken back from its window (counted one too many)', { error: err }));
 }
 
 /**

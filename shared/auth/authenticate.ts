@@ -42,6 +42,8 @@ export interface Authenticated {
   counts: Counts | null;
   /** The key has two live secrets: its limit is decided on the key's window item instead (D6, D13). */
   sharedCount: boolean;
+  /** The secret item that holds `counts` (its hash), for taking back a refused request. */
+  countedOn: string | null;
 }
 
 type Item = SecretItem & Record<string, unknown>;
@@ -168,5 +170,5 @@ export async function authenticate(
   if (!item) throw errors.authentication(expected === 'worker' ? 'Invalid worker token.' : 'Invalid API key.');
   const principal = principalOf(item, expected, hash);
   const sharedCount = !!item.not_after || (typeof item.shared_count_until === 'number' && counts !== null && counts.t < item.shared_count_until);
-  return { principal, counts, sharedCount };
+  return { principal, counts, sharedCount, countedOn: counts ? hash : null };
 }

@@ -30,6 +30,8 @@ export interface ApiState {
   counts?: Counts | null;
   /** The key has two live secrets (rotation overlap): its limit is counted on the key's window item. */
   sharedCount?: boolean;
+  /** The secret item that counted this request (shared/auth/authenticate.ts), when one did. */
+  countedOn?: string | null;
   /** Tenant items read in the second step for the domain function (the route's `reads`). */
   tenant?: TenantReads;
   body: unknown;

@@ -10,6 +10,7 @@ import { db, tableName } from '../../shared/db/client';
 import { keys } from '../../shared/db/keys';
 import { sha256hex, newApiSecret } from '../../shared/auth/secrets';
 import { clock, HOUR_MS } from '../../shared/clock';
+import { consume } from '../../shared/ratelimit';
 
 let rt: TestRuntime;
 
@@ -37,6 +38,31 @@ test('70 requests at once on a free key: exactly 60 pass and 10 get 429 (D13)', 
   clock.set(midMinute());
   const rs = await Promise.all(Array.from({ length: 70 }, () => me(secret)));
   expect(statuses(rs)).toEqual({ 200: 60, 429: 10 });
+});
+
+test('a request refused with 429 is taken back from the count: the windows count the requests served (D13)', async () => {
+  const { secret } = await freshKey();
+  const at = midMinute();
+  clock.set(at);
+  const rs = await Promise.all(Array.from({ length: 70 }, () => me(secret)));
+  expect(statuses(rs)).toEqual({ 200: 60, 429: 10 });
+  const item = await secretItem(secret);
+  const hourStart = Math.floor(at.getTime() / HOUR_MS) * 3600;
+  expect(item!.rl_n).toBe(60);
+  expect(item![`rl_m${Math.floor((at.getTime() / 1000 - hourStart) / 60)}`]).toBe(60);
+});
+
+test('refusals do not spend the hour: a client that keeps knocking after its minute is used up is served in the next minute until the hour is', async () => {
+  const principal = `T#knock${Date.now()}`;
+  const limits = { perMinute: 2, perHour: 3 };
+  const at = midMinute();
+  clock.set(at);
+  const first = [];
+  for (let i = 0; i < 6; i++) first.push((await consume(principal, limits)).allowed);
+  expect(first).toEqual([true, true, false, false, false, false]);
+  clock.set(new Date(at.getTime() + 60_000));
+  expect((await consume(principal, limits)).allowed).toBe(true); // the hour's third request
+  expect((await consume(principal, limits)).allowed).toBe(false); // the hour is used up
 });
 
 test('the request is counted on the secret item: the hour, and the minute it fell in', async () => {

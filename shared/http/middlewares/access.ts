@@ -7,7 +7,7 @@ import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { BatchGetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { authenticate, presentedKeyHash } from '../../auth/authenticate';
 import { forgetOwner, knownOwner, rememberOwner, sameOwner, type SecretOwner } from '../../auth/owners';
-import { consume, decide, TIERS, type Limits } from '../../ratelimit';
+import { consume, decide, TIERS, uncount, type Limits } from '../../ratelimit';
 import { db, tableName } from '../../db/client';
 import { keys, type Key } from '../../db/keys';
 import { readLots } from '../../ledger/balance';
@@ -64,6 +64,7 @@ export function authentication(route: RouteDef): MW {
       s.principal = a.principal;
       s.counts = a.counts;
       s.sharedCount = a.sharedCount;
+      s.countedOn = a.countedOn;
       if (a.principal.kind === 'api_key') {
         rememberOwner(a.principal);
         if (e && sameOwner(e.owner, a.principal)) early.set(s, e);
@@ -146,6 +147,7 @@ export function rateLimit(route: RouteDef): MW {
         const touched = s.counts?.m === 1 ? touchLastUsed(p) : undefined;
         // D6/D13: while the key has two live secrets, both count on the key's own window item.
         decision = s.counts && !s.sharedCount ? decide(s.counts, (await lookup).limits) : await consume(`K#${p.keyId}`, lookup.then((x) => x.limits));
+        if (!decision.allowed && s.counts && !s.sharedCount && s.countedOn) await uncount({ secretHash: s.countedOn }, s.counts);
         const x = await lookup;
         s.responseHeaders['X-Service-Credits-Remaining'] = String(x.credits);
         if (resKey && x.resource) s.prefetched = { PK: resKey.PK, SK: resKey.SK, item: x.resource.item };
@@ -153,6 +155,7 @@ export function rateLimit(route: RouteDef): MW {
         await touched;
       } else if (route.rateLimit === 'worker' && p?.kind === 'worker') {
         decision = s.counts ? decide(s.counts, TIERS.standard) : await consume(`W#${p.workerId}`, TIERS.standard);
+        if (!decision.allowed && s.counts && s.countedOn) await uncount({ secretHash: s.countedOn }, s.counts);
       } else if (route.rateLimit === 'signup_buyer' || route.rateLimit === 'signup_worker') {
         // D44: loopback sources are exempt in the local runtime only.
         if (config().runtime === 'local' && isLoopback(s.sourceIp)) return;
