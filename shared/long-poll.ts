@@ -7,6 +7,10 @@
  * connection is idle between them; it answers on the first read whose status differs from the
  * status at the start, and at once for an item already in a terminal status. The deadline uses the
  * real monotonic clock (the injectable domain clock may be frozen by tests).
+ *
+ * D6: a revoke is immediate, also for a request already waiting: a wait that held the request
+ * checks the key again before it answers (`stillValid`), so a key revoked (or a rotated-out secret
+ * that expired) meanwhile gets 401, not the resource.
  */
 import { config } from './config';
 
@@ -34,6 +38,7 @@ export async function untilStatusChanges<T extends { status?: unknown }>(
   seconds: number,
   terminal: readonly unknown[],
   read: () => Promise<T | null | undefined>,
+  stillValid: () => Promise<void>,
 ): Promise<T> {
   const initial = item.status;
   if (seconds <= 0 || terminal.includes(initial)) return item;
@@ -42,10 +47,12 @@ export async function untilStatusChanges<T extends { status?: unknown }>(
   let current = item;
   for (;;) {
     const left = deadline - performance.now();
-    if (left <= 0) return current;
+    if (left <= 0) break;
     await new Promise((r) => setTimeout(r, Math.min(interval, left)));
     interval = Math.min(interval * 2, MAX_INTERVAL_MS);
     current = (await read()) ?? current;
-    if (current.status !== initial) return current;
+    if (current.status !== initial) break;
   }
+  await stillValid();
+  return current;
 }

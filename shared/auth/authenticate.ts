@@ -128,6 +128,18 @@ function principalOf(item: Item, expected: 'api_key' | 'worker', hash: string): 
 }
 
 /**
+ * D6 for a request that was held (a long poll): the key's secret must still exist and be within
+ * its rotation overlap when the answer goes out, else 401 as for a new request.
+ */
+export async function stillAuthenticated(p: BuyerPrincipal): Promise<void> {
+  if (!p.secretHash) return; // not authenticated by a secret (an internal caller)
+  const out = await db().send(new GetCommand({ TableName: tableName(), Key: keys.secret(p.secretHash), ConsistentRead: true }));
+  const item = out.Item as Item | undefined;
+  if (!item) throw errors.authentication('This API key was revoked while the request waited.');
+  principalOf(item, 'api_key', p.secretHash); // a rotated-out secret past its overlap: 401
+}
+
+/**
  * The SHA-256 of the API key an `Authorization` header presents, when it is well formed (nothing
  * is read: whether the key exists is for `authenticate` to decide).
  */

@@ -95,6 +95,6 @@ export async function listExports(jobId: string, q: { limit: number; cursor?: st
  * Long-poll (`Prefer: wait=N`, as for jobs; ../long-poll.ts): answers as soon as the status differs
  * from the status at the start, at once when the export already succeeded or failed, else after N seconds.
  */
-export function waitForExportChange(item: ExportItem, seconds: number): Promise<ExportItem> {
-  return untilStatusChanges(item, seconds, TERMINAL_EXPORT_STATUSES, () => getExportItem(item.id, false));
+export function waitForExportChange(item: ExportItem, seconds: number, stillValid: () => Promise<void>): Promise<ExportItem> {
+  return untilStatusChanges(item, seconds, TERMINAL_EXPORT_STATUSES, () => getExportItem(item.id, false), stillValid);
 }

@@ -4,6 +4,7 @@ import { getJobItem } from './index';
 
 const TERMINAL = ['completed', 'cancelled'];
 
-export function waitForStatusChange(item: Record<string, unknown>, seconds: number): Promise<Record<string, unknown>> {
-  return untilStatusChanges(item, seconds, TERMINAL, () => getJobItem(item.id as string, false));
+/** `stillValid` checks the caller's key again before a held request answers (D6). */
+export function waitForStatusChange(item: Record<string, unknown>, seconds: number, stillValid: () => Promise<void>): Promise<Record<string, unknown>> {
+  return untilStatusChanges(item, seconds, TERMINAL, () => getJobItem(item.id as string, false), stillValid);
 }

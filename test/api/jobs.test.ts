@@ -8,6 +8,7 @@ import { summaryClauses } from '../../shared/jobs/view';
 import { addApprovalCharges, approvalAllowed } from '../../shared/ledger/escrow';
 import { jobBody, newBuyer, newKey, post, startBillingRuntime, type Buyer } from './billing-support';
 import type { TestRuntime } from '../support/harness';
+import { createKey } from '../support/buyers';
 
 let rt: TestRuntime & { stopAll(): Promise<void> };
 beforeAll(async () => {
@@ -245,6 +246,17 @@ describe('list and get', () => {
   test('D20: a long-poll on a job whose status does not change answers open after the wait, with Preference-Applied', async () => {
     const r = await rt.request('GET', `/v1/jobs/${ids[1]}`, { key: b.test, headers: { Prefer: 'wait=1' } });
     expect([r.status, r.json.status, r.headers['preference-applied']]).toEqual([200, 'open', 'wait=1']);
+  });
+
+  test('D6: a key revoked while its long-poll waits gets 401 when the wait ends, not the job', async () => {
+    const k = await createKey(rt, b.test, { name: 'revoked while waiting', environment: 'test' });
+    const waiting = rt.request('GET', `/v1/jobs/${ids[1]}`, { key: k.secret, headers: { Prefer: 'wait=2' } });
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await post(rt, b.test, `/v1/api_keys/${k.id}/revoke`)).status).toBe(204);
+    const r = await waiting;
+    expect(r.status).toBe(401);
+    expect(r.json.error.type).toBe('authentication_error');
+    expect(r.text).not.toContain(ids[1]);
   });
 
   test('D50/D56: the submission summary comes from the counters on the job; retry_pending counts in the total only', async () => {
