@@ -59,7 +59,12 @@ export class IdempotencyHandle {
     return { ...r, body: null, body_sealed: this.sealing.seal(JSON.stringify(r.body), sealContext(this.scope, this.keyHash)) };
   }
 
-  /** Add the final response to the transaction of the write this key protects. */
+  /**
+   * Add the final response to the transaction of the write this key protects. It counts as
+   * recorded once that transaction commits: a domain function whose transaction failed and that
+   * answers otherwise (e.g. a revoke that finds the key already revoked) still has its answer
+   * stored by the middleware, instead of leaving the key in progress.
+   */
   record(tx: Tx, body: unknown, status = this.successStatus, headers?: Record<string, string>): void {
     tx.update('idempotency', this.key(), 'SET #s = :done, #r = :resp', {
       condition: '#l = :lock AND #s = :inprog',
@@ -71,7 +76,7 @@ export class IdempotencyHandle {
         ':inprog': 'in_progress',
       },
     });
-    this.recorded = true;
+    tx.onCommit(() => (this.recorded = true));
   }
 
   /** Store a response after the fact (4xx outcomes, and writes that did not record in their tx). */

@@ -23,6 +23,7 @@ export interface CondOpts {
 export class Tx {
   private readonly items: TxItem[] = [];
   private readonly labels: string[] = [];
+  private readonly committed: (() => void)[] = [];
 
   get size(): number {
     return this.items.length;
@@ -69,6 +70,12 @@ export class Tx {
     return this.add(label, { ConditionCheck: { TableName: tableName(), Key: key, ...cond(opts) } as never });
   }
 
+  /** Runs `fn` once this transaction has committed (never when it fails). */
+  onCommit(fn: () => void): this {
+    this.committed.push(fn);
+    return this;
+  }
+
   /**
    * Commit atomically. A failed condition throws `ConditionFailed` with the labels of the items
    * whose condition failed. Transaction conflicts (another transaction on the same items, or the
@@ -83,6 +90,7 @@ export class Tx {
       try {
         await db().send(new TransactWriteCommand({ TransactItems: this.items }));
         recordCommitted(this.items);
+        for (const fn of this.committed) fn();
         return;
       } catch (err) {
         const name = (err as Error).name;

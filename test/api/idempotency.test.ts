@@ -2,6 +2,9 @@
 import { startTestRuntime, type TestRuntime } from '../support/harness';
 import { signupBuyer, idemKey, type TestBuyer } from '../support/buyers';
 import { clock, HOUR_MS } from '../../shared/clock';
+import { acquire } from '../../shared/idempotency';
+import { Tx } from '../../shared/db/tx';
+import { ConditionFailed } from '../../shared/errors';
 
 let rt: TestRuntime;
 let a: TestBuyer;
@@ -149,5 +152,30 @@ describe('a body refused by validation is an outcome like any other 4xx (D11)', 
     const r = await rt.request('POST', '/v1/auth/signup', { body: { name: 'No email' } });
     expect(r.status).toBe(400);
     expect(r.json.error.details.map((d: { field: string }) => d.field)).toContain('email');
+  });
+});
+
+describe('the response recorded in a transaction counts only once that transaction commits', () => {
+  const acquired = async () => {
+    const r = await acquire({ scope: `org_idem${Date.now()}#test`, key: idemKey(), fingerprint: 'f', requestId: 'req_x', successStatus: 200 });
+    if (r.kind !== 'acquired') throw new Error(`expected a fresh key, got ${r.kind}`);
+    return r.handle;
+  };
+
+  test('a transaction that fails leaves the response unrecorded, so the middleware still stores what the request answers', async () => {
+    const handle = await acquired();
+    const tx = new Tx();
+    handle.record(tx, { ok: true });
+    tx.check('missing', { PK: 'NOPE#idem', SK: 'NOPE' }, { condition: 'attribute_exists(PK)' });
+    await expect(tx.commit()).rejects.toBeInstanceOf(ConditionFailed);
+    expect(handle.recorded).toBe(false);
+  });
+
+  test('a transaction that commits records the response', async () => {
+    const handle = await acquired();
+    const tx = new Tx();
+    handle.record(tx, { ok: true });
+    await tx.commit();
+    expect(handle.recorded).toBe(true);
   });
 });
