@@ -208,9 +208,11 @@ export async function rotateKey(ctx: MutationContext, orgId: string, key: Item):
 export async function revokeKey(ctx: MutationContext, orgId: string, key: Item): Promise<void> {
   if (key.revoked_at) return;
   const tx = new Tx();
+  // Not revoked yet: of two concurrent revokes one commits, the other finds it revoked (a no-op,
+  // one `revoked_at`, one audit record).
   tx.update('api_key', keys.apiKey(orgId, key.id as string), 'SET revoked_at = :t', {
-    condition: 'secret_hash = :h',
-    values: { ':t': now().toISOString(), ':h': key.secret_hash },
+    condition: 'secret_hash = :h AND (attribute_not_exists(revoked_at) OR revoked_at = :null)',
+    values: { ':t': now().toISOString(), ':h': key.secret_hash, ':null': null },
   });
   tx.delete('secret', keys.secret(key.secret_hash as string));
   if (key.previous_secret_hash) tx.delete('previous_secret', keys.secret(key.previous_secret_hash as string));

@@ -107,6 +107,19 @@ test('revoke is 204 with no body, permanent, and a revoked key cannot be rotated
   expect((await post(`/v1/api_keys/${k.id}/rotate`, a.live)).status).toBe(409);
 });
 
+test('two revokes at once: both 204, one revoked_at and one audit record (D6)', async () => {
+  const org = await signupBuyer(rt, 'Double revoke');
+  const ids = [];
+  for (let i = 0; i < 3; i++) {
+    const k = await createKey(rt, org.live, { name: `twice${i}` });
+    ids.push(k.id);
+    const both = await Promise.all([post(`/v1/api_keys/${k.id}/revoke`, org.live), post(`/v1/api_keys/${k.id}/revoke`, org.live)]);
+    expect(both.map((r) => r.status)).toEqual([204, 204]);
+  }
+  const audit = (await rt.request('GET', '/v1/audit-events?event_type=api_key.revoked&limit=100', { key: org.live })).json.data as { resource: { id: string } }[];
+  for (const id of ids) expect(audit.filter((e) => e.resource.id === id)).toHaveLength(1);
+});
+
 test('a list pages newest first with an exact has_more (D12)', async () => {
   const org = await signupBuyer(rt, 'Pager');
   const created = [];
