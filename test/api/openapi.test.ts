@@ -7,6 +7,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { ROUTES } from '../../shared/manifest/routes';
 import { renderDocument, DOCUMENT_PATH } from '../../shared/openapi/generate';
 import { startTestRuntime, type TestRuntime } from '../support/harness';
+import { signupBuyer } from '../support/buyers';
 
 let rt: TestRuntime;
 beforeAll(async () => {
@@ -22,6 +23,18 @@ describe('GET /v1/openapi.json', () => {
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
     expect(res.json.openapi).toBe('3.1.0');
+  });
+
+  test('D72: the document says what the spec says: a buyer sees four submission statuses, integer durations, every balance field', async () => {
+    const doc = (await rt.request('GET', '/v1/openapi.json')).json;
+    const schemas = doc.components.schemas;
+    expect(schemas.Submission.properties.status.enum).toEqual(['pending_score', 'approved', 'rejected', 'retry_pending']);
+    for (const f of ['min_duration_seconds', 'max_duration_seconds']) {
+      expect(JSON.stringify(schemas.Job.properties[f])).toContain('"integer"');
+    }
+    const buyer = await signupBuyer(rt, 'Balance fields');
+    const balance = (await rt.request('GET', '/v1/billing/credits', { key: buyer.live })).json;
+    expect(Object.keys(balance).filter((k) => !(k in schemas.CreditBalance.properties))).toEqual([]);
   });
 
   test('D72: the served document is valid OpenAPI 3.1 (schema validator)', async () => {

@@ -1000,7 +1000,7 @@ export interface components {
             job_id: string;
             worker_id: string;
             /** @enum {string} */
-            status: "awaiting_upload" | "pending_score" | "approved" | "rejected" | "retry_pending";
+            status: "pending_score" | "approved" | "rejected" | "retry_pending";
             ai_star_rating: number | null;
             ai_reasoning: string | null;
             dimensions: {
@@ -1125,6 +1125,8 @@ export interface components {
             available_cents: number;
             held_cents: number;
             total_cents: number;
+            /** @description The same value as available_cents (the name a variant of the spec uses) */
+            balance_cents: number;
             /** @constant */
             currency: "usd";
             /** @description ISO 8601 UTC timestamp with milliseconds, e.g. 2026-11-21T12:00:00.000Z */

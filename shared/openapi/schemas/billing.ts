@@ -8,6 +8,7 @@ export const balance = z
     available_cents: cents,
     held_cents: cents,
     total_cents: cents,
+    balance_cents: cents.describe('The same value as available_cents (the name a variant of the spec uses)'),
     currency: z.literal('usd'),
     updated_at: ts,
   })

@@ -55,6 +55,8 @@ export const file = z
   .meta({ id: 'File' });
 
 export const SUBMISSION_STATUS = ['awaiting_upload', 'pending_score', 'approved', 'rejected', 'retry_pending'] as const;
+/** What a buyer sees: a submission still awaiting its upload is never listed nor shown to the buyer (D24). */
+export const BUYER_SUBMISSION_STATUS = ['pending_score', 'approved', 'rejected', 'retry_pending'] as const;
 
 export const submission = z
   .looseObject({
@@ -62,8 +64,8 @@ export const submission = z
     object: z.literal('submission'),
     job_id: z.string(),
     worker_id: z.string(),
-    status: z.enum(SUBMISSION_STATUS),
-    ai_star_rating: z.number().int().nullable(),
+    status: z.enum(BUYER_SUBMISSION_STATUS),
+    ai_star_rating: z.number().int().min(1).max(5).nullable(),
     ai_reasoning: z.string().nullable(),
     dimensions: z.looseObject({}).nullable(),
     reason_codes: reasonCodes.optional(),
