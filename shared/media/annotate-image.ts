@@ -133,8 +133,8 @@ export async function annotateAudio(input: Buffer | string, contentType: string)
 export interface KeyframeAnnotation {
   index: number;
   timestamp_seconds: number;
-  width: number;
-  height: number;
+  width: number | null;
+  height: number | null;
   annotations: ImageAnnotations | null;
 }
 
@@ -280,8 +280,9 @@ export async function loudness(input: Buffer | string): Promise<Loudness> {
 export interface ExtractedKeyframe {
   index: number;
   timestamp_seconds: number;
-  width: number;
-  height: number;
+  /** Null when the frame's size could not be read (never a made-up 0). */
+  width: number | null;
+  height: number | null;
   png: Buffer;
 }
 
@@ -323,7 +324,7 @@ async function extractKeyframesUncached(input: Buffer | string, durationSeconds:
       const t = Math.max(0, Math.round(durationSeconds * f * 1000) / 1000);
       const png = await extractFrameFromFile(file, t, maxSide);
       const m = await sharp(png).metadata();
-      out.push({ index, timestamp_seconds: t, width: m.width ?? 0, height: m.height ?? 0, png });
+      out.push({ index, timestamp_seconds: t, width: m.width ?? null, height: m.height ?? null, png });
     }
     return out;
   });

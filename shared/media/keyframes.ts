@@ -25,8 +25,8 @@ export type KeyframeUploader = (index: number, png: Buffer) => Promise<{ key: st
 export interface StoredKeyframe {
   index: number;
   timestamp_seconds: number;
-  width: number;
-  height: number;
+  width: number | null;
+  height: number | null;
   key: string;
   annotations: ImageAnnotations | null;
 }

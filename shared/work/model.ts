@@ -50,7 +50,7 @@ export interface FilePart {
   worker_region?: string | null;
   score?: ScoreResult;
   annotations?: Record<string, unknown> | null;
-  keyframes?: { index: number; timestamp_seconds: number; width: number; height: number; key: string; perceptual_hash?: string | null }[] | null;
+  keyframes?: { index: number; timestamp_seconds: number; width: number | null; height: number | null; key: string; perceptual_hash?: string | null }[] | null;
   /** D69: the image's 64-bit perceptual hash (16 hex), null for other media or undecodable bytes */
   perceptual_hash?: string | null;
   /** D70: GPS inside the job's radius (true), no GPS (false), the job has no point (null) */
