@@ -71,6 +71,12 @@ export function overrideConflict(sub: SubmissionItem, job: JobItem | undefined, 
   if (!job || job.status === 'cancelled') return conflict('job_cancelled', 'The job is cancelled; its verdicts can no longer change.');
   if (decision === 'reject' && !REVERSIBLE_STATUSES.includes(job.status)) return conflict('invalid_state', `The job is ${job.status}.`);
   if (decision === 'approve') {
+    // A retry_pending submission whose worker has started the retry holds a new round that nothing
+    // has scored yet: approving now would pay for bytes the buyer never saw (and that may never
+    // arrive). The override's transaction is conditioned on the round it read, so a retry that
+    // starts after this read makes it fail instead.
+    const unscored = sub.uploads.some((u) => !sub.parts?.[u.file_id]?.score);
+    if (unscored) return conflict('invalid_state', 'The worker is uploading a retry of this submission; wait for its verdict, then override that.');
     const n = sub.uploads.length;
     // A retry_pending submission still holds its slots in files_pending; a rejected one needs free ones.
     const slotsOk = sub.status === 'retry_pending' ? approvalAllowed(job, n) : approvalAllowed(job, n) && freeSlots(job) >= n;

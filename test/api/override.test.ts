@@ -139,6 +139,24 @@ describe('D71: POST /v1/submissions/{id}/override', () => {
     expect((await uploadFile(rt, worker.token, sub.id, await detailedJpeg(205), 'image/jpeg', 'r.jpg', 'retry')).status).toBe(409);
   });
 
+  it('approving a retry_pending submission whose retry upload has started is 409 invalid_state: nothing unscored is paid for', async () => {
+    const buyer = await liveBuyer(rt);
+    const j = await createJob(rt, buyer.live, { files_needed: 1, price_per_file_cents: 10, min_star_rating: 2 });
+    const { sub, worker } = await submit(j.id, await flatPng(), 'image/png');
+    expect(sub.status).toBe('retry_pending');
+    // The worker asks for a pre-signed URL for the retry and has not uploaded yet.
+    const plan = await rt.request('POST', `/internal/worker/submissions/${sub.id}/retry`, {
+      key: worker.token,
+      body: { files: [{ filename: 'retry.jpg', content_type: 'image/jpeg', size_bytes: 20_000 }] },
+    });
+    expect(plan.status).toBe(200);
+    const before = await credits(buyer.live);
+    const r = await override(buyer.live, sub.id, { decision: 'approve' });
+    expect([r.status, r.json.error?.details?.[0]?.code]).toEqual([409, 'invalid_state']);
+    expect(await credits(buyer.live)).toEqual(before);
+    expect((await rt.request('GET', `/v1/jobs/${j.id}/files`, { key: buyer.live })).json.data).toEqual([]);
+  });
+
   describe('conflicts answer 409 with details[0].code', () => {
     it('invalid_state: approving an approved submission, rejecting a rejected one, and a second override', async () => {
       const buyer = await liveBuyer(rt);
