@@ -67,8 +67,7 @@ export function bindBucket(fn: lambda.Function, bucket: s3.IBucket, mode: Bucket
       bucket.grantRead(fn);
       break;
     case 'write':
-      fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['s3:PutObject'], resources: [bucket.arnForObjects(`${BUCKET_PREFIXES.uploads}*`)] }));
-      acknowledge(fn, `AwsSolutions-IAM5[Resource::${nagReference(fn, bucket)}/${BUCKET_PREFIXES.uploads}*]`, 'Upload objects of the media bucket (keys are per submission, not known in advance).');
+      onUploadObjects(fn, bucket, 's3:PutObject');
       break;
     case 'read-write':
       bucket.grantReadWrite(fn);
@@ -77,8 +76,7 @@ export function bindBucket(fn: lambda.Function, bucket: s3.IBucket, mode: Bucket
       bucket.grantDelete(fn);
       break;
     case 'tag':
-      fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['s3:PutObjectTagging'], resources: [bucket.arnForObjects(`${BUCKET_PREFIXES.uploads}*`)] }));
-      acknowledge(fn, `AwsSolutions-IAM5[Resource::${nagReference(fn, bucket)}/${BUCKET_PREFIXES.uploads}*]`, 'Upload objects of the media bucket (keys are per submission, not known in advance).');
+      onUploadObjects(fn, bucket, 's3:PutObjectTagging');
       break;
   }
   fn.addEnvironment('BUCKET_NAME', bucket.bucketName);
@@ -86,6 +84,12 @@ export function bindBucket(fn: lambda.Function, bucket: s3.IBucket, mode: Bucket
   for (const action of ['s3:Abort*', 's3:DeleteObject*', 's3:GetBucket*', 's3:GetObject*', 's3:List*']) {
     acknowledge(fn, `AwsSolutions-IAM5[Action::${action}]`, 'CDK bucket grant (object reads/writes of the media bucket only).');
   }
+}
+
+/** One S3 action on the bucket's upload objects (`uploads/*`) only. */
+function onUploadObjects(fn: lambda.Function, bucket: s3.IBucket, action: 's3:PutObject' | 's3:PutObjectTagging'): void {
+  fn.addToRolePolicy(new iam.PolicyStatement({ actions: [action], resources: [bucket.arnForObjects(`${BUCKET_PREFIXES.uploads}*`)] }));
+  acknowledge(fn, `AwsSolutions-IAM5[Resource::${nagReference(fn, bucket)}/${BUCKET_PREFIXES.uploads}*]`, 'Upload objects of the media bucket (keys are per submission, not known in advance).');
 }
 
 /**
