@@ -1,6 +1,7 @@
 import {
   Duration,
   NestedStack,
+  Size,
   Stack,
   type NestedStackProps,
   aws_apigateway as apigw,
@@ -137,6 +138,7 @@ export class DomainStack extends NestedStack {
       description: `Consumer of the ${def.name} queue`,
       timeout: Duration.seconds(def.consumerTimeoutSeconds),
       memorySize: def.consumerMemoryMb,
+      ...(def.ephemeralStorageMb ? { ephemeralStorageSize: Size.mebibytes(def.ephemeralStorageMb) } : {}),
       paramsAndSecrets: secretsExtension(def.access, shared.keys),
       environment: {
         ...shared.environment,

@@ -33,6 +33,7 @@ import {
 } from './http-limits';
 import { grantedTo, handlerModuleExists, lambdaContext, loadHandler, LOCAL_ACCOUNT_ID } from './lambda';
 import type { Log } from './log';
+import { runInvocation, type Invocation } from '../shared/observability/invocation';
 
 export { LAMBDA_PAYLOAD_BYTES, MAX_BODY_BYTES, MAX_HEADER_BYTES, writeErrorEnvelope, type IntegrationTimeouts } from './http-limits';
 const writeEnvelope = writeErrorEnvelope;
@@ -296,9 +297,10 @@ export function createHttpServer(opts: HttpServerOptions): Server {
     const { ms: budgetMs, status: timeoutStatus } = requestBudget(timeouts, route.longPoll === true);
     let result: APIGatewayProxyResult;
     let timer: NodeJS.Timeout | undefined;
+    const running: Invocation = { fn: routeLogicalName(route), stopped: false };
     try {
-      const handler = grantedTo(route.access, await (opts.loadHandler ?? loadHandler)(route.handler));
-      const invocation = Promise.resolve(handler(event, lambdaContext(routeLogicalName(route), Math.ceil(budgetMs / 1000)))) as Promise<APIGatewayProxyResult>;
+      const handler = grantedTo(route.id, route.access, await (opts.loadHandler ?? loadHandler)(route.handler));
+      const invocation = Promise.resolve(runInvocation(running, () => handler(event, lambdaContext(routeLogicalName(route), Math.ceil(budgetMs / 1000))))) as Promise<APIGatewayProxyResult>;
       const timedOut = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new IntegrationTimeout()), budgetMs);
       });
@@ -308,8 +310,12 @@ export function createHttpServer(opts: HttpServerOptions): Server {
     } catch (err) {
       if (err instanceof IntegrationTimeout) {
         log.warn(`http ${method} ${pathname} → ${route.handler} timed out after ${budgetMs} ms`);
-        // 502: the function's own time-out stopped it (the deployed gateway's default 5xx answer).
-        if (timeoutStatus === 502) return writeEnvelope(res, 502, 'internal_error', 'Internal error.');
+        // 502: the function's own time-out stopped it (the deployed gateway's default 5xx answer),
+        // so it makes no more calls. 504: the gateway gave up, the function may still complete.
+        if (timeoutStatus === 502) {
+          running.stopped = true;
+          return writeEnvelope(res, 502, 'internal_error', 'Internal error.');
+        }
         return writeEnvelope(res, 504, 'internal_error', `The request took longer than ${Math.round(budgetMs / 1000)} seconds and was abandoned; it may still complete. Retry with the same Idempotency-Key.`);
       }
       // API Gateway answers 502 when the integration fails; the body keeps the D4 envelope.

@@ -6,8 +6,10 @@ import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Context } from 'aws-lambda';
-import { secretsRead, type KeyAccess } from '../shared/manifest/access';
+import { secretsRead, type BucketAccess, type KeyAccess } from '../shared/manifest/access';
 import { withGrantedSecrets } from '../shared/secrets';
+import { withBucketGrant } from '../shared/storage/bucket-grants';
+import { runInvocation, type Invocation } from '../shared/observability/invocation';
 
 /** The project root: manifest module paths (`functions/...ts`) are relative to it. */
 export const PROJECT_ROOT = resolve(__dirname, '..');
@@ -51,12 +53,13 @@ export function loadHandler(modulePath: string): Promise<AnyHandler> {
 }
 
 /**
- * The handler as the function of a manifest entry runs it: each invocation may read only the
- * secrets the entry declares (shared/secrets `withGrantedSecrets`), as its deployed grant allows.
+ * The handler as the function of a manifest entry (named `name`) runs it: each invocation may read
+ * only the secrets the entry declares (shared/secrets `withGrantedSecrets`) and call only the S3
+ * operations its bucket access allows (shared/storage/bucket-grants.ts), as its deployed grants allow.
  */
-export function grantedTo(access: KeyAccess, handler: AnyHandler): AnyHandler {
+export function grantedTo(name: string, access: KeyAccess & { bucket?: BucketAccess }, handler: AnyHandler): AnyHandler {
   const secrets = secretsRead(access);
-  return (event, context) => withGrantedSecrets(secrets, () => handler(event, context));
+  return (event, context) => withBucketGrant(access.bucket, name, () => withGrantedSecrets(secrets, () => handler(event, context)));
 }
 
 /** Forgets loaded modules' handlers (the modules stay in the module cache). */
@@ -84,4 +87,35 @@ export function lambdaContext(functionName: string, timeoutSeconds: number, memo
     fail: () => undefined,
     succeed: () => undefined,
   };
+}
+
+/**
+ * One invocation as Lambda runs it: the handler gets `timeoutMs` (its context counts down from it);
+ * past that, the invocation has failed, whatever the handler returns later. Lambda would stop the
+ * handler there; in-process it cannot be stopped, so its result is ignored and every AWS call it
+ * still makes fails (shared/observability/invocation.ts).
+ */
+export async function invokeWithTimeout(
+  handler: AnyHandler,
+  event: unknown,
+  context: Context,
+  timeoutMs: number,
+): Promise<{ result: unknown } | { error: unknown } | { error: Error; timedOut: true }> {
+  const invocation: Invocation = { fn: context.functionName, stopped: false };
+  const running = Promise.resolve().then(() => runInvocation(invocation, () => handler(event, context)));
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), timeoutMs)));
+  try {
+    const first = await Promise.race([running.then((result) => ({ result })), expired]);
+    if (first === 'timeout') {
+      invocation.stopped = true;
+      running.catch(() => undefined); // it failed for us already; a later rejection is not unhandled
+      return { error: new Error(`Task timed out after ${timeoutMs / 1000} seconds`), timedOut: true };
+    }
+    return first;
+  } catch (error) {
+    return { error };
+  } finally {
+    clearTimeout(timer);
+  }
 }

@@ -1,11 +1,15 @@
 /**
  * Schedules locally: each SCHEDULES entry invokes its handler every `everyMinutes` with an
- * EventBridge "Scheduled Event", skipping a tick while the previous run is still going.
+ * EventBridge "Scheduled Event", skipping a tick while the previous run is still going. A run
+ * that outlives the schedule's `timeoutSeconds` has failed, as when Lambda stops the function: it
+ * is logged as timed out and the next tick may start (in-process the old run cannot be stopped,
+ * and its result is ignored; deployed, a retry or the next tick can overlap a slow run too, which
+ * is why every sweep is idempotent).
  */
 import { randomUUID } from 'node:crypto';
 import type { ScheduledEvent } from 'aws-lambda';
 import { SCHEDULES, type ScheduleDef } from '../shared/manifest/wiring';
-import { grantedTo, handlerModuleExists, lambdaContext, loadHandler, LOCAL_ACCOUNT_ID, localRegion } from './lambda';
+import { grantedTo, handlerModuleExists, invokeWithTimeout, lambdaContext, loadHandler, LOCAL_ACCOUNT_ID, localRegion } from './lambda';
 import type { Log } from './log';
 
 export function scheduledEvent(schedule: Pick<ScheduleDef, 'name'>, at = new Date()): ScheduledEvent {
@@ -29,7 +33,8 @@ export interface Scheduler {
   stop(): Promise<void>;
 }
 
-export function startScheduler(opts: { log: Log; schedules?: readonly ScheduleDef[] }): Scheduler {
+export function startScheduler(opts: { log: Log; schedules?: readonly ScheduleDef[]; load?: typeof loadHandler }): Scheduler {
+  const load = opts.load ?? loadHandler;
   const timers: NodeJS.Timeout[] = [];
   const running = new Set<Promise<void>>();
   const active: ScheduleDef[] = [];
@@ -43,12 +48,20 @@ export function startScheduler(opts: { log: Log; schedules?: readonly ScheduleDe
     const fire = () => {
       if (busy) return;
       busy = true;
-      const run = loadHandler(schedule.handler)
-        .then((handler) => grantedTo(schedule.access, handler)(scheduledEvent(schedule), lambdaContext(schedule.name, schedule.timeoutSeconds)))
-        .then(
-          () => opts.log.debug(`schedule ${schedule.name}: done`),
-          (err: unknown) => opts.log.error(`schedule ${schedule.name}: failed`, err),
+      const run = load(schedule.handler)
+        .then((handler) =>
+          invokeWithTimeout(
+            grantedTo(schedule.name, schedule.access, handler),
+            scheduledEvent(schedule),
+            lambdaContext(schedule.name, schedule.timeoutSeconds),
+            schedule.timeoutSeconds * 1000,
+          ),
         )
+        .then((out) => {
+          if ('error' in out) throw out.error;
+          opts.log.debug(`schedule ${schedule.name}: done`);
+        })
+        .catch((err: unknown) => opts.log.error(`schedule ${schedule.name}: failed`, err))
         .finally(() => {
           busy = false;
           running.delete(run);

@@ -20,7 +20,9 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent, SQSMessageAttributes, SQSRecord } from 'aws-lambda';
 import type { QueueDef } from '../shared/manifest/wiring';
-import { lambdaContext, localRegion, type AnyHandler } from './lambda';
+import { invokeWithTimeout, lambdaContext, localRegion, type AnyHandler } from './lambda';
+
+export { invokeWithTimeout };
 import type { Log } from './log';
 
 export interface SqsEmulator {
@@ -172,34 +174,6 @@ export function successfulRecords(records: SQSRecord[], outcome: { error: unknow
     failed.add(f.itemIdentifier);
   }
   return records.filter((r) => !failed.has(r.messageId));
-}
-
-/**
- * One invocation as Lambda runs it: the handler gets `timeoutMs` (its context counts down from it);
- * past that, the invocation has failed, whatever the handler returns later. Lambda would stop the
- * handler there; in-process it cannot be stopped, so whatever it still does is ignored.
- */
-export async function invokeWithTimeout(
-  handler: AnyHandler,
-  event: unknown,
-  context: Context,
-  timeoutMs: number,
-): Promise<{ result: unknown } | { error: unknown } | { error: Error; timedOut: true }> {
-  const running = Promise.resolve().then(() => handler(event, context));
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), timeoutMs)));
-  try {
-    const first = await Promise.race([running.then((result) => ({ result })), expired]);
-    if (first === 'timeout') {
-      running.catch(() => undefined); // it failed for us already; a later rejection is not unhandled
-      return { error: new Error(`Task timed out after ${timeoutMs / 1000} seconds`), timedOut: true };
-    }
-    return first;
-  } catch (error) {
-    return { error };
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 export interface QueuePollerOptions {

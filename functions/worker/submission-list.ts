@@ -4,7 +4,7 @@ import { listQuery } from '../../shared/http/schemas';
 import { listWorkerSubmissions } from '../../shared/work/queries';
 
 const query = listQuery({
-  status: z.optional(z.enum(['awaiting_upload', 'pending_score', 'approved', 'rejected', 'retry_pending', 'withdrawn', 'expired'])),
+  status: z.optional(z.enum(['awaiting_upload', 'pending_score', 'approved', 'rejected', 'retry_pending', 'withdrawn', 'expired', 'cancelled'])),
   job_id: z.optional(z.string().check(z.maxLength(40))),
 });
 

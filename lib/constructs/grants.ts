@@ -12,7 +12,7 @@ import {
   aws_secretsmanager as secretsmanager,
   aws_sqs as sqs,
 } from 'aws-cdk-lib';
-import { secretArnVariable, secretsRead, type KeyAccess, type SecretName } from '../../shared/manifest/access';
+import { secretArnVariable, secretsRead, type BucketAccess, type KeyAccess, type SecretName } from '../../shared/manifest/access';
 import { EXTENSION_TTL_SECONDS } from '../../shared/secrets';
 import { acknowledge } from './nag';
 import { BUCKET_PREFIXES, TRANSCRIBE_JOB_PREFIX } from '../../shared/manifest/wiring';
@@ -23,7 +23,7 @@ import { BUCKET_PREFIXES, TRANSCRIBE_JOB_PREFIX } from '../../shared/manifest/wi
  */
 
 export type TableAccess = 'read' | 'write';
-export type BucketAccess = 'read' | 'write' | 'read-write' | 'delete' | 'tag';
+export type { BucketAccess };
 
 /** `read`: Get/Query/Scan/BatchGet/ConditionCheck/Describe only. `write`: read plus Put/Update/Delete/BatchWrite. */
 export function bindTable(fn: lambda.Function, table: dynamodb.ITable, mode: TableAccess): void {
@@ -54,12 +54,16 @@ export function bindRequestCounting(fn: lambda.Function, table: dynamodb.ITable)
 
 /**
  * `read`: get objects (pre-signed GETs are signed with this role, so it needs s3:GetObject).
- * `write`: s3:PutObject on upload objects only (the upload and retry routes' pre-signed PUTs and
- * direct uploads): no tagging (a `verdict` tag decides what the lifecycle deletes), no retention or
- * legal hold, and nothing outside `uploads/` (exports and keyframes are what buyers download).
+ * `write`: s3:PutObject and s3:PutObjectTagging on upload objects only (the upload and retry
+ * routes' pre-signed PUTs and direct uploads, and the `verdict` tag of a rejection the request
+ * itself decides: the fan-in can complete there): no delete, no retention or legal hold, and
+ * nothing outside `uploads/` (exports and keyframes are what buyers download). A pre-signed PUT
+ * cannot carry a tag: it signs its headers, and S3 refuses unsigned `x-amz-*` ones.
  * `read-write`: get, put and delete.
  * `delete`: delete objects only. `tag`: set the tags of upload objects only (the verdict tag the
  * lifecycle rules read), nothing else.
+ * shared/storage/bucket-grants.ts states the same per action; the local runtime enforces it there
+ * (test/cdk/bucket-grants.test.ts checks that both agree).
  */
 export function bindBucket(fn: lambda.Function, bucket: s3.IBucket, mode: BucketAccess): void {
   switch (mode) {
@@ -67,7 +71,7 @@ export function bindBucket(fn: lambda.Function, bucket: s3.IBucket, mode: Bucket
       bucket.grantRead(fn);
       break;
     case 'write':
-      onUploadObjects(fn, bucket, 's3:PutObject');
+      onUploadObjects(fn, bucket, ['s3:PutObject', 's3:PutObjectTagging']);
       break;
     case 'read-write':
       bucket.grantReadWrite(fn);
@@ -76,7 +80,7 @@ export function bindBucket(fn: lambda.Function, bucket: s3.IBucket, mode: Bucket
       bucket.grantDelete(fn);
       break;
     case 'tag':
-      onUploadObjects(fn, bucket, 's3:PutObjectTagging');
+      onUploadObjects(fn, bucket, ['s3:PutObjectTagging']);
       break;
   }
   fn.addEnvironment('BUCKET_NAME', bucket.bucketName);
@@ -86,9 +90,9 @@ export function bindBucket(fn: lambda.Function, bucket: s3.IBucket, mode: Bucket
   }
 }
 
-/** One S3 action on the bucket's upload objects (`uploads/*`) only. */
-function onUploadObjects(fn: lambda.Function, bucket: s3.IBucket, action: 's3:PutObject' | 's3:PutObjectTagging'): void {
-  fn.addToRolePolicy(new iam.PolicyStatement({ actions: [action], resources: [bucket.arnForObjects(`${BUCKET_PREFIXES.uploads}*`)] }));
+/** S3 actions on the bucket's upload objects (`uploads/*`) only. */
+function onUploadObjects(fn: lambda.Function, bucket: s3.IBucket, actions: ('s3:PutObject' | 's3:PutObjectTagging')[]): void {
+  fn.addToRolePolicy(new iam.PolicyStatement({ actions, resources: [bucket.arnForObjects(`${BUCKET_PREFIXES.uploads}*`)] }));
   acknowledge(fn, `AwsSolutions-IAM5[Resource::${nagReference(fn, bucket)}/${BUCKET_PREFIXES.uploads}*]`, 'Upload objects of the media bucket (keys are per submission, not known in advance).');
 }
 

@@ -18,6 +18,14 @@
 export const SECRET_NAMES = ['cursor', 'cdn-signing-key', 'stripe'] as const;
 export type SecretName = (typeof SECRET_NAMES)[number];
 
+/**
+ * Access to the media bucket (lib/constructs/grants.ts `bindBucket`; shared/storage/bucket-grants.ts
+ * says action by action what each allows, and the local runtime enforces it):
+ * `read` get and list; `write` put and tag upload objects only; `read-write` everything on objects;
+ * `delete` delete objects only; `tag` tag upload objects only.
+ */
+export type BucketAccess = 'read' | 'write' | 'read-write' | 'delete' | 'tag';
+
 export interface KeyAccess {
   secrets?: SecretName[];
   kms?: 'encrypt' | 'decrypt' | 'encrypt-decrypt';

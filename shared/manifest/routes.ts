@@ -7,7 +7,7 @@
  * is written here once.
  */
 
-import type { KeyAccess } from './access';
+import type { BucketAccess, KeyAccess } from './access';
 import type { NativeDeps } from './wiring';
 
 export const SCOPES = [
@@ -46,8 +46,8 @@ export type ResourceKind =
 /** Least-privilege access a handler needs; the stack turns it into grants through helpers. */
 export interface RouteAccess extends KeyAccess {
   table: 'read' | 'write';
-  /** `tag`: set the verdict tag of upload objects only. */
-  bucket?: 'read' | 'write' | 'read-write' | 'tag';
+  /** `tag`: set the verdict tag of upload objects only (shared/manifest/access.ts). */
+  bucket?: Exclude<BucketAccess, 'delete'>;
   /** SMS sending for phone verification (SNS in the stack, the log in the local runtime). */
   sms?: boolean;
   /** Queues (wiring names) the handler sends to. */

@@ -8,7 +8,7 @@
  * locally is what deploys.
  */
 
-import type { KeyAccess } from './access';
+import type { BucketAccess, KeyAccess } from './access';
 
 /** A subset of the EventBridge event-pattern language, enough for our rules (exact, prefix). */
 export type PatternValue = string | number | boolean | { prefix: string } | { 'anything-but': string[] };
@@ -64,6 +64,12 @@ export interface QueueDef {
   consumerTimeoutSeconds: number;
   consumerMemoryMb: number;
   /**
+   * The consumer's /tmp (Lambda ephemeral storage, 512..10240 MB; absent: Lambda's 512). ffprobe
+   * and ffmpeg read an object from a file there, one copy per tool running on it; the objects held
+   * at once are bounded by shared/work/object-budget.ts (a quarter of the memory).
+   */
+  ephemeralStorageMb?: number;
+  /**
    * Most consumer invocations at once (the event source mapping's maximum concurrency). Absent:
    * deployed, Lambda scales as it likes; locally, one per core (the consumer is CPU-bound). Set it
    * for a consumer that mostly waits on the network, so that slow peers hold a slot each, not all.
@@ -71,8 +77,8 @@ export interface QueueDef {
   maxConcurrency?: number;
   /** Dead-letter depth at or above which the alarm fires. */
   dlqAlarmThreshold: number;
-  /** `delete`: delete objects only (no reads, no writes). */
-  access: { table: 'read' | 'write'; bucket?: 'read' | 'read-write' | 'delete'; bedrock?: boolean; sendTo?: string[] } & KeyAccess;
+  /** `delete`: delete objects only (no reads, no writes). `tag`: tag upload objects only. */
+  access: { table: 'read' | 'write'; bucket?: Exclude<BucketAccess, 'write'>; bedrock?: boolean; sendTo?: string[] } & KeyAccess;
   /** Packages and executables the consumer needs beyond its bundle; absent: the bundle is enough. */
   native?: NativeDeps;
 }
@@ -136,6 +142,8 @@ export const QUEUES: readonly QueueDef[] = [
     batchSize: 5,
     consumerTimeoutSeconds: 120,
     consumerMemoryMb: 1024,
+    // 256 MB of objects at once (the budget), each probed or framed from a copy in /tmp.
+    ephemeralStorageMb: 1024,
     dlqAlarmThreshold: 1,
     // read-write: a pre-signed upload refused on its landed bytes is deleted (D25).
     // transcribe: audio and video sound tracks are sent to Amazon Transcribe before scoring (D65).
@@ -157,6 +165,8 @@ export const QUEUES: readonly QueueDef[] = [
     batchSize: 2,
     consumerTimeoutSeconds: 240,
     consumerMemoryMb: 2048,
+    // 512 MB of objects at once (the budget); a video's loudness and keyframes read two copies at once.
+    ephemeralStorageMb: 2048,
     dlqAlarmThreshold: 1,
     access: { table: 'write', bucket: 'read-write', bedrock: true },
     // Image annotation (shared/media/annotation/models.ts): faces and objects with human on tfjs
@@ -269,6 +279,22 @@ export const QUEUES: readonly QueueDef[] = [
     dlqAlarmThreshold: 1,
     access: { table: 'write', secrets: ['stripe'] },
   },
+  {
+    // Spec (job cancel: "pending submissions rejected"): the `job.cancelled` event's INSERT record
+    // (pipe `job-cancelled`) ends the job's submissions still in play, each in its own transaction
+    // (shared/work/cancelled-job.ts): the commit that cancels also queues this.
+    name: 'cancellations',
+    consumer: 'functions/jobs/end-submissions.ts',
+    visibilityTimeoutSeconds: 720,
+    maxReceiveCount: 8,
+    batchSize: 1,
+    // A job with many submissions in play: one transaction each, a few hundred a minute at least.
+    consumerTimeoutSeconds: 120,
+    consumerMemoryMb: 512,
+    dlqAlarmThreshold: 1,
+    // Tags the bytes of the rejected uploads for the lifecycle rule, nothing else on the bucket.
+    access: { table: 'write', bucket: 'tag' },
+  },
 ];
 
 export const RULES: readonly RuleDef[] = [
@@ -356,6 +382,15 @@ export const PIPES: readonly PipeDef[] = [
       },
     },
     target: 'top-ups',
+  },
+  {
+    name: 'job-cancelled',
+    description: "A job's cancellation queues the rejection of its pending submissions in the same commit",
+    filter: {
+      eventName: ['INSERT'],
+      dynamodb: { NewImage: { entity: { S: ['event'] }, type: { S: ['job.cancelled'] } } },
+    },
+    target: 'cancellations',
   },
 ];
 

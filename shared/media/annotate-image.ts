@@ -179,14 +179,20 @@ export interface AnnotateVideoOptions extends AnnotateImageOptions {
   annotateKeyframes?: boolean;
 }
 
-export async function annotateVideo(input: Buffer | string, opts: AnnotateVideoOptions = {}): Promise<VideoAnnotations> {
-  const p = probeFields(await ffprobe(input));
+export function annotateVideo(input: Buffer | string, opts: AnnotateVideoOptions = {}): Promise<VideoAnnotations> {
+  // One copy in /tmp for every tool that reads the video (probe, loudness, keyframes), not one
+  // each: a 250 MB video would otherwise hold two copies at once there (shared/work/object-budget.ts).
+  return withFile(input, (file) => annotateVideoAt(file, input, opts));
+}
+
+async function annotateVideoAt(file: string, input: Buffer | string, opts: AnnotateVideoOptions): Promise<VideoAnnotations> {
+  const p = probeFields(await ffprobe(file));
   const unavailable: Record<string, string> = { actions: NOT_COMPUTED.actions! };
   for (const k of SPEECH_FIELDS.video) unavailable[k] = p.has_audio ? SPEECH_UNAVAILABLE : 'the video has no sound track';
-  const audioP = p.has_audio ? measureAudio(input).catch(() => null) : Promise.resolve(null);
+  const audioP = p.has_audio ? measureAudio(file).catch(() => null) : Promise.resolve(null);
   let frames: ExtractedKeyframe[] | null = opts.keyframes ?? null;
   if (!frames && p.duration_seconds && p.has_video) {
-    frames = await extractKeyframesUncached(input, p.duration_seconds, DEFAULT_FRACTIONS, DEFAULT_MAX_SIDE);
+    frames = await extractKeyframesUncached(file, p.duration_seconds, DEFAULT_FRACTIONS, DEFAULT_MAX_SIDE);
     if (Buffer.isBuffer(input)) keyframeCache.set(input, { duration: p.duration_seconds, frames });
   }
   let keyframes: KeyframeAnnotation[] | null = null;

@@ -20,6 +20,7 @@
 import { randomBytes } from 'node:crypto';
 import { createSocket, type Socket } from 'node:dgram';
 import { InvokeStore } from '@aws/lambda-invoke-store';
+import { assertNotStopped } from './invocation';
 
 /** The middleware's name in a client's stack (one per stack). */
 export const XRAY_MIDDLEWARE = 'XRaySubsegment';
@@ -109,7 +110,7 @@ interface Context {
   commandName?: string;
 }
 interface MiddlewareStack {
-  add(mw: (next: Handler, context: Context) => Handler, options: { step: 'build'; name: string }): void;
+  add(mw: (next: Handler, context: Context) => Handler, options: { step: 'initialize' | 'build'; name: string }): void;
   identify(): string[];
 }
 interface SdkClient {
@@ -179,13 +180,25 @@ function xrayMiddleware(client: SdkClient) {
     };
 }
 
+const STOP_MIDDLEWARE = 'localInvocationStop';
+
 /**
  * Adds the X-Ray instrumentation to a client's middleware stack (once per stack: the DynamoDB
- * document client shares the stack of the client it wraps) when running in Lambda.
+ * document client shares the stack of the client it wraps) when running in Lambda. In the local
+ * runtime it adds instead the check that a stopped invocation makes no more calls (invocation.ts).
  */
 export function traced<T>(client: T): T {
-  if (!tracingOn()) return client;
   const c = client as unknown as SdkClient;
+  if (process.env.RUNTIME === 'local' && !c.middlewareStack.identify().some((m) => m.startsWith(STOP_MIDDLEWARE))) {
+    c.middlewareStack.add(
+      (next) => (args) => {
+        assertNotStopped();
+        return next(args);
+      },
+      { step: 'initialize', name: STOP_MIDDLEWARE },
+    );
+  }
+  if (!tracingOn()) return client;
   if (!c.middlewareStack.identify().some((m) => m.startsWith(XRAY_MIDDLEWARE))) {
     c.middlewareStack.add(xrayMiddleware(c), { step: 'build', name: XRAY_MIDDLEWARE });
   }

@@ -3,7 +3,8 @@
  *
  * Statuses: the spec's four (`pending_score`, `approved`, `rejected`, `retry_pending`) plus the
  * worker-side ones that buyers never see (D24): `awaiting_upload` (accepted, slots reserved),
- * `withdrawn` (the worker gave the reservation back) and `expired` (the reservation ran out).
+ * `withdrawn` (the worker gave the reservation back), `expired` (the reservation ran out) and
+ * `cancelled` (the job was cancelled before the upload).
  * A submission carries the buyer-facing index attributes (GSI1 job list, GSI2 tenant list) only
  * from its upload on, so buyer lists never contain worker-only statuses; the worker history index
  * (GSI3) is there from the accept.
@@ -19,7 +20,7 @@ import type { Env } from '../types';
 import type { Dimensions, ReasonCode, ScoreResult } from '../scoring/types';
 import type { TranscriptionState } from '../speech/types';
 
-export const WORKER_ONLY_STATUSES = ['awaiting_upload', 'withdrawn', 'expired'] as const;
+export const WORKER_ONLY_STATUSES = ['awaiting_upload', 'withdrawn', 'expired', 'cancelled'] as const;
 export const BUYER_STATUSES = ['pending_score', 'approved', 'rejected', 'retry_pending'] as const;
 export type SubmissionStatus = (typeof WORKER_ONLY_STATUSES)[number] | (typeof BUYER_STATUSES)[number];
 
@@ -101,9 +102,13 @@ export function submissionIndexes(s: Pick<SubmissionItem, 'org_id' | 'environmen
 const first = (s: SubmissionItem) => s.uploads?.[0];
 const totalSize = (s: SubmissionItem) => (s.uploads ?? []).reduce((a, u) => a + Number(u.size_bytes ?? 0), 0);
 
-/** D68: the verdict's reason codes; null while there is no verdict (awaiting upload, pending_score). */
+/**
+ * D68: the verdict's reason codes; null while there is no verdict (awaiting upload, pending_score)
+ * and for a submission rejected without one (its job was cancelled before it was scored).
+ */
 export function reasonCodesOf(s: SubmissionItem): ReasonCode[] | null {
   if (!['approved', 'rejected', 'retry_pending'].includes(s.status)) return null;
+  if ((s as { reason_codes?: unknown }).reason_codes === null) return null;
   return s.reason_codes ?? [];
 }
 

@@ -39,6 +39,7 @@ import { batchGetConsistent, keyId } from '../db/batch-get';
 import { perceptualHash } from '../trust/phash';
 import { completeIfAllLanded } from './complete-upload';
 import { tryVerdictOn } from './verdict';
+import { objectBudget } from './object-budget';
 import type { FilePart, PlannedUpload, SubmissionItem } from './model';
 
 import { locateFile, type Located } from './locate';
@@ -174,6 +175,10 @@ export async function scoreObject(key: string): Promise<StageOutcome> {
     await tryVerdictOn(sub);
     return 'skipped';
   }
+  return objectBudget().run(upload.size_bytes, () => scoreBytes(found));
+}
+
+async function scoreBytes({ sub, upload, part }: Located): Promise<StageOutcome> {
   const bytes = await getObjectBytes(upload.key);
 
   if (upload.mode === 'presigned') {
@@ -274,6 +279,10 @@ export async function annotateObject(key: string): Promise<StageOutcome> {
     await tryVerdictOn(sub);
     return 'skipped';
   }
+  return objectBudget().run(upload.size_bytes, () => annotateBytes(found));
+}
+
+async function annotateBytes({ sub, upload }: Located): Promise<StageOutcome> {
   const bytes = await getObjectBytes(upload.key);
   let annotations: Record<string, unknown> | null = null;
   let keyframes: FilePart['keyframes'] = null;

@@ -161,13 +161,23 @@ export async function acceptJob(ctx: MutationContext, worker: WorkerPrincipal, j
   });
 }
 
+/** Why a reservation ends: the worker gave it back, it ran out, or its job was cancelled. */
+export type ReleaseReason = 'withdrawn' | 'expired' | 'cancelled';
+
+const RETRY_ENDED: Record<ReleaseReason, string> = {
+  withdrawn: 'The worker withdrew instead of retrying.',
+  expired: 'The retry window ended without a new upload.',
+  cancelled: 'The job was cancelled before the retry.',
+};
+
 /**
- * Ends a reservation: withdraw (the worker) or expiry (the sweep). Phase `upload`: the submission
- * becomes `withdrawn` / `expired` and its reserved slots come back. Phase `retry`: the unused
- * retry makes the first verdict final (`rejected`), and its pending slots come back. Returns false
- * when the reservation changed meanwhile (someone else ended or used it).
+ * Ends a reservation: withdraw (the worker), expiry (the sweep) or the job's cancellation
+ * (cancelled-job.ts). Phase `upload`: the submission becomes `withdrawn` / `expired` /
+ * `cancelled` and its reserved slots come back. Phase `retry`: the unused retry makes the first
+ * verdict final (`rejected`), and its pending slots come back. Returns false when the reservation
+ * changed meanwhile (someone else ended or used it).
  */
-export async function releaseReservation(ctx: MutationContext, res: ReservationItem, reason: 'withdrawn' | 'expired'): Promise<boolean> {
+export async function releaseReservation(ctx: MutationContext, res: ReservationItem, reason: ReleaseReason): Promise<boolean> {
   try {
     return await withJobRetry(res.job_id, async (job) => {
       const current = await reread(res);
@@ -204,7 +214,7 @@ export async function releaseReservation(ctx: MutationContext, res: ReservationI
         const stars = Number(sub.ai_star_rating ?? 1);
         const cat = sub.category ?? categoryOf((job.accepted_formats as string[])[0] ?? 'image/jpeg');
         addSlotChange(tx, job, { pending: -held, extra: summaryClauses(cat, 'rejected', stars) });
-        const reasoning = `${sub.ai_reasoning ?? ''} ${reason === 'expired' ? 'The retry window ended without a new upload.' : 'The worker withdrew instead of retrying.'}`.trim();
+        const reasoning = `${sub.ai_reasoning ?? ''} ${RETRY_ENDED[reason]}`.trim();
         // D68: the codes of the retry_pending verdict still say what fell short.
         const codes = (sub.reason_codes as string[] | undefined) ?? [];
         tx.update('submission', keys.submission(sub.id), 'SET #s = :st, updated_at = :t, ai_reasoning = :r, reason_codes = :codes, reserved_until = :null, final_at = :t', {

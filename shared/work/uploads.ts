@@ -32,7 +32,7 @@ import type { MutationContext } from '../context';
 import { batchGetConsistent, keyId } from '../db/batch-get';
 import { ACTIVE_STATUSES, type JobItem } from '../jobs/model';
 import { checkUpload, MAX_SIZE_BYTES, categoryOf, normalizeContentType } from '../media/sniff';
-import { deleteObjects, objectKeys, presignPut, putObject } from '../storage/s3';
+import { objectKeys, presignPut, putObject, tagVerdict } from '../storage/s3';
 import { reservationKey, type ReservationItem } from './reservations';
 import type { DeviceFields, PlannedUpload, SubmissionItem } from './model';
 import type { PresignRequest } from './upload-request';
@@ -155,7 +155,9 @@ export async function uploadDirect(ctx: MutationContext, sub: SubmissionItem, mo
   try {
     await Promise.all(uploads.map((u, i) => putObject(u.key, files[i]!.data, u.content_type)));
   } catch (err) {
-    await deleteObjects(uploads.map((u) => u.key)).catch(() => undefined);
+    // The bytes that did land never reach a verdict (the round stays awaiting its upload): tagged for the
+    // lifecycle rule, as a rejection's are. The route may tag upload objects, not delete them.
+    await tagVerdict(uploads.map((u) => u.key), 'rejected').catch(() => undefined);
     throw err;
   }
   // What was read and written so far is the state the completion starts from (no re-read).

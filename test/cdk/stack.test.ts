@@ -13,6 +13,8 @@ import { TABLE_DEF } from '../../shared/db/table';
 import { ROUTE_FUNCTION_TIMEOUT_SECONDS } from '../../shared/manifest/timeouts';
 import { DEPLOY_CONTEXT } from './fixtures/context';
 import { CDK_CONTEXT, FFMPEG_LAYER_ARN, flatten, synthesize, type Resource } from './support';
+import { allows, type BucketAction } from '../../shared/storage/bucket-grants';
+import type { BucketAccess } from '../../shared/manifest/access';
 
 /** The stack as `cdk synth` builds it, with the ffmpeg layer unless the context says otherwise. */
 function synthStack(context: Record<string, unknown> = {}, props: MarketplaceStackProps = {}): MarketplaceStack {
@@ -254,15 +256,49 @@ describe('least privilege', () => {
     }
   });
 
-  test('the upload and retry routes may only put objects, and only under uploads/', () => {
+  test('the upload and retry routes may only put and tag objects, and only under uploads/', () => {
     const writers = ROUTES.filter((r) => r.access.bucket === 'write');
     expect(writers.map((r) => r.id).sort()).toEqual(['worker.submissions.retry', 'worker.submissions.upload']);
     for (const route of writers) {
       const s3Statements = statementsOf(routeFunction(route)[0]).filter((st) => [st.Action].flat().some((a) => a.startsWith('s3:')));
       expect(s3Statements).toHaveLength(1);
-      expect(s3Statements[0]!.Action).toBe('s3:PutObject');
+      // Tagging: a rejection the request itself decides (the fan-in can complete there) tags its bytes for the lifecycle.
+      expect(s3Statements[0]!.Action).toEqual(['s3:PutObject', 's3:PutObjectTagging']);
       expect(JSON.stringify(s3Statements[0]!.Resource)).toContain('/uploads/*');
     }
+  });
+
+  test('the local runtime refuses exactly the S3 operations the synthesized policies do not allow (shared/storage/bucket-grants.ts)', () => {
+    const glob = (pattern: string, value: string) => new RegExp(`^${pattern.split('*').map((x) => x.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`).test(value);
+    const bucketArn = (r: unknown, bucketId: string) => JSON.stringify(r) === JSON.stringify({ 'Fn::GetAtt': [bucketId, 'Arn'] });
+    /** Whether one policy resource covers `key` of the bucket (null: the bucket itself). */
+    const covers = (r: unknown, bucketId: string, key: string | null): boolean => {
+      if (r === '*') return true;
+      if (key === null) return bucketArn(r, bucketId);
+      const join = (r as { 'Fn::Join'?: [string, unknown[]] })['Fn::Join'];
+      if (!join || join[1].length !== 2 || !bucketArn(join[1][0], bucketId) || typeof join[1][1] !== 'string') return false;
+      return glob((join[1][1] as string).slice(1), key);
+    };
+    const keys = ['uploads/sub_1/r1/file_1.jpg', 'keyframes/file_1/0.png', 'exports/exp_1.jsonl', 'transcripts/media-1.json', null];
+    const actions: BucketAction[] = ['s3:GetObject', 's3:GetObjectTagging', 's3:ListBucket', 's3:PutObject', 's3:PutObjectTagging', 's3:DeleteObject', 's3:AbortMultipartUpload'];
+    const functions: [string, BucketAccess | undefined, string][] = [
+      ...ROUTES.map((r) => [r.id, r.access.bucket, routeFunction(r)[0]] as [string, BucketAccess | undefined, string]),
+      ...QUEUES.map((q) => [q.name, q.access.bucket, functionByDescription(`Consumer of the ${q.name} queue`)[0]] as [string, BucketAccess | undefined, string]),
+    ];
+    const mediaBucket = ofType('AWS::S3::Bucket').find(([, r]) => r.Properties.NotificationConfiguration?.EventBridgeConfiguration)![0];
+    let checked = 0;
+    for (const [name, mode, fnId] of functions) {
+      const statements = statementsOf(fnId);
+      for (const action of actions) {
+        for (const key of keys) {
+          if ((action === 's3:ListBucket') !== (key === null)) continue;
+          const deployed = statements.some((st) => [st.Action].flat().some((a) => glob(a, action)) && [st.Resource].flat().some((r) => covers(r, mediaBucket, key)));
+          expect({ name, action, key, allowed: allows(mode, action, key) }).toEqual({ name, action, key, allowed: deployed });
+          checked++;
+        }
+      }
+    }
+    expect(checked).toBe(functions.length * (6 * 4 + 1));
   });
 
   test('the override may only tag upload objects: the withdrawn objects are deleted by the withdrawals consumer, which may only delete (D71)', () => {
@@ -424,11 +460,12 @@ describe('pipeline', () => {
     }
   });
 
-  test('consumers read their queue with the wiring batch size and report batch item failures', () => {
+  test('consumers read their queue with the wiring batch size, memory and /tmp, and report batch item failures', () => {
     for (const q of QUEUES) {
       const [fnId, fn] = functionByDescription(`Consumer of the ${q.name} queue`);
       expect(fn.Properties.Timeout).toBe(q.consumerTimeoutSeconds);
       expect(fn.Properties.MemorySize).toBe(q.consumerMemoryMb);
+      expect([q.name, fn.Properties.EphemeralStorage?.Size ?? 512]).toEqual([q.name, q.ephemeralStorageMb ?? 512]);
       template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
         FunctionName: { Ref: fnId },
         EventSourceArn: { 'Fn::GetAtt': [queueLogicalId(q.name), 'Arn'] },

@@ -33,8 +33,8 @@ describe('local runtime: a function reads only the secrets its manifest entry de
   const reading = (name: SecretName) => async () => ({ value: await getSecret(name) });
 
   it('an invocation reads a secret its entry declares', async () => {
-    await expect(grantedTo({ secrets: ['cursor'] }, reading('cursor'))({}, {} as never)).resolves.toEqual({ value: 'cursor-key' });
-    await expect(grantedTo({ cdnSign: true, secrets: ['stripe'] }, reading('stripe'))({}, {} as never)).resolves.toEqual({ value: '{"secret_key":"sk_test_x"}' });
+    await expect(grantedTo('fn', { secrets: ['cursor'] }, reading('cursor'))({}, {} as never)).resolves.toEqual({ value: 'cursor-key' });
+    await expect(grantedTo('fn', { cdnSign: true, secrets: ['stripe'] }, reading('stripe'))({}, {} as never)).resolves.toEqual({ value: '{"secret_key":"sk_test_x"}' });
   });
 
   it('an invocation that reads a secret its entry does not declare fails, even in a later async step', async () => {
@@ -42,8 +42,8 @@ describe('local runtime: a function reads only the secrets its manifest entry de
       await new Promise((r) => setTimeout(r, 10));
       return getSecret('stripe');
     };
-    await expect(grantedTo({ secrets: ['cursor'] }, later)({}, {} as never)).rejects.toThrow(/secret stripe: not granted to this function/);
-    await expect(grantedTo({}, reading('cursor'))({}, {} as never)).rejects.toThrow(/not granted/);
+    await expect(grantedTo('fn', { secrets: ['cursor'] }, later)({}, {} as never)).rejects.toThrow(/secret stripe: not granted to this function/);
+    await expect(grantedTo('fn', {}, reading('cursor'))({}, {} as never)).rejects.toThrow(/not granted/);
   });
 
   it('through the HTTP front, a route whose handler reads an undeclared secret answers 502, as its deployed function would fail', async () => {

@@ -6,6 +6,7 @@
  * Converse outputs at the SDK client.
  */
 import { readFileSync } from 'node:fs';
+import fsPromises from 'node:fs/promises';
 import path from 'node:path';
 import sharp from 'sharp';
 import { annotateAudio, annotateImage, annotateVideo, extractKeyframes } from '../../shared/media/annotate-image';
@@ -347,6 +348,19 @@ ff('audio and video annotations (ffmpeg)', () => {
       expect(v.scenes!.length).toBeGreaterThanOrEqual(1);
       const again = await extractKeyframes(bytes, v.duration_seconds!);
       expect(again.map((k) => k.timestamp_seconds)).toEqual([3, 6, 9]);
+    }
+  });
+
+  it('a video is copied to /tmp once for all the tools that read it (probe, loudness, keyframes), not once each', async () => {
+    const bytes = sample('sample.mp4');
+    const writes = jest.spyOn(fsPromises, 'writeFile');
+    try {
+      const v = await annotateVideo(bytes, { annotateKeyframes: false });
+      expect(v.integrated_lufs).toEqual(expect.any(Number)); // the loudness and the keyframes both read it
+      expect(v.keyframes).toHaveLength(3);
+      expect(writes.mock.calls.filter(([, data]) => data === bytes)).toHaveLength(1);
+    } finally {
+      writes.mockRestore();
     }
   });
 });

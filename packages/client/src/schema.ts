@@ -1252,7 +1252,7 @@ export interface components {
             job_id: string;
             worker_id: string;
             /** @enum {string} */
-            status: "awaiting_upload" | "pending_score" | "approved" | "rejected" | "retry_pending" | "withdrawn" | "expired";
+            status: "awaiting_upload" | "pending_score" | "approved" | "rejected" | "retry_pending" | "withdrawn" | "expired" | "cancelled";
             files_expected: number;
             reserved_until: string | null;
             ai_star_rating?: number | null;
@@ -6296,7 +6296,7 @@ export interface operations {
             query?: {
                 limit?: number;
                 cursor?: string;
-                status?: "awaiting_upload" | "pending_score" | "approved" | "rejected" | "retry_pending" | "withdrawn" | "expired";
+                status?: "awaiting_upload" | "pending_score" | "approved" | "rejected" | "retry_pending" | "withdrawn" | "expired" | "cancelled";
                 job_id?: string;
             };
             header?: never;

@@ -36,7 +36,7 @@ export const workerSubmission = z
     id: id('sub'),
     job_id: z.string(),
     worker_id: z.string(),
-    status: z.enum([...SUBMISSION_STATUS, 'withdrawn', 'expired']),
+    status: z.enum([...SUBMISSION_STATUS, 'withdrawn', 'expired', 'cancelled']),
     files_expected: z.number().int(),
     reserved_until: tsOrNull,
     ai_star_rating: z.number().int().nullable().optional(),

@@ -1,0 +1,37 @@
+/**
+ * Local runtime: an invocation that Lambda would have stopped makes no more AWS calls.
+ *
+ * Deployed, Lambda ends a function at its time-out: nothing it would still have done happens. In
+ * the local runtime every handler shares one process and cannot be stopped, so a timed-out handler
+ * would go on writing to the table, the bucket and the queues, and a test could pass on work that
+ * never happens deployed. Each local invocation therefore runs inside `runInvocation`; when the
+ * runtime gives up on it (its time-out) it calls `stop()`, and from then on every AWS SDK call of
+ * that invocation fails before it is sent (`traced()` adds the check to every client in the local
+ * runtime). Outside an invocation (tests, scripts, the runtime itself) nothing is checked.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+
+export class InvocationStopped extends Error {
+  constructor(fn: string) {
+    super(`${fn}: this invocation timed out and was stopped; Lambda would not have made this call`);
+    this.name = 'InvocationStopped';
+  }
+}
+
+export interface Invocation {
+  readonly fn: string;
+  stopped: boolean;
+}
+
+const store = new AsyncLocalStorage<Invocation>();
+
+/** Runs `fn` as one invocation of function `name`; stop it with `invocation.stopped = true`. */
+export function runInvocation<T>(invocation: Invocation, fn: () => T): T {
+  return store.run(invocation, fn);
+}
+
+/** Throws when the current invocation was stopped. */
+export function assertNotStopped(): void {
+  const current = store.getStore();
+  if (current?.stopped) throw new InvocationStopped(current.fn);
+}
