@@ -299,7 +299,7 @@ export function createHttpServer(opts: HttpServerOptions): Server {
     let timer: NodeJS.Timeout | undefined;
     const running: Invocation = { fn: routeLogicalName(route), stopped: false };
     try {
-      const handler = grantedTo(route.id, route.access, await (opts.loadHandler ?? loadHandler)(route.handler));
+      const handler = grantedTo(route.id, route.access, await (opts.loadHandler ?? loadHandler)(route.handler), { requestCounting: route.access.table === 'read' && route.rateLimit !== 'none' });
       const invocation = Promise.resolve(runInvocation(running, () => handler(event, lambdaContext(routeLogicalName(route), Math.ceil(budgetMs / 1000))))) as Promise<APIGatewayProxyResult>;
       const timedOut = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new IntegrationTimeout()), budgetMs);

@@ -8,7 +8,7 @@ import { resolve } from 'node:path';
 import type { Context } from 'aws-lambda';
 import { secretsRead, type BucketAccess, type KeyAccess } from '../shared/manifest/access';
 import { withGrantedSecrets } from '../shared/secrets';
-import { withBucketGrant } from '../shared/storage/bucket-grants';
+import { withGrants, type Grants } from './grants';
 import { runInvocation, type Invocation } from '../shared/observability/invocation';
 
 /** The project root: manifest module paths (`functions/...ts`) are relative to it. */
@@ -52,14 +52,19 @@ export function loadHandler(modulePath: string): Promise<AnyHandler> {
   return p;
 }
 
+/** A manifest entry's access, as routes, queues and schedules declare it. */
+export type EntryAccess = KeyAccess & { table?: 'read' | 'write'; bucket?: BucketAccess; sendTo?: readonly string[] };
+
 /**
  * The handler as the function of a manifest entry (named `name`) runs it: each invocation may read
- * only the secrets the entry declares (shared/secrets `withGrantedSecrets`) and call only the S3
- * operations its bucket access allows (shared/storage/bucket-grants.ts), as its deployed grants allow.
+ * only the secrets the entry declares (shared/secrets `withGrantedSecrets`) and make only the
+ * table, bucket and queue calls its access allows (local/grants.ts), as its deployed grants allow.
+ * `more`: what the stack grants beside the access (a read route's request count, a consumer's own queue).
  */
-export function grantedTo(name: string, access: KeyAccess & { bucket?: BucketAccess }, handler: AnyHandler): AnyHandler {
+export function grantedTo(name: string, access: EntryAccess, handler: AnyHandler, more: Pick<Grants, 'requestCounting' | 'consumes'> = {}): AnyHandler {
   const secrets = secretsRead(access);
-  return (event, context) => withBucketGrant(access.bucket, name, () => withGrantedSecrets(secrets, () => handler(event, context)));
+  const grants: Grants = { fn: name, table: access.table, bucket: access.bucket, sendTo: access.sendTo, ...more };
+  return (event, context) => withGrants(grants, () => withGrantedSecrets(secrets, () => handler(event, context)));
 }
 
 /** Forgets loaded modules' handlers (the modules stay in the module cache). */

@@ -293,7 +293,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
         }
         const cc = opts.consumerConcurrency;
         const concurrency = (typeof cc === 'number' ? cc : cc?.[q.def.name]) ?? q.def.maxConcurrency ?? defaultConsumerConcurrency();
-        const poller = new QueuePoller({ client: sqs, queue: q, handler: async () => grantedTo(q.def.name, q.def.access, await loadHandler(q.def.consumer)), log, waitTimeSeconds: opts.pollWaitSeconds, concurrency });
+        const poller = new QueuePoller({ client: sqs, queue: q, handler: async () => grantedTo(q.def.name, q.def.access, await loadHandler(q.def.consumer), { consumes: q.def.name }), log, waitTimeSeconds: opts.pollWaitSeconds, concurrency });
         poller.start();
         stops.push(() => poller.stop());
         polledQueues.push(q.def.name);

@@ -12,7 +12,7 @@ import {
   aws_secretsmanager as secretsmanager,
   aws_sqs as sqs,
 } from 'aws-cdk-lib';
-import { secretArnVariable, secretsRead, type BucketAccess, type KeyAccess, type SecretName } from '../../shared/manifest/access';
+import { REQUEST_COUNT_PARTITIONS, secretArnVariable, secretsRead, type BucketAccess, type KeyAccess, type SecretName } from '../../shared/manifest/access';
 import { EXTENSION_TTL_SECONDS } from '../../shared/secrets';
 import { acknowledge } from './nag';
 import { BUCKET_PREFIXES, TRANSCRIBE_JOB_PREFIX } from '../../shared/manifest/wiring';
@@ -33,14 +33,8 @@ export function bindTable(fn: lambda.Function, table: dynamodb.ITable, mode: Tab
   fn.addEnvironment('TABLE_NAME', table.tableName);
 }
 
-/**
- * What every authenticated request writes, even on a read-only route (shared/ratelimit,
- * shared/auth/authenticate): UpdateItem, and only on items whose partition key is a secret's
- * lookup item (the request count), a rate-limit window (a key in its rotation overlap, a worker or a
- * signup source) or an organization's partition (an API key's `last_used_at`, once a minute).
- * Routes that write already hold UpdateItem on the whole table.
- */
-export const REQUEST_COUNT_PARTITIONS = ['SECRET#*', 'RL#*', 'ORG#*'] as const;
+/** Routes that write already hold UpdateItem on the whole table (REQUEST_COUNT_PARTITIONS: shared/manifest/access.ts). */
+export { REQUEST_COUNT_PARTITIONS };
 
 export function bindRequestCounting(fn: lambda.Function, table: dynamodb.ITable): void {
   fn.addToRolePolicy(
@@ -62,8 +56,8 @@ export function bindRequestCounting(fn: lambda.Function, table: dynamodb.ITable)
  * `read-write`: get, put and delete.
  * `delete`: delete objects only. `tag`: set the tags of upload objects only (the verdict tag the
  * lifecycle rules read), nothing else.
- * shared/storage/bucket-grants.ts states the same per action; the local runtime enforces it there
- * (test/cdk/bucket-grants.test.ts checks that both agree).
+ * local/grants.ts states the same per action; the local runtime enforces it there
+ * (test/cdk/stack.test.ts checks that both agree).
  */
 export function bindBucket(fn: lambda.Function, bucket: s3.IBucket, mode: BucketAccess): void {
   switch (mode) {

@@ -19,12 +19,21 @@ export const SECRET_NAMES = ['cursor', 'cdn-signing-key', 'stripe'] as const;
 export type SecretName = (typeof SECRET_NAMES)[number];
 
 /**
- * Access to the media bucket (lib/constructs/grants.ts `bindBucket`; shared/storage/bucket-grants.ts
- * says action by action what each allows, and the local runtime enforces it):
+ * Access to the media bucket (lib/constructs/grants.ts `bindBucket`; local/grants.ts says action by
+ * action what each allows, and the local runtime enforces it):
  * `read` get and list; `write` put and tag upload objects only; `read-write` everything on objects;
  * `delete` delete objects only; `tag` tag upload objects only.
  */
 export type BucketAccess = 'read' | 'write' | 'read-write' | 'delete' | 'tag';
+
+/**
+ * What every authenticated request writes, even on a read-only route (shared/ratelimit,
+ * shared/auth/authenticate): UpdateItem, and only on items whose partition key is a secret's
+ * lookup item (the request count), a rate-limit window (a key in its rotation overlap, a worker or a
+ * signup source) or an organization's partition (an API key's `last_used_at`, once a minute).
+ * The stack grants it with a `dynamodb:LeadingKeys` condition; the local runtime enforces the same.
+ */
+export const REQUEST_COUNT_PARTITIONS = ['SECRET#*', 'RL#*', 'ORG#*'] as const;
 
 export interface KeyAccess {
   secrets?: SecretName[];

@@ -5,9 +5,11 @@
  * the local runtime every handler shares one process and cannot be stopped, so a timed-out handler
  * would go on writing to the table, the bucket and the queues, and a test could pass on work that
  * never happens deployed. Each local invocation therefore runs inside `runInvocation`; when the
- * runtime gives up on it (its time-out) it calls `stop()`, and from then on every AWS SDK call of
- * that invocation fails before it is sent (`traced()` adds the check to every client in the local
- * runtime). Outside an invocation (tests, scripts, the runtime itself) nothing is checked.
+ * runtime gives up on it (its time-out) it sets `stopped`, and from then on every AWS SDK call of
+ * that invocation fails before it is sent (`traced()` puts `checkCall` before every call of every
+ * client). Outside an invocation (tests, scripts, the runtime itself) nothing is checked. The
+ * local runtime also hooks its grant check in here (local/grants.ts), so that no deployed bundle
+ * carries it.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 
@@ -30,8 +32,20 @@ export function runInvocation<T>(invocation: Invocation, fn: () => T): T {
   return store.run(invocation, fn);
 }
 
-/** Throws when the current invocation was stopped. */
-export function assertNotStopped(): void {
+type CallCheck = (client: string, command: string, input: unknown) => void;
+let localCheck: CallCheck | null = null;
+
+/** Local runtime: the check of every SDK call against the invocation's grants (local/grants.ts). */
+export function setLocalCallCheck(check: CallCheck | null): void {
+  localCheck = check;
+}
+
+/**
+ * Before every AWS SDK call (`traced()`): throws when the current invocation was stopped, or when
+ * the local runtime's grants refuse the call. Deployed, neither is ever set: nothing is checked.
+ */
+export function checkCall(client: string, command: string, input: unknown): void {
   const current = store.getStore();
   if (current?.stopped) throw new InvocationStopped(current.fn);
+  localCheck?.(client, command, input);
 }

@@ -20,7 +20,7 @@
 import { randomBytes } from 'node:crypto';
 import { createSocket, type Socket } from 'node:dgram';
 import { InvokeStore } from '@aws/lambda-invoke-store';
-import { assertNotStopped } from './invocation';
+import { checkCall } from './invocation';
 
 /** The middleware's name in a client's stack (one per stack). */
 export const XRAY_MIDDLEWARE = 'XRaySubsegment';
@@ -180,22 +180,23 @@ function xrayMiddleware(client: SdkClient) {
     };
 }
 
-const STOP_MIDDLEWARE = 'localInvocationStop';
+const CHECK_MIDDLEWARE = 'invocationCheck';
 
 /**
  * Adds the X-Ray instrumentation to a client's middleware stack (once per stack: the DynamoDB
- * document client shares the stack of the client it wraps) when running in Lambda. In the local
- * runtime it adds instead the check that a stopped invocation makes no more calls (invocation.ts).
+ * document client shares the stack of the client it wraps) when running in Lambda; and, on every
+ * client, `checkCall` before each call (invocation.ts: a no-op deployed; in the local runtime a
+ * stopped invocation makes no more calls and every call is held to the function's grants).
  */
 export function traced<T>(client: T): T {
   const c = client as unknown as SdkClient;
-  if (process.env.RUNTIME === 'local' && !c.middlewareStack.identify().some((m) => m.startsWith(STOP_MIDDLEWARE))) {
+  if (!c.middlewareStack.identify().some((m) => m.startsWith(CHECK_MIDDLEWARE))) {
     c.middlewareStack.add(
-      (next) => (args) => {
-        assertNotStopped();
+      (next, context) => (args) => {
+        checkCall(context.clientName ?? '', context.commandName ?? '', args.input);
         return next(args);
       },
-      { step: 'initialize', name: STOP_MIDDLEWARE },
+      { step: 'initialize', name: CHECK_MIDDLEWARE },
     );
   }
   if (!tracingOn()) return client;

@@ -8,7 +8,6 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { config } from '../config';
 import { traced } from '../observability/tracer';
 import { current } from './s3-current';
-import { checkBucketCall } from './bucket-grants';
 
 export {
   DeleteObjectsCommand,
@@ -35,17 +34,6 @@ export function s3(): S3Client {
           : {}),
       }),
     );
-    // Local runtime: one set of emulator credentials serves every handler, so the client itself
-    // refuses what the invocation's deployed role may not do (shared/storage/bucket-grants.ts).
-    if (process.env.RUNTIME === 'local') {
-      client.middlewareStack.add(
-        (next, context) => (args) => {
-          checkBucketCall(context.commandName ?? '', args.input);
-          return next(args);
-        },
-        { step: 'initialize', name: 'localBucketGrant' },
-      );
-    }
     current.client = client;
   }
   return current.client as S3Client;

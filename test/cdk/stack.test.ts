@@ -13,7 +13,7 @@ import { TABLE_DEF } from '../../shared/db/table';
 import { ROUTE_FUNCTION_TIMEOUT_SECONDS } from '../../shared/manifest/timeouts';
 import { DEPLOY_CONTEXT } from './fixtures/context';
 import { CDK_CONTEXT, FFMPEG_LAYER_ARN, flatten, synthesize, type Resource } from './support';
-import { allows, type BucketAction } from '../../shared/storage/bucket-grants';
+import { allows, type BucketAction } from '../../local/grants';
 import type { BucketAccess } from '../../shared/manifest/access';
 
 /** The stack as `cdk synth` builds it, with the ffmpeg layer unless the context says otherwise. */
@@ -268,7 +268,7 @@ describe('least privilege', () => {
     }
   });
 
-  test('the local runtime refuses exactly the S3 operations the synthesized policies do not allow (shared/storage/bucket-grants.ts)', () => {
+  test('the local runtime refuses exactly the S3 operations the synthesized policies do not allow (local/grants.ts)', () => {
     const glob = (pattern: string, value: string) => new RegExp(`^${pattern.split('*').map((x) => x.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`).test(value);
     const bucketArn = (r: unknown, bucketId: string) => JSON.stringify(r) === JSON.stringify({ 'Fn::GetAtt': [bucketId, 'Arn'] });
     /** Whether one policy resource covers `key` of the bucket (null: the bucket itself). */

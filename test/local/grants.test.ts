@@ -1,4 +1,8 @@
+import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { grantedTo } from '../../local/lambda';
+import { db, tableName } from '../../shared/db/client';
+import { queueUrl, sqs } from '../../shared/queues';
 import { routeById } from '../../shared/manifest/routes';
 import { queueByName, SCHEDULES } from '../../shared/manifest/wiring';
 import { deleteObjects, getObjectBytes, headObject, presignPut, putObject, tagVerdict } from '../../shared/storage/s3';
@@ -7,20 +11,22 @@ import { startTestRuntime, type TestRuntime } from '../support/harness';
 // Deployed, each function's role allows only the S3 operations of its manifest entry's bucket
 // access (lib/constructs/grants.ts). Locally one set of emulator credentials serves every handler,
 // so the runtime's S3 client refuses, per invocation, what the deployed role could not do: a
-// handler that calls S3 beyond its grant fails locally first (test/cdk/bucket-grants.test.ts checks
+// handler that calls S3 beyond its grant fails locally first (test/cdk/stack.test.ts checks
 // that the local rules and the synthesized policies agree).
-describe('local runtime: a function calls only the S3 operations its bucket access allows', () => {
+describe('local runtime: a function makes only the calls its manifest entry grants', () => {
   let rt: TestRuntime;
   beforeAll(async () => {
     rt = await startTestRuntime({ enablePollers: false, enableStreams: false });
+    await db().send(new PutCommand({ TableName: tableName(), Item: { PK: 'JOB#grants', SK: 'JOB' } }));
   });
   afterAll(async () => {
     await rt?.stop();
   });
 
   const key = (name: string) => `uploads/sub_grants/r1/${name}.jpg`;
-  const asRoute = <T>(id: string, fn: () => Promise<T>) => grantedTo(id, routeById(id).access, fn)({}, {} as never) as Promise<T>;
-  const asQueue = <T>(name: string, fn: () => Promise<T>) => grantedTo(name, queueByName(name).access, fn)({}, {} as never) as Promise<T>;
+  const asRoute = <T>(id: string, fn: () => Promise<T>) =>
+    grantedTo(id, routeById(id).access, fn, { requestCounting: routeById(id).access.table === 'read' && routeById(id).rateLimit !== 'none' })({}, {} as never) as Promise<T>;
+  const asQueue = <T>(name: string, fn: () => Promise<T>) => grantedTo(name, queueByName(name).access, fn, { consumes: name })({}, {} as never) as Promise<T>;
 
   it('the upload route puts, pre-signs and tags upload objects', async () => {
     await asRoute('worker.submissions.upload', async () => {
@@ -54,5 +60,24 @@ describe('local runtime: a function calls only the S3 operations its bucket acce
     await expect(asQueue('withdrawals', () => getObjectBytes(key('a')))).rejects.toThrow(/s3:GetObject/);
     await asQueue('withdrawals', () => deleteObjects([key('a')]));
     expect(await headObject(key('a'))).toBeNull();
+  });
+
+  it('a read route reads the table and counts its request, and writes nothing else', async () => {
+    const update = (pk: string) => db().send(new UpdateCommand({ TableName: tableName(), Key: { PK: pk, SK: 'X' }, UpdateExpression: 'ADD n :one', ExpressionAttributeValues: { ':one': 1 } }));
+    await asRoute('jobs.get', async () => {
+      await db().send(new GetCommand({ TableName: tableName(), Key: { PK: 'JOB#grants', SK: 'JOB' } }));
+      await update('SECRET#grants');
+      await update('RL#grants');
+    });
+    await expect(asRoute('jobs.get', () => update('JOB#grants'))).rejects.toThrow(/may update only the request-count partitions/);
+    await expect(asRoute('jobs.get', () => db().send(new PutCommand({ TableName: tableName(), Item: { PK: 'JOB#grants2', SK: 'JOB' } })))).rejects.toMatchObject({ name: 'AccessDenied' });
+    await expect(asRoute('jobs.create', () => db().send(new PutCommand({ TableName: tableName(), Item: { PK: 'JOB#grants3', SK: 'JOB' } })))).resolves.toBeDefined();
+  });
+
+  it('a function sends only to the queues its entry names', async () => {
+    const send = (queue: string) => sqs().send(new SendMessageCommand({ QueueUrl: queueUrl(queue), MessageBody: '{}' }));
+    await asQueue('transcription', () => send('scoring')); // transcription → scoring (its sendTo)
+    await expect(asQueue('transcription', () => send('webhooks'))).rejects.toThrow(/not authorized to perform sqs:SendMessage on queue webhooks/);
+    await expect(asRoute('jobs.create', () => send('sandbox'))).rejects.toMatchObject({ name: 'AccessDenied' });
   });
 });

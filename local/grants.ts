@@ -1,0 +1,166 @@
+/**
+ * What each function may call, as the stack grants it, enforced per invocation in the local runtime.
+ *
+ * Deployed, a function's role allows exactly the access of its manifest entry (lib/constructs/
+ * grants.ts). Locally one set of emulator credentials serves every handler, so neither the S3
+ * emulator, DynamoDB Local nor the SQS emulator can refuse a call the deployed role could not
+ * make. Instead each invocation runs inside `withGrants` (local/lambda.ts `grantedTo`), and every
+ * AWS SDK call of the process passes this check first (shared/observability/invocation.ts, through
+ * `traced()`): AccessDenied here first, as deployed. Outside an invocation (tests, scripts, the
+ * runtime itself) nothing is checked.
+ *
+ * - Bucket (`access.bucket`): action by action and prefix by prefix below; test/cdk/stack.test.ts
+ *   checks these rules against every function's synthesized policy.
+ * - Table (`access.table`): `write` may do anything on the table; `read` only reads, plus the
+ *   request count's UpdateItem on the partitions `REQUEST_COUNT_PARTITIONS` (routes with a rate
+ *   limit), as the stack's `dynamodb:LeadingKeys` condition allows.
+ * - Queues: SendMessage only to the queues of `access.sendTo`; a consumer may also change the
+ *   visibility of its own queue's messages.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { BUCKET_PREFIXES } from '../shared/manifest/wiring';
+import { REQUEST_COUNT_PARTITIONS, type BucketAccess } from '../shared/manifest/access';
+import { config } from '../shared/config';
+import { setLocalCallCheck } from '../shared/observability/invocation';
+
+/** What one function was granted (its manifest entry). */
+export interface Grants {
+  fn: string;
+  table?: 'read' | 'write';
+  /** UpdateItem on the request-count partitions (read routes with a rate limit). */
+  requestCounting?: boolean;
+  bucket?: BucketAccess;
+  sendTo?: readonly string[];
+  /** The queue a consumer reads (it may change its messages' visibility). */
+  consumes?: string;
+}
+
+/** Thrown locally where the deployed role would get 403 AccessDenied. */
+export class AccessDenied extends Error {
+  readonly $metadata = { httpStatusCode: 403 };
+  constructor(message: string) {
+    super(message);
+    this.name = 'AccessDenied';
+  }
+}
+
+// ---- bucket ----
+
+/** The IAM actions our S3 calls need (one per operation; multipart parts need s3:PutObject). */
+export type BucketAction =
+  | 's3:GetObject'
+  | 's3:GetObjectTagging'
+  | 's3:ListBucket'
+  | 's3:PutObject'
+  | 's3:PutObjectTagging'
+  | 's3:DeleteObject'
+  | 's3:AbortMultipartUpload';
+
+const READ: BucketAction[] = ['s3:GetObject', 's3:GetObjectTagging', 's3:ListBucket'];
+const ANYWHERE = null;
+
+/** Per mode: the actions, and the key prefix they are limited to (null: any key of the bucket). */
+const BUCKET_GRANTS: Record<BucketAccess, { actions: BucketAction[]; prefix: string | null }> = {
+  read: { actions: READ, prefix: ANYWHERE },
+  // Uploads: the bytes, and the verdict tag of a rejection decided in the request (the fan-in can
+  // complete there) or of the bytes of a direct upload that failed half-way.
+  write: { actions: ['s3:PutObject', 's3:PutObjectTagging'], prefix: BUCKET_PREFIXES.uploads },
+  'read-write': { actions: [...READ, 's3:PutObject', 's3:PutObjectTagging', 's3:DeleteObject', 's3:AbortMultipartUpload'], prefix: ANYWHERE },
+  delete: { actions: ['s3:DeleteObject'], prefix: ANYWHERE },
+  tag: { actions: ['s3:PutObjectTagging'], prefix: BUCKET_PREFIXES.uploads },
+};
+
+/** True when a function with bucket access `mode` (undefined: none) may do `action` on `key` (null: the bucket). */
+export function allows(mode: BucketAccess | undefined, action: BucketAction, key: string | null): boolean {
+  if (!mode) return false;
+  const g = BUCKET_GRANTS[mode];
+  if (!g.actions.includes(action)) return false;
+  if (action === 's3:ListBucket') return g.prefix === null; // a bucket action: granted on the bucket or not at all
+  return key !== null && (g.prefix === null || key.startsWith(g.prefix));
+}
+
+interface S3Input {
+  Key?: string;
+  Delete?: { Objects?: { Key?: string }[] };
+}
+
+/** The action each S3 command needs, and the keys it touches. */
+const S3_COMMANDS: Record<string, { action: BucketAction; keys: (input: S3Input) => (string | null)[] }> = {
+  GetObjectCommand: { action: 's3:GetObject', keys: (i) => [i.Key ?? null] },
+  HeadObjectCommand: { action: 's3:GetObject', keys: (i) => [i.Key ?? null] },
+  GetObjectTaggingCommand: { action: 's3:GetObjectTagging', keys: (i) => [i.Key ?? null] },
+  ListObjectsV2Command: { action: 's3:ListBucket', keys: () => [null] },
+  PutObjectCommand: { action: 's3:PutObject', keys: (i) => [i.Key ?? null] },
+  CreateMultipartUploadCommand: { action: 's3:PutObject', keys: (i) => [i.Key ?? null] },
+  UploadPartCommand: { action: 's3:PutObject', keys: (i) => [i.Key ?? null] },
+  CompleteMultipartUploadCommand: { action: 's3:PutObject', keys: (i) => [i.Key ?? null] },
+  AbortMultipartUploadCommand: { action: 's3:AbortMultipartUpload', keys: (i) => [i.Key ?? null] },
+  PutObjectTaggingCommand: { action: 's3:PutObjectTagging', keys: (i) => [i.Key ?? null] },
+  DeleteObjectCommand: { action: 's3:DeleteObject', keys: (i) => [i.Key ?? null] },
+  DeleteObjectsCommand: { action: 's3:DeleteObject', keys: (i) => (i.Delete?.Objects ?? []).map((o) => o.Key ?? null) },
+};
+
+function checkBucket(g: Grants, command: string, input: S3Input): void {
+  const c = S3_COMMANDS[command];
+  if (!c) throw new AccessDenied(`${g.fn}: ${command} is not an S3 operation any function of the stack is granted`);
+  for (const key of c.keys(input)) {
+    if (!allows(g.bucket, c.action, key)) {
+      throw new AccessDenied(`${g.fn} is not authorized to perform ${c.action} on ${key ?? 'the bucket'} (bucket access: ${g.bucket ?? 'none'})`);
+    }
+  }
+}
+
+// ---- table ----
+
+const TABLE_READS = new Set(['GetItemCommand', 'BatchGetItemCommand', 'QueryCommand', 'ScanCommand', 'TransactGetItemsCommand', 'DescribeTableCommand']);
+
+/** A key attribute as the document client (a string) or the raw client (`{S: …}`) passes it. */
+const keyString = (v: unknown): string | null => (typeof v === 'string' ? v : typeof (v as { S?: unknown })?.S === 'string' ? (v as { S: string }).S : null);
+
+function checkTable(g: Grants, command: string, input: { Key?: { PK?: unknown } }): void {
+  if (g.table === 'write' || TABLE_READS.has(command)) {
+    if (!g.table) throw new AccessDenied(`${g.fn} has no access to the table (${command})`);
+    return;
+  }
+  if (command === 'UpdateItemCommand' && g.requestCounting) {
+    const pk = keyString(input.Key?.PK);
+    if (pk && REQUEST_COUNT_PARTITIONS.some((p) => pk.startsWith(p.slice(0, -1)))) return;
+    throw new AccessDenied(`${g.fn} may update only the request-count partitions (${REQUEST_COUNT_PARTITIONS.join(', ')}), not ${pk ?? 'this item'}`);
+  }
+  throw new AccessDenied(`${g.fn} is not authorized to perform dynamodb:${command.replace(/Command$/, '')} (table access: ${g.table ?? 'none'})`);
+}
+
+// ---- queues ----
+
+function queueName(url: unknown): string {
+  const known = Object.entries(config().queueUrls).find(([, u]) => u === url)?.[0];
+  return known ?? String(url).split('/').pop() ?? '';
+}
+
+function checkQueue(g: Grants, command: string, input: { QueueUrl?: string; QueueName?: string }): void {
+  const name = input.QueueName ?? queueName(input.QueueUrl);
+  if ((command === 'SendMessageCommand' || command === 'SendMessageBatchCommand' || command === 'GetQueueUrlCommand') && g.sendTo?.includes(name)) return;
+  if ((command === 'ChangeMessageVisibilityCommand' || command === 'GetQueueUrlCommand') && g.consumes === name) return;
+  throw new AccessDenied(`${g.fn} is not authorized to perform sqs:${command.replace(/Command$/, '')} on queue ${name || '(unknown)'}`);
+}
+
+// ---- the check ----
+
+const store = new AsyncLocalStorage<Grants>();
+
+/** Runs one invocation of a function with its grants. */
+export function withGrants<T>(grants: Grants, run: () => T): T {
+  return store.run(grants, run);
+}
+
+/** Refuses an SDK call the current invocation's grants do not allow (other services: not checked here). */
+export function checkGrantedCall(client: string, command: string, input: unknown): void {
+  const g = store.getStore();
+  if (!g) return;
+  const i = (input ?? {}) as never;
+  if (client === 'S3Client') checkBucket(g, command, i);
+  else if (client === 'DynamoDBClient') checkTable(g, command, i);
+  else if (client === 'SQSClient') checkQueue(g, command, i);
+}
+
+setLocalCallCheck(checkGrantedCall);
