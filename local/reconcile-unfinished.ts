@@ -19,7 +19,9 @@
  *   its `submission.overridden` event's INSERT record again (deleting twice is harmless);
  * - top-ups: every crossing of the low-balance threshold of the last 24 hours with auto top-up on
  *   whose top-up is not applied or declined gets its `credits.low_balance` INSERT record again (the
- *   top-up's session is named after the event, so it is bought once).
+ *   top-up's session is named after the event, so it is bought once);
+ * - cancellations: every job cancelled in the last two hours gets its `job.cancelled` INSERT record
+ *   again (the consumer ends only what is still in play).
  *
  * No index lists "unfinished" items across tenants, so each reconciler reads the table once with a
  * filtered, projected Scan. It runs only after an unclean stop, on a local table.
@@ -236,5 +238,26 @@ export const topUpsReconciler = eventReplay({
   },
 });
 
+export const cancellationsReconciler = eventReplay({
+  name: 'unended-cancellations',
+  type: 'job.cancelled',
+  queue: 'cancellations',
+  what: 'cancelled jobs sent to end their submissions again',
+  // After two hours nothing of a cancelled job is in play any more: reservations and retry windows
+  // last one hour, and the sweep and the verdicts end the rest. Ending again is harmless.
+  since: () => new Date(Date.now() - 2 * 3600_000).toISOString(),
+  async unfinished() {
+    return true;
+  },
+});
+
 /** Registered by the local runtime, in this order. */
-export const UNFINISHED_WORK: readonly Reconciler[] = [uploadsReconciler, webhooksReconciler, sandboxReconciler, exportsReconciler, withdrawalsReconciler, topUpsReconciler];
+export const UNFINISHED_WORK: readonly Reconciler[] = [
+  uploadsReconciler,
+  webhooksReconciler,
+  sandboxReconciler,
+  exportsReconciler,
+  withdrawalsReconciler,
+  topUpsReconciler,
+  cancellationsReconciler,
+];

@@ -1,11 +1,9 @@
 import { routeWithoutIdempotencyKey } from '../../shared/http/route-without-key';
 import { presentSubmission, type SubmissionItem } from '../../shared/work/model';
 import { approvedFileUrl } from '../../shared/files';
-import { errors } from '../../shared/errors';
 
 export const handler = routeWithoutIdempotencyKey('submissions.get', {}, async (req) => {
+  // D24: worker-only submissions answer 404 (the resource middleware).
   const sub = req.resource as SubmissionItem;
-  // D24: worker-only statuses (withdrawn / expired reservations) are not the buyer's business.
-  if (sub.status === 'withdrawn' || sub.status === 'expired') throw errors.notFound('submission', sub.id);
   return { body: presentSubmission(sub, await approvedFileUrl(sub)) };
 });

@@ -10,6 +10,7 @@
 import { config } from '../config';
 import { current } from './s3-current';
 import { deleteKeys } from './delete-objects';
+import { tagKeys, VERDICT_TAG_KEY } from './tag-objects';
 import { addMs, now } from '../clock';
 import { BUCKET_PREFIXES } from '../manifest/wiring';
 import { DOWNLOAD_URL_TTL_SECONDS, signDownloadUrl, type DownloadUrlOptions as CdnUrlOptions, type SignedUrl } from '../cdn';
@@ -74,7 +75,8 @@ export async function putObject(key: string, body: Buffer, contentType: string):
 export async function getObjectBytes(key: string): Promise<Buffer> {
   const { s3, GetObjectCommand } = await sdk();
   const out = await s3().send(new GetObjectCommand({ Bucket: bucket(), Key: key }));
-  return Buffer.from(await out.Body!.transformToByteArray());
+  const bytes = await out.Body!.transformToByteArray();
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength); // a view, not a second copy
 }
 
 /** Size and type of an object, or null when it does not exist. */
@@ -90,28 +92,13 @@ export async function headObject(key: string): Promise<{ size: number; contentTy
   }
 }
 
-/**
- * The tag that the bucket's lifecycle rule expires (lib/data.ts `REJECTED_OBJECT_TAG`): bytes of a
- * rejected submission are deleted once the 7-day override window has passed; an override that
- * approves them sets the tag back to `approved`, which no rule expires (D71, issue 13).
- */
-export const VERDICT_TAG_KEY = 'verdict';
-
-/** Replaces the objects' tag set with `verdict=<value>`. A missing object is skipped. */
+/** The verdict tag the bucket's lifecycle rule reads (shared/storage/tag-objects.ts). A missing object is skipped. */
 export async function tagVerdict(keys: string[], value: 'rejected' | 'approved'): Promise<void> {
   const { s3, PutObjectTaggingCommand } = await sdk();
-  await Promise.all(
-    keys.map(async (Key) => {
-      try {
-        await s3().send(new PutObjectTaggingCommand({ Bucket: bucket(), Key, Tagging: { TagSet: [{ Key: VERDICT_TAG_KEY, Value: value }] } }));
-      } catch (err) {
-        const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
-        if (e.name === 'NoSuchKey' || e.$metadata?.httpStatusCode === 404) return;
-        throw err;
-      }
-    }),
-  );
+  await tagKeys(s3(), PutObjectTaggingCommand, bucket(), keys, value);
 }
+
+export { VERDICT_TAG_KEY };
 
 /** Deletes the objects (a missing key counts as deleted; shared/storage/delete-objects.ts). */
 export async function deleteObjects(keys: string[]): Promise<void> {

@@ -37,7 +37,10 @@ import { systemContext } from '../context';
 import { isId } from '../ids';
 import { getJobItem } from '../jobs';
 import { categoryOf } from '../jobs/model';
-import { objectKeys, tagVerdict } from '../storage/s3';
+import { config } from '../config';
+import { tagKeys } from '../storage/tag-objects';
+// Nearly every message tags bytes: the S3 client is loaded with the module, not on first use.
+import { PutObjectTaggingCommand, s3 } from '../storage/s3-client';
 import { summaryUpdate } from './summary';
 import { addSlotChange, withJobRetry } from './slots';
 import { getReservation, getRetryWindow, getSubmissionItem, releaseReservation, type ReservationItem } from './reservations';
@@ -79,8 +82,10 @@ export async function endSubmissionsOfCancelledJob(jobId: string): Promise<Stage
   if (!job || job.status !== 'cancelled') return 'ignored';
   let ended = 0;
   // Reservations first (a consistent read of the job's partition): an upload that completes after
-  // this read leaves its submission pending_score, which the index read below, or the failed
-  // release itself, then finds.
+  // this read leaves its submission pending_score, which the failed release itself then finds.
+  // The submission list (GSI1) is eventually consistent: an upload completed just before the cancel
+  // may not be listed yet. Such a submission still ends at its verdict, always a rejection on a
+  // cancelled job (no approval, no charge), a few seconds later.
   for (const res of await reservationsOf(jobId)) {
     if (await endSubmission(res.submission_id)) ended++;
   }
@@ -132,12 +137,12 @@ async function endSubmission(subId: string): Promise<boolean> {
     if (!sub) return false;
     if (sub.status === 'awaiting_upload') {
       const res = await getReservation(sub.job_id, sub.worker_id);
-      if (res?.submission_id === sub.id && (await releaseReservation(ctx, res, 'cancelled'))) return true;
+      if (res?.submission_id === sub.id && (await releaseReservation(ctx, res, 'cancelled'))) return tagRejected(sub); // pre-signed bytes that landed already
     } else if (sub.status === 'retry_pending') {
       const window = await getRetryWindow(sub.id);
-      if (window && (await releaseReservation(ctx, window, 'cancelled'))) return true;
+      if (window && (await releaseReservation(ctx, window, 'cancelled'))) return tagRejected(sub);
     } else if (sub.status === 'pending_score') {
-      if (await rejectUnscored(sub)) return true;
+      if (await rejectUnscored(sub)) return tagRejected(sub);
     } else {
       return false; // decided, withdrawn or expired: nothing in play
     }
@@ -188,8 +193,16 @@ async function rejectUnscored(sub: SubmissionItem): Promise<boolean> {
     if (e instanceof ConditionFailed && e.reasons.includes('submission')) return false; // decided meanwhile
     throw e;
   }
-  // Like any rejection's bytes: kept for the override window, then deleted by the lifecycle rule.
-  const objects = sub.round ? sub.uploads.map((u) => objectKeys.upload(sub.id, sub.round!, u.file_id, u.content_type)) : [];
-  await tagVerdict(objects, 'rejected').catch((err: Error) => logger.warn('tagging rejected bytes failed; they are kept', { error: err, submission_id: sub.id }));
+  return true;
+}
+
+/**
+ * The bytes of the submission's current round, like any rejection's: tagged for the lifecycle rule
+ * (missing objects are skipped; bytes that land later are tagged by the scoring stage, locate.ts).
+ * Best effort: a failure is logged and the bytes are kept. Returns true (the submission was ended).
+ */
+async function tagRejected(sub: SubmissionItem): Promise<true> {
+  const objects = sub.round ? sub.uploads.map((u) => u.key) : [];
+  await tagKeys(s3(), PutObjectTaggingCommand, config().bucketName, objects, 'rejected').catch((err: Error) => logger.warn('tagging rejected bytes failed; they are kept', { error: err, submission_id: sub.id }));
   return true;
 }

@@ -11,7 +11,8 @@
  * PIPELINE_RETRY_BASE_SECONDS / PIPELINE_RETRY_MAX_SECONDS change the curve (tests use 1 s).
  */
 import { ChangeMessageVisibilityCommand, GetQueueUrlCommand } from '@aws-sdk/client-sqs';
-import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { withInvocationTime } from './object-budget';
 import { config } from '../config';
 import { logger, withChildLogScope, withInvocationScope } from '../logger';
 import { sqs } from '../queues';
@@ -64,7 +65,7 @@ export function stageConsumer(stage: string, run: (key: string) => Promise<Stage
 
 /** A consumer of any message shape: `parse` throws on poison (retried, then the DLQ), `run` does the work. */
 export function messageConsumer<T>(stage: string, parse: (body: string) => T, run: (message: T) => Promise<StageOutcome>) {
-  return withInvocationScope(async (event: SQSEvent): Promise<SQSBatchResponse> => {
+  return withInvocationScope((event: SQSEvent, context?: Context): Promise<SQSBatchResponse> => withInvocationTime(context?.getRemainingTimeInMillis?.(), async () => {
     const failures: SQSBatchResponse['batchItemFailures'] = [];
     await Promise.all(
       event.Records.map((record) => withChildLogScope({ stage, message_id: record.messageId }, async () => {
@@ -84,5 +85,5 @@ export function messageConsumer<T>(stage: string, parse: (body: string) => T, ru
       })),
     );
     return { batchItemFailures: failures };
-  });
+  }));
 }

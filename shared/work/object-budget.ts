@@ -10,7 +10,14 @@
  * runtime, whose one process hosts every consumer): runs whose objects fit together go in
  * parallel, the others wait their turn in arrival order, and an object larger than the whole
  * budget runs alone.
+ *
+ * A record that waits its turn must not push its batch past the consumer's time-out (Lambda would
+ * then stop the invocation and the whole batch would come back, its finished records included): a
+ * run still waiting when less than 40 % of the invocation's time is left gives up with
+ * `RetryLater`, so only that record comes back (a partial batch failure, with the backoff).
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { RetryLater } from './stage-message';
 
 const DEFAULT_MEMORY_MB = 1024;
 
@@ -20,10 +27,13 @@ export class ByteBudget {
 
   constructor(readonly limit: number) {}
 
-  /** Runs `fn` once `bytes` (at most the whole budget) are free, and frees them when it ends. */
-  async run<T>(bytes: number, fn: () => Promise<T>): Promise<T> {
+  /**
+   * Runs `fn` once `bytes` (at most the whole budget) are free, and frees them when it ends.
+   * `giveUpAt` (epoch ms): still waiting then, it rejects with RetryLater instead.
+   */
+  async run<T>(bytes: number, fn: () => Promise<T>, giveUpAt?: number): Promise<T> {
     const weight = Math.max(0, Math.min(bytes, this.limit));
-    await this.acquire(weight);
+    await this.acquire(weight, giveUpAt);
     try {
       return await fn();
     } finally {
@@ -37,12 +47,31 @@ export class ByteBudget {
     return this.used;
   }
 
-  private acquire(bytes: number): Promise<void> {
+  private acquire(bytes: number, giveUpAt?: number): Promise<void> {
     if (this.waiting.length === 0 && this.used + bytes <= this.limit) {
       this.used += bytes;
       return Promise.resolve();
     }
-    return new Promise((resolve) => this.waiting.push({ bytes, start: resolve }));
+    return new Promise((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
+      const entry = {
+        bytes,
+        start: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+      };
+      this.waiting.push(entry);
+      if (giveUpAt !== undefined) {
+        timer = setTimeout(() => {
+          const i = this.waiting.indexOf(entry);
+          if (i < 0) return; // started meanwhile
+          this.waiting.splice(i, 1);
+          this.startWaiting(); // a smaller run behind it may fit now
+          reject(new RetryLater('too little of the invocation was left to wait for memory; handed back'));
+        }, Math.max(0, giveUpAt - Date.now()));
+      }
+    });
   }
 
   private startWaiting(): void {
@@ -52,6 +81,23 @@ export class ByteBudget {
       next.start();
     }
   }
+}
+
+const waitLimits = new AsyncLocalStorage<number>();
+
+/**
+ * Runs one consumer invocation with `remainingMs` of its time left (Lambda's
+ * `getRemainingTimeInMillis()`; undefined: no limit): its runs stop waiting for the budget once
+ * less than 40 % of that is left.
+ */
+export function withInvocationTime<T>(remainingMs: number | undefined, fn: () => T): T {
+  if (remainingMs === undefined || !Number.isFinite(remainingMs)) return fn();
+  return waitLimits.run(Date.now() + 0.6 * remainingMs, fn);
+}
+
+/** When a run of the current invocation should stop waiting for the budget (undefined: never). */
+export function giveUpAt(): number | undefined {
+  return waitLimits.getStore();
 }
 
 let shared: ByteBudget | null = null;

@@ -39,10 +39,10 @@ import { batchGetConsistent, keyId } from '../db/batch-get';
 import { perceptualHash } from '../trust/phash';
 import { completeIfAllLanded } from './complete-upload';
 import { tryVerdictOn } from './verdict';
-import { objectBudget } from './object-budget';
+import { giveUpAt, objectBudget } from './object-budget';
 import type { FilePart, PlannedUpload, SubmissionItem } from './model';
 
-import { locateFile, type Located } from './locate';
+import { locateFile, tagIfNeverDelivered, type Located } from './locate';
 import type { StageOutcome } from './stage-message';
 
 export { PoisonMessage, parseEvent, type ObjectCreatedEvent, type StageOutcome } from './stage-message';
@@ -169,13 +169,16 @@ async function writeTranscription(sub: SubmissionItem, fileId: string, t: Transc
 /** Scoring stage for one object. */
 export async function scoreObject(key: string): Promise<StageOutcome> {
   const found = await locate(key);
-  if (!found) return 'ignored';
+  if (!found) {
+    await tagIfNeverDelivered(key);
+    return 'ignored';
+  }
   const { sub, upload, part } = found;
   if (part.score) {
     await tryVerdictOn(sub);
     return 'skipped';
   }
-  return objectBudget().run(upload.size_bytes, () => scoreBytes(found));
+  return objectBudget().run(upload.size_bytes, () => scoreBytes(found), giveUpAt());
 }
 
 async function scoreBytes({ sub, upload, part }: Located): Promise<StageOutcome> {
@@ -279,7 +282,7 @@ export async function annotateObject(key: string): Promise<StageOutcome> {
     await tryVerdictOn(sub);
     return 'skipped';
   }
-  return objectBudget().run(upload.size_bytes, () => annotateBytes(found));
+  return objectBudget().run(upload.size_bytes, () => annotateBytes(found), giveUpAt());
 }
 
 async function annotateBytes({ sub, upload }: Located): Promise<StageOutcome> {

@@ -4,7 +4,8 @@
  * delivery its attempt message under the token it holds, a finished event with a stale aggregate
  * is repaired; an unfinished sandbox run gets its next tick; an export not yet built goes back to
  * the builder; a withdrawal whose objects are not deleted goes back to the deleter; a crossing whose
- * auto top-up is not applied goes back to the top-ups queue. (The whole path, with the pipeline,
+ * auto top-up is not applied goes back to the top-ups queue; a recent cancellation goes back to
+ * the consumer that ends its submissions. (The whole path, with the pipeline,
  * is test/local/stop-and-restart.test.ts.)
  */
 import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
@@ -13,7 +14,9 @@ import { keys } from '../../shared/db/keys';
 import { Tx } from '../../shared/db/tx';
 import { emit } from '../../shared/outbox';
 import { getEvent, newEntry } from '../../shared/webhooks/dispatcher';
-import { exportsReconciler, sandboxReconciler, topUpsReconciler, webhooksReconciler, withdrawalsReconciler } from '../../local/reconcile-unfinished';
+import { cancellationsReconciler, exportsReconciler, sandboxReconciler, topUpsReconciler, webhooksReconciler, withdrawalsReconciler } from '../../local/reconcile-unfinished';
+import { cancelledJobOf } from '../../shared/work/cancelled-job';
+import { clock } from '../../shared/clock';
 import { topUpSessionId } from '../../shared/billing/auto-top-up';
 import { silentLog } from '../../local/log';
 import type { ReconcileContext } from '../../local/reconcilers';
@@ -179,4 +182,29 @@ it('a crossing with auto top-up on whose top-up is not applied goes back to the 
       ['top-ups', 'INSERT', stopped],
     ].sort(),
   );
+});
+
+it('a job cancelled in the last two hours goes back to the cancellations queue as its event\'s INSERT record; an older one does not', async () => {
+  const org = `org_cx${Date.now()}`;
+  const cancelled = async (jobId: string) => {
+    const tx = new Tx();
+    const id = emit(tx, { orgId: org, env: 'live', type: 'job.cancelled', data: { job_id: jobId, files_approved: 0, files_needed: 1, refund_cents: 10 }, jobId }).id;
+    await tx.commit();
+    return id;
+  };
+  const recentJob = `job_recent${Date.now()}`;
+  clock.advance(-3 * 3600_000);
+  let old: string;
+  try {
+    old = await cancelled('job_old');
+  } finally {
+    clock.reset();
+  }
+  const recent = await cancelled(recentJob);
+
+  const ctx = context();
+  await cancellationsReconciler.run(ctx);
+  const sent = ctx.sent.filter((m) => [old, recent].includes(m.body.dynamodb?.NewImage?.id?.S));
+  expect(sent.map((m) => [m.queue, m.body.dynamodb.NewImage.id.S])).toEqual([['cancellations', recent]]);
+  expect(cancelledJobOf(JSON.stringify(sent[0]!.body))).toBe(recentJob);
 });

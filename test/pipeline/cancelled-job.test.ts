@@ -1,4 +1,6 @@
 import type { SQSClient } from '@aws-sdk/client-sqs';
+import { GetObjectTaggingCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { S3_LOCAL_CREDENTIALS } from '../../local/s3';
 import type { SQSEvent } from 'aws-lambda';
 import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
 import { idemKey } from '../support/buyers';
@@ -18,14 +20,17 @@ describe('cancel: pending submissions are rejected at once', () => {
   let sqs: SQSClient;
   let score: Handler;
   let annotate: Handler;
+  let s3: S3Client;
   beforeAll(async () => {
     process.env.LOCAL_FIXED_OTP = '123456';
     rt = await startTestRuntime({ onlyQueues: ['cancellations'] });
     sqs = queueClient(rt);
     score = (await import('../../functions/pipeline/score')).handler as never;
     annotate = (await import('../../functions/pipeline/annotate')).handler as never;
+    s3 = new S3Client({ endpoint: rt.s3Endpoint, forcePathStyle: true, region: 'us-east-1', credentials: S3_LOCAL_CREDENTIALS, requestChecksumCalculation: 'WHEN_REQUIRED' });
   });
   afterAll(async () => {
+    s3?.destroy();
     sqs?.destroy();
     await rt?.stop();
   });
@@ -36,6 +41,11 @@ describe('cancel: pending submissions are rejected at once', () => {
   const eventsOf = async (key: string, type: string) =>
     ((await rt.request('GET', `/v1/webhook_events?type=${type}&limit=100`, { key })).json?.data ?? []) as { data: Record<string, unknown> }[];
   const run = async (h: Handler, body: string, id: string) => expect((await h({ Records: [sqsRecord(body, id)] })).batchItemFailures).toEqual([]);
+  /** The verdict tag of each object of a submission (the lifecycle rule deletes `rejected` ones). */
+  const tagsOf = async (subId: string) => {
+    const listed = await s3.send(new ListObjectsV2Command({ Bucket: rt.bucketName, Prefix: `uploads/${subId}/` }));
+    return Promise.all((listed.Contents ?? []).map(async (o) => (await s3.send(new GetObjectTaggingCommand({ Bucket: rt.bucketName, Key: o.Key! }))).TagSet?.find((t) => t.Key === 'verdict')?.Value ?? null));
+  };
 
   it('a pending_score submission is rejected without a score, the buyer is told, and its scoring never runs', async () => {
     const buyer = await liveBuyer(rt);
@@ -58,6 +68,7 @@ describe('cancel: pending submissions are rejected at once', () => {
     });
     expect(ev!.data).toEqual({ job_id: job.id, submission_id: a.json.id, ai_star_rating: null, ai_reasoning: sub.ai_reasoning, reason_codes: null });
     expect((await rt.request('GET', `/v1/jobs/${job.id}`, { key: buyer.live })).json.submission_summary).toMatchObject({ total_submissions: 1, approved: 0, rejected: 1 });
+    expect(await waitFor(async () => ((await tagsOf(a.json.id)).join() === 'rejected' ? 'tagged' : null))).toBe('tagged');
 
     // The stages' messages, delivered late, find the submission decided: nothing is scored or charged.
     await run(score, await takeMessage(rt, sqs, 'scoring', a.json.id), 's1');
@@ -73,6 +84,10 @@ describe('cancel: pending submissions are rejected at once', () => {
     const w = await signupWorker(rt);
     const a = await accept(rt, w.token, job.id);
     expect(a.json.status).toBe('awaiting_upload');
+    // A pre-signed upload planned before the cancel, whose bytes land after it.
+    const bytes = await detailedJpeg(304);
+    const plan = await rt.request('POST', `/internal/worker/submissions/${a.json.id}/upload`, { key: w.token, body: { files: [{ filename: 'late.jpg', content_type: 'image/jpeg', size_bytes: bytes.length }] } });
+    expect(plan.status).toBe(200);
 
     expect((await cancel(buyer.live, job.id)).status).toBe(200);
     const sub = await waitFor(async () => {
@@ -83,9 +98,16 @@ describe('cancel: pending submissions are rejected at once', () => {
     expect((await uploadFile(rt, w.token, a.json.id, await detailedJpeg(302))).status).toBe(409);
     // The buyer never saw it and is not told about it.
     expect((await rt.request('GET', `/v1/jobs/${job.id}/submissions`, { key: buyer.live })).json.data).toEqual([]);
+    expect((await rt.request('GET', `/v1/submissions/${a.json.id}`, { key: buyer.live })).status).toBe(404);
     expect(await eventsOf(buyer.live, 'submission.rejected')).toEqual([]);
     const mine = (await rt.request('GET', '/internal/worker/submissions?status=cancelled', { key: w.token })).json.data;
     expect(mine.map((s: { id: string }) => s.id)).toEqual([a.json.id]);
+
+    // The late bytes are scored for nothing: the scoring stage tags them for the lifecycle rule.
+    expect((await fetch(plan.json.uploads[0].url, { method: 'PUT', body: bytes, headers: plan.json.uploads[0].headers })).status).toBe(200);
+    await run(score, await takeMessage(rt, sqs, 'scoring', a.json.id), 's-late');
+    expect(await tagsOf(a.json.id)).toEqual(['rejected']);
+    expect(await workerView(w.token, a.json.id)).toMatchObject({ status: 'cancelled' });
   });
 
   it('a retry_pending submission is rejected for good, keeping its first verdict', async () => {
@@ -112,6 +134,7 @@ describe('cancel: pending submissions are rejected at once', () => {
       return evs.length ? evs : null;
     });
     expect(rejected.map((e) => e.data.submission_id)).toEqual([a.json.id]);
+    expect(await waitFor(async () => ((await tagsOf(a.json.id)).join() === 'rejected' ? 'tagged' : null))).toBe('tagged');
   });
 
   it('the consumer takes the job from the job.cancelled INSERT record or an operator redrive, and refuses anything else', () => {

@@ -1,7 +1,8 @@
 import { GetObjectTaggingCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { S3_LOCAL_CREDENTIALS } from '../../local/s3';
 import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
-import { accept, createJob, flatPng, liveBuyer, signupWorker, uploadFile } from './support';
+import { accept, createJob, detailedJpeg, flatPng, liveBuyer, signupWorker, uploadFile, waitForVerdict } from './support';
+import { scoreObject } from '../../shared/work/pipeline';
 
 // Issue 13 lifecycle: a rejected submission's bytes carry `verdict=rejected`, which the bucket's
 // lifecycle rule expires after the override window (D71 keeps them 7 days); an override that
@@ -53,5 +54,18 @@ describe('pipeline: rejected bytes are tagged for the lifecycle rule, approved o
     });
     expect(o.status).toBe(200);
     expect(await tagsOf(a.json.id)).toEqual([{ verdict: 'approved' }]);
+  });
+
+  it('a late or repeated event of a delivered file never tags it: only bytes no submission delivers are tagged', async () => {
+    const b = await liveBuyer(rt);
+    const job = await createJob(rt, b.live, { files_needed: 1 });
+    const w = await signupWorker(rt);
+    const a = await accept(rt, w.token, job.id);
+    expect((await uploadFile(rt, w.token, a.json.id, await detailedJpeg(401))).status).toBe(202);
+    expect((await waitForVerdict(rt, w.token, a.json.id)).status).toBe('approved');
+    const listed = await s3.send(new ListObjectsV2Command({ Bucket: rt.bucketName, Prefix: `uploads/${a.json.id}/` }));
+    const key = listed.Contents![0]!.Key!;
+    expect(await scoreObject(key)).toBe('ignored');
+    expect(await tagsOf(a.json.id)).toEqual([{}]);
   });
 });

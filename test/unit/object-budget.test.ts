@@ -1,4 +1,5 @@
-import { ByteBudget } from '../../shared/work/object-budget';
+import { ByteBudget, giveUpAt, withInvocationTime } from '../../shared/work/object-budget';
+import { RetryLater } from '../../shared/work/stage-message';
 
 // A consumer runs its batch's records in parallel; the objects they hold in memory (and in /tmp)
 // must fit the function together, or Lambda stops the whole batch. The budget lets runs whose
@@ -52,5 +53,27 @@ describe('pipeline object budget', () => {
     await expect(budget.run(8, async () => { throw new Error('boom'); })).rejects.toThrow('boom');
     expect(budget.inUse).toBe(0);
     await expect(budget.run(8, async () => 'ok')).resolves.toBe('ok');
+  });
+
+  it('a run still waiting when too little of its invocation is left is handed back (RetryLater), not left to time the batch out', async () => {
+    const budget = new ByteBudget(10);
+    let release!: () => void;
+    const holding = budget.run(10, () => new Promise<void>((r) => (release = r)));
+    const waiting = budget.run(5, async () => 'ran', Date.now() + 30);
+    await expect(waiting).rejects.toBeInstanceOf(RetryLater);
+    expect(budget.inUse).toBe(10);
+    release();
+    await holding;
+    expect(budget.inUse).toBe(0);
+    await expect(budget.run(5, async () => 'ran', Date.now() + 30)).resolves.toBe('ran');
+  });
+
+  it('an invocation stops waiting once less than 40 % of its time is left', () => {
+    const before = Date.now();
+    const at = withInvocationTime(100_000, () => giveUpAt())!;
+    expect(at - before).toBeGreaterThanOrEqual(60_000);
+    expect(at - Date.now()).toBeLessThanOrEqual(60_000);
+    expect(withInvocationTime(undefined, () => giveUpAt())).toBeUndefined();
+    expect(giveUpAt()).toBeUndefined();
   });
 });

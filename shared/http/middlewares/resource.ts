@@ -14,6 +14,7 @@ import { state, type ApiState } from '../state';
 import { decodePathParam } from '../params';
 import type { ResourceKind, RouteDef } from '../../manifest/routes';
 import type { BuyerPrincipal, Principal, WorkerPrincipal } from '../../types';
+import { WORKER_ONLY_STATUSES } from '../../work/model';
 
 type Item = Record<string, unknown>;
 
@@ -36,8 +37,8 @@ const LOADERS: Record<ResourceKind, Loader> = {
     idKind: 'submission',
     noun: 'submission',
     key: (id) => keys.submission(id),
-    // D24: buyer routes never show a submission still awaiting its upload.
-    visible: (item, p) => sameTenant(item, p) && item.status !== 'awaiting_upload',
+    // D24: buyer routes never show a worker-only submission (awaiting its upload, or ended without one).
+    visible: (item, p) => sameTenant(item, p) && !(WORKER_ONLY_STATUSES as readonly unknown[]).includes(item.status),
   },
   export: { idKind: 'export', noun: 'export', key: (id) => keys.export(id), visible: sameTenant },
   webhook_event: { idKind: 'event', noun: 'event', key: (id) => keys.event(id), visible: sameTenant },
