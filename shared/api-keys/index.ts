@@ -13,7 +13,7 @@ import { now, addMs, DAY_MS } from '../clock';
 import { audit } from '../audit';
 import { ConditionFailed, errors } from '../errors';
 import { recordResponse, type MutationContext } from '../context';
-import { SCOPES, type Scope } from '../manifest/routes';
+import { SCOPES, type Scope } from '../manifest/scopes';
 import { maskSecret, newApiSecret, sha256hex } from '../auth/secrets';
 import type { SecretItem } from '../auth/authenticate';
 import type { Env } from '../types';

@@ -10,17 +10,9 @@
 import type { BucketAccess, KeyAccess } from './access';
 import type { NativeDeps } from './wiring';
 
-export const SCOPES = [
-  'jobs:write',
-  'jobs:read',
-  'webhooks:write',
-  'webhooks:read',
-  'keys:manage',
-  'audit:read',
-  'usage:read',
-  'billing:write',
-] as const;
-export type Scope = (typeof SCOPES)[number];
+import { SCOPES, type Scope } from './scopes';
+
+export { SCOPES, type Scope };
 
 export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 
