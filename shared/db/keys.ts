@@ -173,6 +173,8 @@ export const indexKeys = {
   }),
   availableJobs: (env: Env) => ({ index: 'GSI3' as const, pk: `AVAILABLE#${env}` }),
   jobSubmissions: (jobId: string) => ({ index: 'GSI1' as const, pk: `JOB#${jobId}#SUBS` }),
+  /** A job's active upload reservations (`keys.reservation`), in its own partition. */
+  jobReservations: (jobId: string) => ({ index: null, pk: `JOB#${jobId}`, skPrefix: 'RES#' }),
   tenantSubmissions: (org: string, env: Env) => ({ index: 'GSI2' as const, pk: `${tenant(org, env)}#SUBS` }),
   workerSubmissions: (wkr: string) => ({ index: 'GSI3' as const, pk: `WKR#${wkr}#SUBS` }),
   jobFiles: (jobId: string) => ({ index: 'GSI1' as const, pk: `JOB#${jobId}#FILES` }),

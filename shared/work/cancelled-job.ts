@@ -26,7 +26,7 @@
  */
 import { paginateQuery } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '../db/client';
-import { keys } from '../db/keys';
+import { indexKeys, keys } from '../db/keys';
 import { Tx } from '../db/tx';
 import { nowIso } from '../clock';
 import { audit } from '../audit';
@@ -102,7 +102,7 @@ async function reservationsOf(jobId: string): Promise<ReservationItem[]> {
     {
       TableName: tableName(),
       KeyConditionExpression: 'PK = :pk AND begins_with(SK, :res)',
-      ExpressionAttributeValues: { ':pk': keys.job(jobId).PK, ':res': 'RES#' },
+      ExpressionAttributeValues: { ':pk': indexKeys.jobReservations(jobId).pk, ':res': indexKeys.jobReservations(jobId).skPrefix },
       ConsistentRead: true,
     },
   );
@@ -117,12 +117,12 @@ async function pendingSubmissionIds(jobId: string): Promise<string[]> {
     { client: db(), pageSize: 100 },
     {
       TableName: tableName(),
-      IndexName: 'GSI1',
+      IndexName: indexKeys.jobSubmissions(jobId).index,
       KeyConditionExpression: 'GSI1PK = :pk',
       FilterExpression: '#s IN (:p, :r)',
       ProjectionExpression: 'id',
       ExpressionAttributeNames: { '#s': 'status' },
-      ExpressionAttributeValues: { ':pk': `JOB#${jobId}#SUBS`, ':p': 'pending_score', ':r': 'retry_pending' },
+      ExpressionAttributeValues: { ':pk': indexKeys.jobSubmissions(jobId).pk, ':p': 'pending_score', ':r': 'retry_pending' },
     },
   );
   for await (const page of pages) out.push(...(page.Items ?? []).map((i) => i.id as string));
