@@ -205,3 +205,22 @@ export function traced<T>(client: T): T {
   }
   return client;
 }
+
+/**
+ * `traced()` for a call made without an SDK client (shared/storage/object-client.ts): `checkCall`
+ * first, then `send` inside the same X-Ray subsegment an SDK call gets. `send` is handed the
+ * headers to add to its request (the trace header when sampled) and answers with the call's
+ * `$metadata`; a failure should carry `$metadata` and a `name` as the SDK's errors do.
+ */
+export async function tracedCall<T extends { $metadata?: Metadata }>(
+  call: { clientName: string; commandName: string; region: string },
+  input: Record<string, unknown>,
+  send: (headers: Record<string, string>) => Promise<T>,
+): Promise<T> {
+  checkCall(call.clientName, call.commandName, input);
+  if (!tracingOn()) return send({});
+  const mw = xrayMiddleware({ middlewareStack: undefined as never, config: { region: call.region } });
+  const handler = mw(async (args) => ({ output: await send(args.request?.headers ?? {}) }), call);
+  const { output } = await handler({ input, request: { headers: {} } });
+  return output as T;
+}

@@ -1,7 +1,6 @@
 /**
- * The media bucket: object keys of the pipeline, object reads and writes through the one S3 client
- * of the process (shared/storage/s3-client.ts, loaded on first use), pre-signed upload URLs and
- * (through shared/cdn) the download URLs.
+ * The media bucket: object keys of the pipeline, object reads and writes (object-client.ts),
+ * pre-signed upload URLs and (through shared/cdn) the download URLs.
  *
  * Object layout (BUCKET_PREFIXES in the wiring; only `uploads/` starts the pipeline, D54):
  *   uploads/<sub_id>/<round>/<file_id><ext>     the worker's bytes (round = one upload attempt)
@@ -9,8 +8,7 @@
  */
 import { config } from '../config';
 import { current } from './s3-current';
-import { deleteKeys } from './delete-objects';
-import { tagKeys, VERDICT_TAG_KEY } from './tag-objects';
+import { ObjectClient } from './object-client';
 import { addMs, now } from '../clock';
 import { BUCKET_PREFIXES } from '../manifest/wiring';
 import { DOWNLOAD_URL_TTL_SECONDS, signDownloadUrl, type DownloadUrlOptions as CdnUrlOptions, type SignedUrl } from '../cdn';
@@ -22,23 +20,31 @@ export type DownloadUrlOptions = CdnUrlOptions & { contentType?: string | null }
 export const UPLOAD_URL_TTL_SECONDS = 3600;
 
 /**
- * The S3 SDK (client, commands, presigner) is loaded on the first call that talks to S3, so
- * handlers that only name object keys or hand out CDN URLs never load it, and the others load it
- * outside their cold start (shared/storage/s3-client.ts).
+ * The bucket's object calls go through a small client over S3's REST API (object-client.ts), not
+ * the S3 SDK: the SDK was the largest part of the cold start of every function that reached this
+ * module. The SDK's client (shared/storage/s3-client.ts) is kept for the multipart uploads of the
+ * exports and the DeleteObjects batches of the withdrawals, which import it themselves.
  */
-let sdkModule: typeof import('./s3-client') | null = null;
-async function sdk(): Promise<typeof import('./s3-client')> {
-  sdkModule ??= await import('./s3-client');
-  return sdkModule;
+let objects: ObjectClient | null = null;
+function client(): ObjectClient {
+  if (!objects) {
+    const c = config();
+    objects = new ObjectClient({
+      region: c.region,
+      bucket: c.bucketName,
+      ...(c.s3Endpoint ? { endpoint: c.s3Endpoint, credentials: async () => ({ accessKeyId: 'local', secretAccessKey: 'local' }) } : {}),
+    });
+  }
+  return objects;
 }
 
 /** For the local runtime and tests after changing endpoints. */
 export function resetS3(): void {
   current.client?.destroy();
   current.client = null;
+  objects?.destroy();
+  objects = null;
 }
-
-const bucket = () => config().bucketName;
 
 const EXT: Record<string, string> = {
   'image/jpeg': '.jpg',
@@ -66,45 +72,44 @@ export function parseUploadKey(key: string): { subId: string; round: string; fil
 
 /** Stored objects default to `Content-Disposition: attachment` (download URLs add the file name). */
 export async function putObject(key: string, body: Buffer, contentType: string): Promise<void> {
-  const { s3, PutObjectCommand } = await sdk();
-  await s3().send(
-    new PutObjectCommand({ Bucket: bucket(), Key: key, Body: body, ContentType: contentType, ContentLength: body.length, ContentDisposition: 'attachment' }),
-  );
+  await client().putObject(key, body, contentType);
 }
 
 export async function getObjectBytes(key: string): Promise<Buffer> {
-  const { s3, GetObjectCommand } = await sdk();
-  const out = await s3().send(new GetObjectCommand({ Bucket: bucket(), Key: key }));
-  const bytes = await out.Body!.transformToByteArray();
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength); // a view, not a second copy
+  return client().getObject(key);
 }
 
 /** Size and type of an object, or null when it does not exist. */
 export async function headObject(key: string): Promise<{ size: number; contentType: string | null } | null> {
-  const { s3, HeadObjectCommand } = await sdk();
-  try {
-    const out = await s3().send(new HeadObjectCommand({ Bucket: bucket(), Key: key }));
-    return { size: Number(out.ContentLength ?? 0), contentType: out.ContentType ?? null };
-  } catch (err) {
-    const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
-    if (e.name === 'NotFound' || e.name === 'NoSuchKey' || e.$metadata?.httpStatusCode === 404) return null;
-    throw err;
-  }
+  return client().headObject(key);
 }
 
-/** The verdict tag the bucket's lifecycle rule reads (shared/storage/tag-objects.ts). A missing object is skipped. */
+/**
+ * The tag the bucket's lifecycle rule reads (lib/data.ts): it expires objects tagged
+ * `verdict=rejected`, so the bytes of a rejected submission are deleted once the 7-day override
+ * window has passed; an override that approves them sets the tag back to `approved`, which no rule
+ * expires (D71).
+ */
+export const VERDICT_TAG_KEY = 'verdict';
+
+/** Replaces the objects' tag set with `verdict=<value>`. A missing object is skipped. */
 export async function tagVerdict(keys: string[], value: 'rejected' | 'approved'): Promise<void> {
-  const { s3, PutObjectTaggingCommand } = await sdk();
-  await tagKeys(s3(), PutObjectTaggingCommand, bucket(), keys, value);
+  await Promise.all(
+    keys.map(async (key) => {
+      try {
+        await client().putObjectTagging(key, { [VERDICT_TAG_KEY]: value });
+      } catch (err) {
+        const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
+        if (e.name === 'NoSuchKey' || e.$metadata?.httpStatusCode === 404) return;
+        throw err;
+      }
+    }),
+  );
 }
 
-export { VERDICT_TAG_KEY };
-
-/** Deletes the objects (a missing key counts as deleted; shared/storage/delete-objects.ts). */
+/** Deletes the objects, a few at a time (a missing key counts as deleted). */
 export async function deleteObjects(keys: string[]): Promise<void> {
-  if (keys.length === 0) return;
-  const { s3, DeleteObjectsCommand } = await sdk();
-  await deleteKeys(s3(), DeleteObjectsCommand, bucket(), keys);
+  for (let i = 0; i < keys.length; i += 8) await Promise.all(keys.slice(i, i + 8).map((k) => client().deleteObject(k)));
 }
 
 /**
@@ -118,20 +123,14 @@ export async function presignGet(key: string, opts: DownloadUrlOptions = {}): Pr
 
 /**
  * D24/D25/D61: a pre-signed PUT for one large file. Content-Length and Content-Type are signed, so
- * S3 refuses a body of another size or type; no checksum parameter is in the URL (the client
- * config above), so any client that sends exactly these two headers and the bytes succeeds. The
+ * S3 refuses a body of another size or type; no checksum parameter is in the URL (D61), so any client that sends exactly these two headers and the bytes succeeds. The
  * magic bytes are checked by the pipeline when the object lands.
  */
 export async function presignPut(key: string, contentType: string, sizeBytes: number): Promise<SignedUrl & { method: 'PUT'; headers: Record<string, string> }> {
   // SigV4 dates have whole seconds: sign at one, so `expires_at` is exactly when S3 stops accepting.
   const signedAt = new Date(Math.floor(now().getTime() / 1000) * 1000);
   const expires = addMs(signedAt, UPLOAD_URL_TTL_SECONDS * 1000);
-  const { s3, PutObjectCommand, getSignedUrl } = await sdk();
-  const url = await getSignedUrl(
-    s3(),
-    new PutObjectCommand({ Bucket: bucket(), Key: key, ContentType: contentType, ContentLength: sizeBytes }),
-    { expiresIn: UPLOAD_URL_TTL_SECONDS, signingDate: signedAt, signableHeaders: new Set(['content-type', 'content-length']) },
-  );
+  const url = await client().presignPut(key, contentType, sizeBytes, UPLOAD_URL_TTL_SECONDS, signedAt);
   return {
     url,
     method: 'PUT',

@@ -37,10 +37,7 @@ import { systemContext } from '../context';
 import { isId } from '../ids';
 import { getJobItem } from '../jobs';
 import { categoryOf } from '../jobs/model';
-import { config } from '../config';
-import { tagKeys } from '../storage/tag-objects';
-// Nearly every message tags bytes: the S3 client is loaded with the module, not on first use.
-import { PutObjectTaggingCommand, s3 } from '../storage/s3-client';
+import { tagVerdict } from '../storage/s3';
 import { summaryUpdate } from './summary';
 import { addSlotChange, withJobRetry } from './slots';
 import { getReservation, getRetryWindow, getSubmissionItem, releaseReservation, type ReservationItem } from './reservations';
@@ -203,6 +200,6 @@ async function rejectUnscored(sub: SubmissionItem): Promise<boolean> {
  */
 async function tagRejected(sub: SubmissionItem): Promise<true> {
   const objects = sub.round ? sub.uploads.map((u) => u.key) : [];
-  await tagKeys(s3(), PutObjectTaggingCommand, config().bucketName, objects, 'rejected').catch((err: Error) => logger.warn('tagging rejected bytes failed; they are kept', { error: err, submission_id: sub.id }));
+  await tagVerdict(objects, 'rejected').catch((err: Error) => logger.warn('tagging rejected bytes failed; they are kept', { error: err, submission_id: sub.id }));
   return true;
 }

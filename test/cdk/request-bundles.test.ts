@@ -17,7 +17,7 @@ import { registeredSchemas } from '../../shared/openapi/registry';
 const ROOT = path.resolve(__dirname, '../..');
 const HANDLERS = [...new Set([...ROUTES.map((r) => r.handler), ...QUEUES.map((q) => q.consumer), ...SCHEDULES.map((s) => s.handler)])];
 
-type Reach = { zodBytes: number; fullApi: string[]; idempotencyStore: boolean; kms: boolean; staticExternals: string[] };
+type Reach = { zodBytes: number; fullApi: string[]; idempotencyStore: boolean; kms: boolean; s3Sdk: boolean; staticExternals: string[] };
 
 /** What a function installs beside its bundle (the manifest's `native.packages`), by handler. */
 const NATIVE = new Map<string, string[]>([
@@ -69,6 +69,8 @@ async function zodReach(): Promise<Map<string, Reach>> {
       // What ships: the KMS key provider's code, or an import of the KMS client (an unused module
       // that is only reached, and tree-shaken to nothing, does not count).
       kms: (out.inputs['shared/secrets/kms.ts']?.bytesInOutput ?? 0) > 0 || out.imports.some((i) => i.path === '@aws-sdk/client-kms'),
+      // Statically or through import(): either way the package is in the deployed bundle.
+      s3Sdk: out.imports.some((i) => i.path === '@aws-sdk/client-s3' || i.path === '@aws-sdk/lib-storage' || i.path === '@aws-sdk/s3-request-presigner'),
       staticExternals: out.imports.filter((i) => i.external && i.kind === 'import-statement').map((i) => i.path),
     });
   }
@@ -130,4 +132,11 @@ test('a package a function installs beside its bundle is only imported dynamical
   const offenders = [...reach].flatMap(([entry, r]) => (NATIVE.get(entry) ?? []).filter((p) => r.staticExternals.includes(p)).map((p) => `${entry}: ${p}`));
   expect(NATIVE.get('functions/pipeline/annotate.ts')).toContain('sharp');
   expect(offenders).toEqual([]);
+});
+
+test('only the functions that need what the small object client does not do bundle the S3 SDK (multipart exports, DeleteObjects batches)', () => {
+  // shared/storage/object-client.ts makes every other bucket call; the S3 SDK was the largest part
+  // of the upload, retry and override routes' and the pipeline consumers' cold start.
+  const withSdk = [...reach].filter(([, r]) => r.s3Sdk).map(([entry]) => entry).sort();
+  expect(withSdk).toEqual(['functions/pipeline/export.ts', 'functions/pipeline/withdraw.ts']);
 });

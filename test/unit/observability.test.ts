@@ -4,6 +4,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { createSocket } from 'node:dgram';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { S3Client } from '@aws-sdk/client-s3';
 import { DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
@@ -204,6 +206,40 @@ test('in Lambda, a DynamoDB document client over a traced client sends through t
   });
 });
 
+test('in Lambda, a call of the bucket\'s object client (no SDK client) is traced as the SDK\'s S3 calls are: one subsegment, the trace on the request', async () => {
+  let mod!: typeof import('../../shared/storage/object-client');
+  jest.isolateModules(() => {
+    mod = require('../../shared/storage/object-client') as typeof import('../../shared/storage/object-client');
+  });
+  const traceHeaders: (string | undefined)[] = [];
+  const server = createServer((req, res) => {
+    traceHeaders.push(req.headers['x-amzn-trace-id'] as string | undefined);
+    req.resume();
+    res.writeHead(200, { 'x-amz-request-id': 'REQ7', 'x-amz-id-2': 'HOST7' }).end();
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const client = new mod.ObjectClient({ region: 'eu-west-1', bucket: 'media', endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, credentials: async () => creds });
+  try {
+    await inLambda(async (d) => {
+      await client.putObjectTagging('uploads/a.png', { verdict: 'rejected' });
+      const doc = JSON.parse((await d.received())[0]!.split('\n')[1]!);
+      expect(doc).toMatchObject({
+        type: 'subsegment',
+        trace_id: TRACE_ROOT,
+        parent_id: FUNCTION_SEGMENT,
+        name: 'S3',
+        namespace: 'aws',
+        aws: { operation: 'PutObjectTagging', region: 'eu-west-1', request_id: 'REQ7', id_2: 'HOST7', retries: 0, bucket_name: 'media', key: 'uploads/a.png' },
+        http: { response: { status: 200 } },
+      });
+      expect(traceHeaders).toEqual([`Root=${TRACE_ROOT};Parent=${doc.id};Sampled=1;Lineage=a87bd80c:0`]);
+    });
+  } finally {
+    client.destroy();
+    await new Promise((r) => server.close(r));
+  }
+});
+
 test('outside Lambda (the local runtime, tests) traced() leaves the client alone', () => {
   const mod = loadTracer();
   const local = withEnv({ AWS_LAMBDA_FUNCTION_NAME: undefined, RUNTIME: 'local' }, () => mod.traced(new S3Client({ region: 'eu-west-1' })));
@@ -232,6 +268,8 @@ test('every AWS SDK client created under shared/ goes through traced()', () => {
     const src = fs.readFileSync(f, 'utf8');
     for (const m of src.matchAll(/new ([A-Z][A-Za-z0-9]*Client)\(/g)) {
       if (m[1] === 'DynamoDBDocumentClient') continue;
+      // Not an SDK client: it passes each of its calls through tracedCall (the test below).
+      if (m[1] === 'ObjectClient') continue;
       const before = src.slice(Math.max(0, m.index! - 40), m.index!);
       if (!/traced\(\s*$/.test(before)) untraced.push(`${path.relative(ROOT, f)}: ${m[1]}`);
     }

@@ -1,0 +1,237 @@
+/**
+ * The media bucket's object calls over S3's REST API, without the S3 SDK.
+ *
+ * Why: the S3 SDK (its client, schemas, endpoint rules, checksum and XML code: about 195 KB of a
+ * bundle) is evaluated or at least parsed by every function that reaches it, lazily imported or
+ * not, and it was the largest part of the cold start of the upload, retry and override routes and
+ * of the pipeline consumers (docs/benchmarks.md). These functions use six operations on one bucket
+ * with known keys: PutObject, GetObject, HeadObject, DeleteObject, PutObjectTagging, and a
+ * pre-signed PutObject URL.
+ *
+ * Nothing here is hand-rolled that the SDK already does: the requests are signed by the SDK's own
+ * Signature V4 signer (`@smithy/signature-v4`), sent by the SDK's HTTP handler, retried by the
+ * SDK's standard retry strategy with the SDK's error classification, with the credential chain the
+ * SDK clients use (in bundles, shared/aws/lambda-credentials.ts). Each call passes `tracedCall`
+ * (the grant and time-out checks of the local runtime, the X-Ray subsegment deployed) like any SDK
+ * call. The exports (multipart uploads) and the withdrawals (DeleteObjects batches) keep the SDK.
+ *
+ * Held by tests: the pre-signed URL equals the SDK presigner's for the same input; every call is
+ * verified by the local runtime's Signature V4 front (local/s3-sigv4.ts) as S3 verifies it.
+ */
+import { createHash } from 'node:crypto';
+import type { AwsCredentialIdentityProvider } from '@smithy/types';
+import { defaultProvider } from '@aws-sdk/credential-provider-node';
+import { Sha256 } from '@smithy/core/checksum';
+import { buildQueryString, extendedEncodeURIComponent, HttpRequest } from '@smithy/core/protocols';
+import { DEFAULT_MAX_ATTEMPTS, isServerError, isThrottlingError, isTransientError, StandardRetryStrategy } from '@smithy/core/retry';
+import { NodeHttpHandler, streamCollector } from '@smithy/node-http-handler';
+import { SignatureV4 } from '@smithy/signature-v4';
+import { tracedCall } from '../observability/tracer';
+
+export interface ObjectClientOptions {
+  region: string;
+  bucket: string;
+  /** A path-style endpoint (the local emulator) instead of the bucket's virtual host. */
+  endpoint?: string;
+  credentials?: AwsCredentialIdentityProvider;
+}
+
+/** An error S3 answered (or a network failure, without status), shaped like the SDK's. */
+export class S3Error extends Error {
+  readonly $fault: 'client' | 'server';
+  constructor(
+    name: string,
+    message: string,
+    readonly $metadata: { httpStatusCode?: number; requestId?: string; extendedRequestId?: string; attempts?: number },
+  ) {
+    super(message);
+    this.name = name;
+    this.$fault = ($metadata.httpStatusCode ?? 500) >= 500 ? 'server' : 'client';
+  }
+}
+
+interface Call {
+  operation: 'PutObject' | 'GetObject' | 'HeadObject' | 'DeleteObject' | 'PutObjectTagging';
+  method: 'PUT' | 'GET' | 'HEAD' | 'DELETE';
+  key: string;
+  query?: Record<string, string>;
+  headers?: Record<string, string>;
+  body?: Buffer;
+}
+
+interface Answer {
+  status: number;
+  headers: Record<string, string>;
+  body: Uint8Array;
+  $metadata: { httpStatusCode: number; requestId?: string; extendedRequestId?: string; attempts: number };
+}
+
+const SIGNED_UPLOAD_HEADERS = new Set(['content-type', 'content-length']);
+
+const md5 = (b: Buffer) => createHash('md5').update(b).digest('base64');
+
+const xmlText = (s: string) => s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&amp;/g, '&');
+const xmlField = (xml: string, tag: string) => {
+  const m = new RegExp(`<${tag}>([^<]*)</${tag}>`).exec(xml);
+  return m ? xmlText(m[1]!) : undefined;
+};
+const xmlEscape = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+
+/** As the SDK's retry middleware classifies an error. */
+function errorType(err: Error): 'THROTTLING' | 'TRANSIENT' | 'SERVER_ERROR' | 'CLIENT_ERROR' {
+  if (isThrottlingError(err as never)) return 'THROTTLING';
+  if (isTransientError(err as never)) return 'TRANSIENT';
+  if (isServerError(err as never)) return 'SERVER_ERROR';
+  return 'CLIENT_ERROR';
+}
+
+export class ObjectClient {
+  private readonly signer: SignatureV4;
+  private readonly http = new NodeHttpHandler();
+  /** The SDK clients' default: 3 attempts. */
+  private readonly retries = new StandardRetryStrategy(DEFAULT_MAX_ATTEMPTS);
+  private readonly origin: URL;
+  private readonly pathPrefix: string;
+
+  constructor(private readonly opts: ObjectClientOptions) {
+    this.signer = new SignatureV4({
+      credentials: opts.credentials ?? defaultProvider(),
+      region: opts.region,
+      service: 's3',
+      sha256: Sha256,
+      // S3 signs the path as sent (no second encoding), as the SDK's S3 client does.
+      uriEscapePath: false,
+      applyChecksum: true,
+    });
+    // Virtual-hosted style deployed (what the SDK builds for this bucket and region); path style
+    // for the local emulator, and for a bucket name a virtual host cannot carry (dots).
+    const pathStyle = Boolean(opts.endpoint) || opts.bucket.includes('.');
+    this.origin = new URL(opts.endpoint ?? (pathStyle ? `https://s3.${opts.region}.amazonaws.com` : `https://${opts.bucket}.s3.${opts.region}.amazonaws.com`));
+    this.pathPrefix = pathStyle ? `/${extendedEncodeURIComponent(opts.bucket)}` : '';
+  }
+
+  private request(call: Pick<Call, 'method' | 'key' | 'query' | 'headers' | 'body'>): HttpRequest {
+    const path = `${this.origin.pathname.replace(/\/$/, '')}${this.pathPrefix}/${call.key.split('/').map(extendedEncodeURIComponent).join('/')}`;
+    const port = this.origin.port ? Number(this.origin.port) : undefined;
+    return new HttpRequest({
+      protocol: this.origin.protocol,
+      hostname: this.origin.hostname,
+      port,
+      method: call.method,
+      path,
+      query: call.query ?? {},
+      headers: { host: `${this.origin.hostname}${port !== undefined ? `:${port}` : ''}`, ...call.headers },
+      body: call.body,
+    });
+  }
+
+  /** One call: checked and traced once, each attempt signed anew and retried as the SDK retries. */
+  private send(call: Call): Promise<Answer> {
+    const input = { Bucket: this.opts.bucket, Key: call.key };
+    return tracedCall({ clientName: 'S3Client', commandName: `${call.operation}Command`, region: this.opts.region }, input, async (traceHeaders) => {
+      let token = await this.retries.acquireInitialRetryToken(call.operation);
+      let attempts = 0;
+      for (;;) {
+        attempts++;
+        try {
+          const signed = await this.signer.sign(this.request({ ...call, headers: { ...call.headers, ...traceHeaders } }));
+          const { response } = await this.http.handle(signed as HttpRequest);
+          const body = response.body ? await streamCollector(response.body) : new Uint8Array();
+          const headers = response.headers;
+          const $metadata = {
+            httpStatusCode: response.statusCode,
+            requestId: headers['x-amz-request-id'],
+            extendedRequestId: headers['x-amz-id-2'],
+            attempts,
+          };
+          if (response.statusCode >= 300) {
+            const xml = Buffer.from(body).toString('utf8');
+            const code = xmlField(xml, 'Code') ?? (response.statusCode === 404 ? 'NotFound' : response.statusCode === 403 ? 'Forbidden' : `Http${response.statusCode}`);
+            throw new S3Error(code, xmlField(xml, 'Message') ?? `${call.operation} answered ${response.statusCode}`, $metadata);
+          }
+          this.retries.recordSuccess(token);
+          return { status: response.statusCode, headers, body, $metadata };
+        } catch (e) {
+          const err = e as Error & { $metadata?: { attempts?: number } };
+          if (err.$metadata) err.$metadata.attempts = attempts;
+          const type = errorType(err);
+          try {
+            token = await this.retries.refreshRetryTokenForRetry(token, { errorType: type });
+          } catch {
+            throw err;
+          }
+        }
+      }
+    });
+  }
+
+  /** Stored objects default to `Content-Disposition: attachment`; S3 checks the body's MD5. */
+  async putObject(key: string, body: Buffer, contentType: string): Promise<void> {
+    await this.send({
+      operation: 'PutObject',
+      method: 'PUT',
+      key,
+      headers: { 'content-type': contentType, 'content-length': String(body.length), 'content-disposition': 'attachment', 'content-md5': md5(body) },
+      body,
+    });
+  }
+
+  async getObject(key: string): Promise<Buffer> {
+    const { body } = await this.send({ operation: 'GetObject', method: 'GET', key });
+    return Buffer.from(body.buffer, body.byteOffset, body.byteLength); // a view, not a second copy
+  }
+
+  /** Size and type, or null when the object does not exist. */
+  async headObject(key: string): Promise<{ size: number; contentType: string | null } | null> {
+    try {
+      const { headers } = await this.send({ operation: 'HeadObject', method: 'HEAD', key });
+      return { size: Number(headers['content-length'] ?? 0), contentType: headers['content-type'] ?? null };
+    } catch (err) {
+      if ((err as S3Error).$metadata?.httpStatusCode === 404) return null;
+      throw err;
+    }
+  }
+
+  /** A missing key counts as deleted (S3 answers 204 either way). */
+  async deleteObject(key: string): Promise<void> {
+    await this.send({ operation: 'DeleteObject', method: 'DELETE', key });
+  }
+
+  /** Replaces the object's tag set. S3 requires the body's MD5 (or a checksum) for this call. */
+  async putObjectTagging(key: string, tags: Record<string, string>): Promise<void> {
+    const tagSet = Object.entries(tags)
+      .map(([k, v]) => `<Tag><Key>${xmlEscape(k)}</Key><Value>${xmlEscape(v)}</Value></Tag>`)
+      .join('');
+    const body = Buffer.from(`<?xml version="1.0" encoding="UTF-8"?><Tagging xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><TagSet>${tagSet}</TagSet></Tagging>`);
+    await this.send({
+      operation: 'PutObjectTagging',
+      method: 'PUT',
+      key,
+      query: { tagging: '' },
+      headers: { 'content-type': 'application/xml', 'content-length': String(body.length), 'content-md5': md5(body) },
+      body,
+    });
+  }
+
+  /**
+   * A pre-signed PutObject URL, as the SDK's presigner builds it: Content-Type and Content-Length
+   * signed, the payload unsigned, no checksum parameter. Signing is local: no call is made, so
+   * nothing is checked or traced.
+   */
+  async presignPut(key: string, contentType: string, sizeBytes: number, expiresIn: number, signingDate: Date): Promise<string> {
+    const req = this.request({
+      method: 'PUT',
+      key,
+      query: { 'x-id': 'PutObject' },
+      // Named as the SDK's presigner names it: the header is hoisted into the query by that name.
+      headers: { 'content-type': contentType, 'content-length': String(sizeBytes), 'X-Amz-Content-Sha256': 'UNSIGNED-PAYLOAD' },
+    });
+    const signed = await this.signer.presign(req, { expiresIn, signingDate, signableHeaders: SIGNED_UPLOAD_HEADERS, unsignableHeaders: new Set(['content-type']) });
+    const port = signed.port !== undefined ? `:${signed.port}` : '';
+    return `${signed.protocol}//${signed.hostname}${port}${signed.path}?${buildQueryString(signed.query ?? {})}`;
+  }
+
+  destroy(): void {
+    this.http.destroy();
+  }
+}

@@ -1,0 +1,152 @@
+/**
+ * The bucket's small object client (shared/storage/object-client.ts), which replaced the S3 SDK in
+ * every function but the exports and the withdrawals (issue 15, cold start). It must be what the
+ * SDK is on the wire: the same pre-signed URLs, requests S3 accepts (checked by the local runtime's
+ * Signature V4 front, which verifies as S3 does), S3's errors with the SDK's shape, and the SDK's
+ * retries.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { GetObjectTaggingCommand, HeadObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { S3_LOCAL_CREDENTIALS, startS3Emulator, type S3Emulator } from '../../local/s3';
+import { ObjectClient, type S3Error } from '../../shared/storage/object-client';
+
+const local = async () => ({ ...S3_LOCAL_CREDENTIALS });
+const signingDate = new Date('2026-11-26T12:00:00Z');
+
+describe('pre-signed upload URLs', () => {
+  const sdkUrl = (s3: S3Client, bucket: string, key: string) =>
+    getSignedUrl(s3, new PutObjectCommand({ Bucket: bucket, Key: key, ContentType: 'image/jpeg', ContentLength: 1234 }), {
+      expiresIn: 3600,
+      signingDate,
+      signableHeaders: new Set(['content-type', 'content-length']),
+    });
+
+  it.each(['us-east-1', 'eu-west-1'])('are the URL the SDK presigner builds for the same object, headers and date (%s, role credentials)', async (region) => {
+    const credentials = { accessKeyId: 'ASIAEXAMPLE', secretAccessKey: 'secret', sessionToken: 'token/with+chars=' };
+    const s3 = new S3Client({ region, credentials, requestChecksumCalculation: 'WHEN_REQUIRED' });
+    const ours = new ObjectClient({ region, bucket: 'media-bucket-1a2b', credentials: async () => credentials });
+    const key = 'uploads/sub_01JD0000000000000000000000/r1/file_01JD0000000000000000000000.jpg';
+    expect(await ours.presignPut(key, 'image/jpeg', 1234, 3600, signingDate)).toBe(await sdkUrl(s3, 'media-bucket-1a2b', key));
+    s3.destroy();
+  });
+
+  it('are the SDK presigner’s URL path-style on the local endpoint, with a key that needs escaping', async () => {
+    const s3 = new S3Client({ region: 'us-east-1', endpoint: 'http://127.0.0.1:4569', forcePathStyle: true, credentials: S3_LOCAL_CREDENTIALS, requestChecksumCalculation: 'WHEN_REQUIRED' });
+    const ours = new ObjectClient({ region: 'us-east-1', bucket: 'media', endpoint: 'http://127.0.0.1:4569', credentials: local });
+    const key = "uploads/a b+c/(x)*'!.jpg";
+    expect(await ours.presignPut(key, 'image/jpeg', 1234, 3600, signingDate)).toBe(await sdkUrl(s3, 'media', key));
+    s3.destroy();
+  });
+});
+
+describe('calls through the verifying S3 front', () => {
+  let dir: string;
+  let s3rver: S3Emulator;
+  let client: ObjectClient;
+  let sdk: S3Client;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'object-client-'));
+    s3rver = await startS3Emulator({ directory: dir, bucket: 'media', account: '000000000000', region: 'us-east-1', onObjectCreated: () => undefined });
+    client = new ObjectClient({ region: 'us-east-1', bucket: 'media', endpoint: s3rver.endpoint, credentials: local });
+    sdk = new S3Client({ region: 'us-east-1', endpoint: s3rver.endpoint, forcePathStyle: true, credentials: S3_LOCAL_CREDENTIALS });
+  });
+  afterAll(async () => {
+    client?.destroy();
+    sdk?.destroy();
+    await s3rver?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('a stored object reads back byte for byte, with its size, type and Content-Disposition: attachment', async () => {
+    const body = Buffer.from(Array.from({ length: 70_000 }, (_, i) => i % 251));
+    await client.putObject('uploads/o/1.png', body, 'image/png');
+    expect((await client.getObject('uploads/o/1.png')).equals(body)).toBe(true);
+    expect(await client.headObject('uploads/o/1.png')).toEqual({ size: body.length, contentType: 'image/png' });
+    const head = await sdk.send(new HeadObjectCommand({ Bucket: 'media', Key: 'uploads/o/1.png' }));
+    expect(head.ContentDisposition).toBe('attachment');
+  });
+
+  it('tagging replaces the object’s tag set', async () => {
+    await client.putObject('uploads/o/2.png', Buffer.from('png'), 'image/png');
+    await client.putObjectTagging('uploads/o/2.png', { verdict: 'rejected' });
+    await client.putObjectTagging('uploads/o/2.png', { verdict: 'approved' });
+    const tags = await sdk.send(new GetObjectTaggingCommand({ Bucket: 'media', Key: 'uploads/o/2.png' }));
+    expect(tags.TagSet).toEqual([{ Key: 'verdict', Value: 'approved' }]);
+  });
+
+  it('a deleted object is gone, and deleting a missing one succeeds as S3 answers', async () => {
+    await client.putObject('uploads/o/3.png', Buffer.from('png'), 'image/png');
+    await client.deleteObject('uploads/o/3.png');
+    expect(await client.headObject('uploads/o/3.png')).toBeNull();
+    await expect(client.deleteObject('uploads/o/3.png')).resolves.toBeUndefined();
+  });
+
+  it('a missing object: head answers null, a read fails with S3’s NoSuchKey and status 404, as the SDK’s errors do', async () => {
+    expect(await client.headObject('uploads/o/none.png')).toBeNull();
+    const err = (await client.getObject('uploads/o/none.png').catch((e: unknown) => e)) as S3Error;
+    expect(err.name).toBe('NoSuchKey');
+    expect(err.$metadata).toMatchObject({ httpStatusCode: 404, attempts: 1 });
+    expect(err.$fault).toBe('client');
+  });
+
+  it('a request signed with the wrong secret is refused 403 and not retried', async () => {
+    const wrong = new ObjectClient({ region: 'us-east-1', bucket: 'media', endpoint: s3rver.endpoint, credentials: async () => ({ accessKeyId: 'local', secretAccessKey: 'other' }) });
+    const err = (await wrong.putObject('uploads/o/4.png', Buffer.from('png'), 'image/png').catch((e: unknown) => e)) as S3Error;
+    wrong.destroy();
+    expect(err.name).toBe('SignatureDoesNotMatch');
+    expect(err.$metadata).toMatchObject({ httpStatusCode: 403, attempts: 1 });
+    expect(await client.headObject('uploads/o/4.png')).toBeNull();
+  });
+});
+
+describe('retries, as the SDK retries', () => {
+  let server: Server;
+  let answers: { status: number; code?: string }[];
+  let seen: IncomingMessage[];
+  let client: ObjectClient;
+
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      seen.push(req);
+      req.resume();
+      const a = answers.shift() ?? { status: 200 };
+      if (a.status < 300) return void res.writeHead(a.status, { 'x-amz-request-id': 'REQ' }).end();
+      res.writeHead(a.status, { 'content-type': 'application/xml' }).end(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>${a.code}</Code><Message>m &amp; n</Message></Error>`);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    client = new ObjectClient({ region: 'us-east-1', bucket: 'media', endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, credentials: local });
+  });
+  beforeEach(() => {
+    seen = [];
+  });
+  afterAll(async () => {
+    client?.destroy();
+    await new Promise((r) => server.close(r));
+  });
+
+  it('throttling (503 SlowDown) is retried, and the call succeeds on a later attempt', async () => {
+    answers = [{ status: 503, code: 'SlowDown' }, { status: 503, code: 'SlowDown' }];
+    await client.putObject('uploads/r/1.png', Buffer.from('png'), 'image/png');
+    expect(seen).toHaveLength(3);
+  });
+
+  it('a server error that persists fails after the SDK’s 3 attempts, with S3’s code and message', async () => {
+    answers = [500, 500, 500, 500].map((status) => ({ status, code: 'InternalError' }));
+    const err = (await client.putObjectTagging('uploads/r/2.png', { verdict: 'rejected' }).catch((e: unknown) => e)) as S3Error;
+    expect(seen).toHaveLength(3);
+    expect(err).toMatchObject({ name: 'InternalError', message: 'm & n', $fault: 'server' });
+    expect(err.$metadata).toMatchObject({ httpStatusCode: 500, attempts: 3 });
+  });
+
+  it('a client error (400) is not retried', async () => {
+    answers = [{ status: 400, code: 'InvalidTag' }];
+    await expect(client.putObjectTagging('uploads/r/3.png', { verdict: 'x' })).rejects.toMatchObject({ name: 'InvalidTag' });
+    expect(seen).toHaveLength(1);
+  });
+});
