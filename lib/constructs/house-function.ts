@@ -34,9 +34,14 @@ export interface HouseFunctionProps
  * What the house bundling puts in place of a package (esbuild `alias`, paths from the project
  * root): the AWS SDK's default credential chain becomes the one a Lambda function can use
  * (shared/aws/lambda-credentials.ts: the environment, then a container endpoint), without the STS,
- * SSO and Sign-in clients the SDK's chain bundles for profiles and SSO.
+ * SSO and Sign-in clients the SDK's chain bundles for profiles and SSO; and the Bedrock client's
+ * bearer-token providers lose the SSO token provider and its SSO OIDC client
+ * (shared/aws/lambda-token-providers.ts: functions sign Bedrock calls with their role).
  */
-export const HOUSE_ALIAS = { package: '@aws-sdk/credential-provider-node', module: './shared/aws/lambda-credentials.ts' } as const;
+export const HOUSE_ALIASES: Readonly<Record<string, string>> = {
+  '@aws-sdk/credential-provider-node': './shared/aws/lambda-credentials.ts',
+  '@aws-sdk/token-providers': './shared/aws/lambda-token-providers.ts',
+};
 
 /**
  * The house bundling: one minified ESM file for Node 22 with the AWS SDK inside (the version is
@@ -51,7 +56,8 @@ export const HOUSE_BUNDLING: nodejs.BundlingOptions = {
   sourcesContent: false,
   mainFields: ['module', 'main'],
   externalModules: [],
-  esbuildArgs: { '--alias': `${HOUSE_ALIAS.package}=${HOUSE_ALIAS.module}` },
+  // NodejsFunction writes each as `--alias:<package>=<module>`.
+  esbuildArgs: { '--alias': Object.entries(HOUSE_ALIASES).map(([pkg, module]) => `${pkg}=${module}`) },
   // ESM output still meets CommonJS that calls `require` (e.g. for Node built-ins) and code that
   // reads `__dirname` / `__filename` (undefined in ES modules: a module-level use would throw at
   // import). In the bundle they name the bundle itself, i.e. the function's code root.
@@ -79,7 +85,7 @@ export function houseEsbuildOptions(external: string[] = []): import('esbuild').
     sourcesContent: HOUSE_BUNDLING.sourcesContent,
     mainFields: HOUSE_BUNDLING.mainFields,
     external: [...(HOUSE_BUNDLING.externalModules ?? []), ...external],
-    alias: Object.fromEntries([String(HOUSE_BUNDLING.esbuildArgs!['--alias']).split('=') as [string, string]]),
+    alias: { ...HOUSE_ALIASES },
     banner: { js: HOUSE_BUNDLING.banner! },
     logLevel: 'silent',
   };

@@ -265,20 +265,23 @@ describe('the house ESM bundle', () => {
     }
   });
 
-  test('the esbuild command CDK runs puts the Lambda credential chain in place of the SDK’s: no profile, SSO or web identity providers, no STS or SSO clients', () => {
+  test.each([
+    ['functions/jobs/get.ts', ['shared/aws/lambda-credentials.ts']],
+    ['functions/pipeline/transcribed.ts', ['shared/aws/lambda-credentials.ts', 'shared/aws/lambda-token-providers.ts']],
+  ])('the esbuild command CDK runs puts the Lambda credential chain (and, with Bedrock, the token providers) in place of the SDK’s: no profile, SSO or web identity providers, no STS or SSO clients (%s)', (entry, replacements) => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'house-alias-'));
     try {
-      // As NodejsFunction renders esbuildArgs: `--alias` is written `--alias:<value>`.
-      const alias = `--alias:${String(HOUSE_BUNDLING.esbuildArgs!['--alias'])}`;
+      // As NodejsFunction renders esbuildArgs: each `--alias` is written `--alias:<value>`.
+      const aliases = (HOUSE_BUNDLING.esbuildArgs!['--alias'] as string[]).map((a) => `--alias:${a}`);
       const meta = path.join(dir, 'meta.json');
       const r = spawnSync(
         path.join(ROOT, 'node_modules', '.bin', 'esbuild'),
-        ['--bundle', 'functions/jobs/get.ts', '--platform=node', '--format=esm', '--target=node22', '--main-fields=module,main', alias, `--metafile=${meta}`, `--outfile=${path.join(dir, 'index.mjs')}`, '--log-level=error'],
+        ['--bundle', entry, '--platform=node', '--format=esm', '--target=node22', '--main-fields=module,main', ...aliases, `--metafile=${meta}`, `--outfile=${path.join(dir, 'index.mjs')}`, '--log-level=error'],
         { cwd: ROOT, encoding: 'utf8' },
       );
       expect({ status: r.status, err: r.stderr }).toEqual({ status: 0, err: '' });
       const inputs = Object.keys((JSON.parse(fs.readFileSync(meta, 'utf8')) as { inputs: Record<string, unknown> }).inputs);
-      expect(inputs).toContain('shared/aws/lambda-credentials.ts');
+      for (const m of replacements) expect(inputs).toContain(m);
       expect(inputs.filter((i) => /@aws-sdk\/(credential-provider-(node|ini|sso|process|web-identity|login)|nested-clients|token-providers)\//.test(i))).toEqual([]);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
