@@ -24,9 +24,8 @@ export const fromEnvSigningName =
   async (): Promise<TokenIdentity> => {
     if (!signingName) throw new TokenProviderError("Please pass 'signingName' to compute environment variable key", { logger: logger as never });
     const key = `AWS_BEARER_TOKEN_${signingName.replace(/[\s-]/g, '_').toUpperCase()}`;
-    const token = process.env[key];
-    if (token === undefined) throw new TokenProviderError(`Token not present in '${key}' environment variable`, { logger: logger as never });
-    return { token };
+    if (!(key in process.env)) throw new TokenProviderError(`Token not present in '${key}' environment variable`, { logger: logger as never });
+    return { token: process.env[key]! };
   };
 
 /** What the SDK's `nodeProvider` would fall back to (an SSO token file) does not exist in Lambda. */

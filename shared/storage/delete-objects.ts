@@ -1,7 +1,7 @@
 /**
- * Deleting objects of the media bucket with a given S3 client: shared by shared/storage/s3.ts
- * (which loads the S3 SDK on first use) and the withdrawals consumer (which needs it on every
- * message, so imports it statically: shared/work/withdrawn-objects.ts).
+ * Deleting many objects of the media bucket at once with the S3 SDK's DeleteObjects, for the
+ * withdrawals consumer (shared/work/withdrawn-objects.ts), which deletes on every message. Single
+ * objects elsewhere go through the bucket's object client (shared/storage/s3.ts).
  */
 import type { DeleteObjectsCommand, S3Client } from '@aws-sdk/client-s3';
 

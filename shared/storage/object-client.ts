@@ -20,12 +20,14 @@
  */
 import { createHash } from 'node:crypto';
 import type { AwsCredentialIdentityProvider } from '@smithy/types';
+import { partition } from '@aws-sdk/core/client';
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
 import { Sha256 } from '@smithy/core/checksum';
 import { buildQueryString, extendedEncodeURIComponent, HttpRequest } from '@smithy/core/protocols';
 import { DEFAULT_MAX_ATTEMPTS, isServerError, isThrottlingError, isTransientError, StandardRetryStrategy } from '@smithy/core/retry';
 import { NodeHttpHandler, streamCollector } from '@smithy/node-http-handler';
 import { SignatureV4 } from '@smithy/signature-v4';
+import { checkCall } from '../observability/invocation';
 import { tracedCall } from '../observability/tracer';
 
 export interface ObjectClientOptions {
@@ -36,7 +38,7 @@ export interface ObjectClientOptions {
   credentials?: AwsCredentialIdentityProvider;
 }
 
-/** An error S3 answered (or a network failure, without status), shaped like the SDK's. */
+/** An error S3 answered, shaped like the SDK's (a network failure is rethrown as it came, with `$metadata`). */
 export class S3Error extends Error {
   readonly $fault: 'client' | 'server';
   constructor(
@@ -67,6 +69,7 @@ interface Answer {
 }
 
 const SIGNED_UPLOAD_HEADERS = new Set(['content-type', 'content-length']);
+const USER_AGENT = 'media-marketplace-object-client/1';
 
 const md5 = (b: Buffer) => createHash('md5').update(b).digest('base64');
 
@@ -87,7 +90,9 @@ function errorType(err: Error): 'THROTTLING' | 'TRANSIENT' | 'SERVER_ERROR' | 'C
 
 export class ObjectClient {
   private readonly signer: SignatureV4;
-  private readonly http = new NodeHttpHandler();
+  // Unlike the SDK's defaults, a stalled connection or socket fails (and is retried) instead of
+  // holding the invocation until its time-out.
+  private readonly http = new NodeHttpHandler({ connectionTimeout: 3_000, requestTimeout: 30_000 });
   /** The SDK clients' default: 3 attempts. */
   private readonly retries = new StandardRetryStrategy(DEFAULT_MAX_ATTEMPTS);
   private readonly origin: URL;
@@ -103,10 +108,13 @@ export class ObjectClient {
       uriEscapePath: false,
       applyChecksum: true,
     });
-    // Virtual-hosted style deployed (what the SDK builds for this bucket and region); path style
-    // for the local emulator, and for a bucket name a virtual host cannot carry (dots).
-    const pathStyle = Boolean(opts.endpoint) || opts.bucket.includes('.');
-    this.origin = new URL(opts.endpoint ?? (pathStyle ? `https://s3.${opts.region}.amazonaws.com` : `https://${opts.bucket}.s3.${opts.region}.amazonaws.com`));
+    // Virtual-hosted style deployed, in the region's partition (amazonaws.com, .com.cn, .eu, …, from
+    // the SDK's partition table): what the SDK builds for this bucket and region. Path style for
+    // the local emulator, and for a bucket name a virtual host cannot carry (dots, upper case, _).
+    // FIPS and dual-stack endpoints are not built (the stack uses neither).
+    const pathStyle = Boolean(opts.endpoint) || !/^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/.test(opts.bucket);
+    const host = `s3.${opts.region}.${partition(opts.region).dnsSuffix}`;
+    this.origin = new URL(opts.endpoint ?? (pathStyle ? `https://${host}` : `https://${opts.bucket}.${host}`));
     this.pathPrefix = pathStyle ? `/${extendedEncodeURIComponent(opts.bucket)}` : '';
   }
 
@@ -120,7 +128,8 @@ export class ObjectClient {
       method: call.method,
       path,
       query: call.query ?? {},
-      headers: { host: `${this.origin.hostname}${port !== undefined ? `:${port}` : ''}`, ...call.headers },
+      // The user agent (unsigned) names this client in the bucket's server access logs.
+      headers: { host: `${this.origin.hostname}${port !== undefined ? `:${port}` : ''}`, 'user-agent': USER_AGENT, ...call.headers },
       body: call.body,
     });
   }
@@ -152,14 +161,17 @@ export class ObjectClient {
           this.retries.recordSuccess(token);
           return { status: response.statusCode, headers, body, $metadata };
         } catch (e) {
-          const err = e as Error & { $metadata?: { attempts?: number } };
-          if (err.$metadata) err.$metadata.attempts = attempts;
-          const type = errorType(err);
+          // As the SDK's retry middleware: every failure leaves with its attempts, network errors too.
+          const err = (typeof e === 'object' && e !== null ? e : new Error(String(e))) as Error & { $metadata?: { attempts?: number } };
+          (err.$metadata ??= {}).attempts = attempts;
           try {
-            token = await this.retries.refreshRetryTokenForRetry(token, { errorType: type });
+            token = await this.retries.refreshRetryTokenForRetry(token, { errorType: errorType(err) });
           } catch {
             throw err;
           }
+          // This strategy waits out the backoff itself; a delay left on the token is waited here.
+          const delay = token.getRetryDelay();
+          if (delay > 0) await new Promise((r) => setTimeout(r, delay));
         }
       }
     });
@@ -215,10 +227,11 @@ export class ObjectClient {
 
   /**
    * A pre-signed PutObject URL, as the SDK's presigner builds it: Content-Type and Content-Length
-   * signed, the payload unsigned, no checksum parameter. Signing is local: no call is made, so
-   * nothing is checked or traced.
+   * signed, the payload unsigned, no checksum parameter. Signing is local (no call, no trace), but
+   * the URL carries the function's grant, so the local runtime checks it as it checks a PutObject.
    */
   async presignPut(key: string, contentType: string, sizeBytes: number, expiresIn: number, signingDate: Date): Promise<string> {
+    checkCall('S3Client', 'PutObjectCommand', { Bucket: this.opts.bucket, Key: key });
     const req = this.request({
       method: 'PUT',
       key,

@@ -45,6 +45,11 @@ describe('local runtime: a function makes only the calls its manifest entry gran
     expect(await headObject(key('c'))).not.toBeNull();
   });
 
+  it('a pre-signed upload URL carries the signer’s grant: a function that may not put the object may not pre-sign it', async () => {
+    await expect(asRoute('worker.submissions.upload', () => presignPut('exports/x.jsonl', 'application/json', 2))).rejects.toThrow(/s3:PutObject on exports\/x.jsonl/);
+    await expect(asRoute('jobs.get', () => presignPut(key('d'), 'image/jpeg', 5))).rejects.toMatchObject({ name: 'AccessDenied' });
+  });
+
   it('a function without bucket access makes no S3 call', async () => {
     await expect(asRoute('jobs.get', () => headObject(key('a')))).rejects.toMatchObject({ name: 'AccessDenied', $metadata: { httpStatusCode: 403 } });
     const sweep = SCHEDULES.find((s) => s.name === 'reservation-sweep')!;

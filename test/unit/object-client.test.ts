@@ -26,12 +26,15 @@ describe('pre-signed upload URLs', () => {
       signableHeaders: new Set(['content-type', 'content-length']),
     });
 
-  it.each(['us-east-1', 'eu-west-1'])('are the URL the SDK presigner builds for the same object, headers and date (%s, role credentials)', async (region) => {
+  const cases = ['us-east-1', 'eu-west-1', 'cn-north-1', 'us-gov-west-1'].flatMap((region) =>
+    ['media-bucket-1a2b', 'media.bucket', 'Media_Bucket'].map((bucket) => [region, bucket] as const),
+  );
+  it.each(cases)('are the URL the SDK presigner builds for the same object, headers and date (%s, bucket %s, role credentials)', async (region, bucket) => {
     const credentials = { accessKeyId: 'ASIAEXAMPLE', secretAccessKey: 'secret', sessionToken: 'token/with+chars=' };
     const s3 = new S3Client({ region, credentials, requestChecksumCalculation: 'WHEN_REQUIRED' });
-    const ours = new ObjectClient({ region, bucket: 'media-bucket-1a2b', credentials: async () => credentials });
+    const ours = new ObjectClient({ region, bucket, credentials: async () => credentials });
     const key = 'uploads/sub_01JD0000000000000000000000/r1/file_01JD0000000000000000000000.jpg';
-    expect(await ours.presignPut(key, 'image/jpeg', 1234, 3600, signingDate)).toBe(await sdkUrl(s3, 'media-bucket-1a2b', key));
+    expect(await ours.presignPut(key, 'image/jpeg', 1234, 3600, signingDate)).toBe(await sdkUrl(s3, bucket, key));
     s3.destroy();
   });
 
@@ -108,12 +111,14 @@ describe('calls through the verifying S3 front', () => {
 describe('retries, as the SDK retries', () => {
   let server: Server;
   let answers: { status: number; code?: string }[];
+  let resetEvery = false;
   let seen: IncomingMessage[];
   let client: ObjectClient;
 
   beforeAll(async () => {
     server = createServer((req, res) => {
       seen.push(req);
+      if (resetEvery) return void req.socket.destroy();
       req.resume();
       const a = answers.shift() ?? { status: 200 };
       if (a.status < 300) return void res.writeHead(a.status, { 'x-amz-request-id': 'REQ' }).end();
@@ -142,6 +147,19 @@ describe('retries, as the SDK retries', () => {
     expect(seen).toHaveLength(3);
     expect(err).toMatchObject({ name: 'InternalError', message: 'm & n', $fault: 'server' });
     expect(err.$metadata).toMatchObject({ httpStatusCode: 500, attempts: 3 });
+  });
+
+  it('a connection reset is retried, and the error that ends the call says how many attempts it took', async () => {
+    answers = [];
+    resetEvery = true;
+    try {
+      const err = (await client.getObject('uploads/r/4.png').catch((e: unknown) => e)) as Error & { code?: string; $metadata?: { attempts?: number } };
+      expect(seen).toHaveLength(3);
+      expect(err.code).toBe('ECONNRESET');
+      expect(err.$metadata?.attempts).toBe(3);
+    } finally {
+      resetEvery = false;
+    }
   });
 
   it('a client error (400) is not retried', async () => {
