@@ -5,16 +5,21 @@
  * Signature V4 front, which verifies as S3 does), S3's errors with the SDK's shape, and the SDK's
  * retries.
  */
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { build } from 'esbuild';
 import { GetObjectTaggingCommand, HeadObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { houseEsbuildOptions } from '../../lib/constructs/house-function';
 import { S3_LOCAL_CREDENTIALS, startS3Emulator, type S3Emulator } from '../../local/s3';
 import { ObjectClient, type S3Error } from '../../shared/storage/object-client';
 
+const ROOT = resolve(__dirname, '../..');
 const local = async () => ({ ...S3_LOCAL_CREDENTIALS });
 const signingDate = new Date('2026-11-26T12:00:00Z');
 
@@ -96,6 +101,25 @@ describe('calls through the verifying S3 front', () => {
     expect(err.name).toBe('NoSuchKey');
     expect(err.$metadata).toMatchObject({ httpStatusCode: 404, attempts: 1 });
     expect(err.$fault).toBe('client');
+  });
+
+  it('bundled the house way (the Lambda credential chain in place of the SDK’s), it signs with the credentials Lambda puts in the environment', async () => {
+    const out = mkdtempSync(join(tmpdir(), 'object-client-bundle-'));
+    try {
+      const entry = `import { ObjectClient } from './shared/storage/object-client.ts';
+const c = new ObjectClient({ region: 'us-east-1', bucket: 'media', endpoint: process.env.OBJECTS_ENDPOINT });
+await c.putObject('uploads/o/bundled.png', Buffer.from('from a bundle'), 'image/png');
+process.stdout.write((await c.getObject('uploads/o/bundled.png')).toString());
+c.destroy();`;
+      const built = await build({ ...houseEsbuildOptions(), stdin: { contents: entry, resolveDir: ROOT, loader: 'ts' }, outfile: join(out, 'index.mjs'), metafile: true });
+      expect(Object.keys(built.metafile!.inputs)).toContain('shared/aws/lambda-credentials.ts');
+      // What Lambda sets (here the emulator's credentials, which its Signature V4 front checks).
+      const env = { PATH: process.env.PATH ?? '', AWS_ACCESS_KEY_ID: S3_LOCAL_CREDENTIALS.accessKeyId, AWS_SECRET_ACCESS_KEY: S3_LOCAL_CREDENTIALS.secretAccessKey, AWS_SESSION_TOKEN: 'session', OBJECTS_ENDPOINT: s3rver.endpoint };
+      const r = await promisify(execFile)(process.execPath, [join(out, 'index.mjs')], { env, encoding: 'utf8', timeout: 20_000 });
+      expect(r.stdout).toBe('from a bundle');
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
   });
 
   it('a request signed with the wrong secret is refused 403 and not retried', async () => {
