@@ -16,6 +16,10 @@
  *   limit), as the stack's `dynamodb:LeadingKeys` condition allows.
  * - Queues: SendMessage only to the queues of `access.sendTo`; a consumer may also change the
  *   visibility of its own queue's messages.
+ * - The sealing key (`access.kms`): data keys and encryption with `encrypt`, decryption with
+ *   `decrypt`; Bedrock (`access.bedrock`) the model calls; Transcribe (`access.transcribe`)
+ *   StartTranscriptionJob; SNS (`access.sms`) Publish. Any other service: refused, as no function
+ *   of the stack is granted one. (Locally these run only when configured to call AWS itself.)
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { BUCKET_PREFIXES } from '../shared/manifest/wiring';
@@ -33,6 +37,10 @@ export interface Grants {
   sendTo?: readonly string[];
   /** The queue a consumer reads (it may change its messages' visibility). */
   consumes?: string;
+  kms?: 'encrypt' | 'decrypt' | 'encrypt-decrypt';
+  transcribe?: boolean;
+  bedrock?: boolean;
+  sms?: boolean;
 }
 
 /** Thrown locally where the deployed role would get 403 AccessDenied. */
@@ -144,6 +152,28 @@ function checkQueue(g: Grants, command: string, input: { QueueUrl?: string; Queu
   throw new AccessDenied(`${g.fn} is not authorized to perform sqs:${command.replace(/Command$/, '')} on queue ${name || '(unknown)'}`);
 }
 
+// ---- other services ----
+
+/** Per client: the operations a grant allows (as lib/constructs/grants.ts grants them), and whether this function has it. */
+const SERVICE_GRANTS: Record<string, { service: string; allowed: (g: Grants, command: string) => boolean }> = {
+  KMSClient: {
+    service: 'kms',
+    allowed: (g, c) =>
+      /^(GenerateDataKey|GenerateDataKeyWithoutPlaintext|Encrypt|ReEncrypt)Command$/.test(c)
+        ? g.kms === 'encrypt' || g.kms === 'encrypt-decrypt'
+        : c === 'DecryptCommand' && (g.kms === 'decrypt' || g.kms === 'encrypt-decrypt'),
+  },
+  BedrockRuntimeClient: { service: 'bedrock', allowed: (g, c) => g.bedrock === true && /^(Converse|ConverseStream|InvokeModel|InvokeModelWithResponseStream)Command$/.test(c) },
+  TranscribeClient: { service: 'transcribe', allowed: (g, c) => g.transcribe === true && c === 'StartTranscriptionJobCommand' },
+  SNSClient: { service: 'sns', allowed: (g, c) => g.sms === true && c === 'PublishCommand' },
+};
+
+function checkService(g: Grants, client: string, command: string): void {
+  const s = SERVICE_GRANTS[client];
+  if (!s) throw new AccessDenied(`${g.fn}: ${client.replace(/Client$/, '')} is not a service any function of the stack is granted (${command})`);
+  if (!s.allowed(g, command)) throw new AccessDenied(`${g.fn} is not authorized to perform ${s.service}:${command.replace(/Command$/, '')}`);
+}
+
 // ---- the check ----
 
 const store = new AsyncLocalStorage<Grants>();
@@ -153,7 +183,7 @@ export function withGrants<T>(grants: Grants, run: () => T): T {
   return store.run(grants, run);
 }
 
-/** Refuses an SDK call the current invocation's grants do not allow (other services: not checked here). */
+/** Refuses an AWS call the current invocation's grants do not allow. */
 export function checkGrantedCall(client: string, command: string, input: unknown): void {
   const g = store.getStore();
   if (!g) return;
@@ -161,6 +191,7 @@ export function checkGrantedCall(client: string, command: string, input: unknown
   if (client === 'S3Client') checkBucket(g, command, i);
   else if (client === 'DynamoDBClient') checkTable(g, command, i);
   else if (client === 'SQSClient') checkQueue(g, command, i);
+  else checkService(g, client, command);
 }
 
 setLocalCallCheck(checkGrantedCall);

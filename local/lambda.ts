@@ -53,18 +53,33 @@ export function loadHandler(modulePath: string): Promise<AnyHandler> {
 }
 
 /** A manifest entry's access, as routes, queues and schedules declare it. */
-export type EntryAccess = KeyAccess & { table?: 'read' | 'write'; bucket?: BucketAccess; sendTo?: readonly string[] };
+export type EntryAccess = KeyAccess & { table?: 'read' | 'write'; bucket?: BucketAccess; sendTo?: readonly string[]; bedrock?: boolean; sms?: boolean };
 
 /**
  * The handler as the function of a manifest entry (named `name`) runs it: each invocation may read
  * only the secrets the entry declares (shared/secrets `withGrantedSecrets`) and make only the
- * table, bucket and queue calls its access allows (local/grants.ts), as its deployed grants allow.
+ * AWS calls its access allows (local/grants.ts), as its deployed grants allow.
  * `more`: what the stack grants beside the access (a read route's request count, a consumer's own queue).
  */
 export function grantedTo(name: string, access: EntryAccess, handler: AnyHandler, more: Pick<Grants, 'requestCounting' | 'consumes'> = {}): AnyHandler {
   const secrets = secretsRead(access);
-  const grants: Grants = { fn: name, table: access.table, bucket: access.bucket, sendTo: access.sendTo, ...more };
+  const grants = grantsOf(name, access, more);
   return (event, context) => withGrants(grants, () => withGrantedSecrets(secrets, () => handler(event, context)));
+}
+
+/** What local/grants.ts holds an entry's invocations to: its access, and `more` (see `grantedTo`). */
+export function grantsOf(name: string, access: EntryAccess, more: Pick<Grants, 'requestCounting' | 'consumes'> = {}): Grants {
+  return {
+    fn: name,
+    table: access.table,
+    bucket: access.bucket,
+    sendTo: access.sendTo,
+    kms: access.kms,
+    transcribe: access.transcribe,
+    bedrock: access.bedrock,
+    sms: access.sms,
+    ...more,
+  };
 }
 
 /** Forgets loaded modules' handlers (the modules stay in the module cache). */

@@ -13,8 +13,12 @@ import { TABLE_DEF } from '../../shared/db/table';
 import { ROUTE_FUNCTION_TIMEOUT_SECONDS } from '../../shared/manifest/timeouts';
 import { DEPLOY_CONTEXT } from './fixtures/context';
 import { CDK_CONTEXT, FFMPEG_LAYER_ARN, flatten, synthesize, type Resource } from './support';
-import { allows, type BucketAction } from '../../local/grants';
+import { allows, checkGrantedCall, withGrants, type BucketAction } from '../../local/grants';
+import { grantsOf, type EntryAccess } from '../../local/lambda';
 import type { BucketAccess } from '../../shared/manifest/access';
+
+/** Whether an IAM pattern (`*` wildcards) matches an action or a resource path. */
+const iamGlob = (pattern: string, value: string) => new RegExp(`^${pattern.split('*').map((x) => x.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`).test(value);
 
 /** The stack as `cdk synth` builds it, with the ffmpeg layer unless the context says otherwise. */
 function synthStack(context: Record<string, unknown> = {}, props: MarketplaceStackProps = {}): MarketplaceStack {
@@ -268,8 +272,38 @@ describe('least privilege', () => {
     }
   });
 
+  test('the local runtime refuses exactly the KMS, Bedrock, Transcribe and SNS calls the synthesized policies do not allow (local/grants.ts)', () => {
+    const calls: [client: string, command: string, iamAction: string][] = [
+      ['KMSClient', 'GenerateDataKeyCommand', 'kms:GenerateDataKey'],
+      ['KMSClient', 'DecryptCommand', 'kms:Decrypt'],
+      ['BedrockRuntimeClient', 'ConverseCommand', 'bedrock:InvokeModel'],
+      ['TranscribeClient', 'StartTranscriptionJobCommand', 'transcribe:StartTranscriptionJob'],
+      ['SNSClient', 'PublishCommand', 'sns:Publish'],
+    ];
+    const functions: [string, EntryAccess, string][] = [
+      ...ROUTES.map((r) => [r.id, r.access, routeFunction(r)[0]] as [string, EntryAccess, string]),
+      ...QUEUES.map((q) => [q.name, q.access, functionByDescription(`Consumer of the ${q.name} queue`)[0]] as [string, EntryAccess, string]),
+    ];
+    const seen = new Set<string>();
+    for (const [name, access, fnId] of functions) {
+      const statements = statementsOf(fnId);
+      for (const [client, command, iamAction] of calls) {
+        const deployed = statements.some((st) => [st.Action].flat().some((a) => iamGlob(a, iamAction)));
+        let local = true;
+        try {
+          withGrants(grantsOf(name, access), () => checkGrantedCall(client, command, {}));
+        } catch {
+          local = false;
+        }
+        expect({ name, iamAction, allowed: local }).toEqual({ name, iamAction, allowed: deployed });
+        if (deployed) seen.add(iamAction);
+      }
+    }
+    // Each service is granted somewhere, so each rule was compared both ways.
+    expect([...seen].sort()).toEqual(calls.map((c) => c[2]).sort());
+  });
+
   test('the local runtime refuses exactly the S3 operations the synthesized policies do not allow (local/grants.ts)', () => {
-    const glob = (pattern: string, value: string) => new RegExp(`^${pattern.split('*').map((x) => x.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`).test(value);
     const bucketArn = (r: unknown, bucketId: string) => JSON.stringify(r) === JSON.stringify({ 'Fn::GetAtt': [bucketId, 'Arn'] });
     /** Whether one policy resource covers `key` of the bucket (null: the bucket itself). */
     const covers = (r: unknown, bucketId: string, key: string | null): boolean => {
@@ -277,7 +311,7 @@ describe('least privilege', () => {
       if (key === null) return bucketArn(r, bucketId);
       const join = (r as { 'Fn::Join'?: [string, unknown[]] })['Fn::Join'];
       if (!join || join[1].length !== 2 || !bucketArn(join[1][0], bucketId) || typeof join[1][1] !== 'string') return false;
-      return glob((join[1][1] as string).slice(1), key);
+      return iamGlob((join[1][1] as string).slice(1), key);
     };
     const keys = ['uploads/sub_1/r1/file_1.jpg', 'keyframes/file_1/0.png', 'exports/exp_1.jsonl', 'transcripts/media-1.json', null];
     const actions: BucketAction[] = ['s3:GetObject', 's3:GetObjectTagging', 's3:ListBucket', 's3:PutObject', 's3:PutObjectTagging', 's3:DeleteObject', 's3:AbortMultipartUpload'];
@@ -292,7 +326,7 @@ describe('least privilege', () => {
       for (const action of actions) {
         for (const key of keys) {
           if ((action === 's3:ListBucket') !== (key === null)) continue;
-          const deployed = statements.some((st) => [st.Action].flat().some((a) => glob(a, action)) && [st.Resource].flat().some((r) => covers(r, mediaBucket, key)));
+          const deployed = statements.some((st) => [st.Action].flat().some((a) => iamGlob(a, action)) && [st.Resource].flat().some((r) => covers(r, mediaBucket, key)));
           expect({ name, action, key, allowed: allows(mode, action, key) }).toEqual({ name, action, key, allowed: deployed });
           checked++;
         }

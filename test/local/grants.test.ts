@@ -1,6 +1,12 @@
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { BedrockRuntimeClient, ConverseCommand } from '@aws-sdk/client-bedrock-runtime';
+import { DecryptCommand, GenerateDataKeyCommand, KMSClient } from '@aws-sdk/client-kms';
+import { PublishCommand, SNSClient } from '@aws-sdk/client-sns';
+import { StartTranscriptionJobCommand, TranscribeClient } from '@aws-sdk/client-transcribe';
+import { checkGrantedCall, withGrants } from '../../local/grants';
 import { grantedTo } from '../../local/lambda';
+import { traced } from '../../shared/observability/tracer';
 import { db, tableName } from '../../shared/db/client';
 import { queueUrl, sqs } from '../../shared/queues';
 import { routeById } from '../../shared/manifest/routes';
@@ -85,4 +91,45 @@ describe('local runtime: a function makes only the calls its manifest entry gran
     await expect(asQueue('transcription', () => send('webhooks'))).rejects.toThrow(/not authorized to perform sqs:SendMessage on queue webhooks/);
     await expect(asRoute('jobs.create', () => send('sandbox'))).rejects.toMatchObject({ name: 'AccessDenied' });
   });
+
+  describe('the other services: the sealing key, Bedrock, Transcribe, SNS', () => {
+    // Real SDK clients, traced as the app's are, pointed at a closed port: a granted call gets past
+    // the check and fails on the network; a refused one never leaves the process.
+    const nowhere = { region: 'us-east-1', endpoint: 'http://127.0.0.1:9', credentials: { accessKeyId: 'a', secretAccessKey: 'b' }, maxAttempts: 1 };
+    const refused = (p: Promise<unknown>) => expect(p).rejects.toMatchObject({ name: 'AccessDenied' });
+    const granted = (p: Promise<unknown>) => expect(p).rejects.toThrow(/ECONNREFUSED/);
+
+    it('data keys need the key’s encrypt grant and decryption its decrypt grant', async () => {
+      const kms = traced(new KMSClient(nowhere));
+      const dataKey = () => kms.send(new GenerateDataKeyCommand({ KeyId: 'alias/sealing', KeySpec: 'AES_256' }));
+      const decrypt = () => kms.send(new DecryptCommand({ CiphertextBlob: new Uint8Array([1]) }));
+      await granted(asRoute('api_keys.create', dataKey)); // encrypt-decrypt
+      await granted(asRoute('api_keys.create', decrypt));
+      await granted(asQueue('webhooks', decrypt)); // decrypt only: opens endpoint secrets to sign
+      await refused(asQueue('webhooks', dataKey));
+      await refused(asRoute('jobs.get', decrypt));
+      kms.destroy();
+    });
+
+    it('model calls only where the entry grants Bedrock, transcription jobs only where it grants Transcribe, SMS only where it grants SNS', async () => {
+      const bedrock = traced(new BedrockRuntimeClient(nowhere));
+      const converse = () => bedrock.send(new ConverseCommand({ modelId: 'amazon.nova-lite-v1:0', messages: [{ role: 'user', content: [{ text: 'hi' }] }] }));
+      await granted(asQueue('scoring', converse));
+      await refused(asQueue('webhooks', converse));
+      const transcribe = traced(new TranscribeClient(nowhere));
+      const start = () => transcribe.send(new StartTranscriptionJobCommand({ TranscriptionJobName: 'j', Media: { MediaFileUri: 's3://b/k' }, LanguageCode: 'en-US' }));
+      await granted(asQueue('scoring', start));
+      await refused(asQueue('annotation', start));
+      const sns = traced(new SNSClient(nowhere));
+      const sms = () => sns.send(new PublishCommand({ PhoneNumber: '+15555550100', Message: 'code' }));
+      await granted(asRoute('auth.phone_verification.start', sms));
+      await refused(asRoute('auth.signup', sms));
+      for (const c of [bedrock, transcribe, sns]) c.destroy();
+    });
+
+    it('a service no function of the stack is granted is refused to every function', () => {
+      expect(() => withGrants({ fn: 'JobsGet', table: 'read' }, () => checkGrantedCall('LambdaClient', 'InvokeCommand', {}))).toThrow(/Lambda is not a service any function of the stack is granted/);
+    });
+  });
 });
+
