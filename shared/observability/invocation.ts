@@ -7,7 +7,7 @@
  * never happens deployed. Each local invocation therefore runs inside `runInvocation`; when the
  * runtime gives up on it (its time-out) it sets `stopped`, and from then on every AWS SDK call of
  * that invocation fails before it is sent (`traced()` puts `checkCall` before every call of every
- * client). Outside an invocation (tests, scripts, the runtime itself) nothing is checked. The
+ * client), and so do its webhook POSTs and Stripe requests (`ensureRunning`). Outside an invocation (tests, scripts, the runtime itself) nothing is checked. The
  * local runtime also hooks its grant check in here (local/grants.ts), so that no deployed bundle
  * carries it.
  */
@@ -45,7 +45,15 @@ export function setLocalCallCheck(check: CallCheck | null): void {
  * the local runtime's grants refuse the call. Deployed, neither is ever set: nothing is checked.
  */
 export function checkCall(client: string, command: string, input: unknown): void {
+  ensureRunning();
+  localCheck?.(client, command, input);
+}
+
+/**
+ * Before a call that leaves the process other than through an AWS SDK client (a webhook POST, a
+ * Stripe request): throws when the current invocation was stopped. Deployed: never set.
+ */
+export function ensureRunning(): void {
   const current = store.getStore();
   if (current?.stopped) throw new InvocationStopped(current.fn);
-  localCheck?.(client, command, input);
 }

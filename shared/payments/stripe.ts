@@ -27,6 +27,7 @@
 import type Stripe from 'stripe';
 import { getSecret } from '../secrets';
 import type { ChargeResult, PaymentProvider } from '../billing/provider';
+import { ensureRunning } from '../observability/invocation';
 
 export interface StripeKeys {
   secret_key: string;
@@ -87,17 +88,37 @@ export async function stripeKeys(): Promise<StripeKeys> {
   return k as StripeKeys;
 }
 
+/**
+ * Stripe's own Node HTTP client, which sends nothing once the local invocation it runs in was
+ * stopped at its time-out (shared/observability/invocation.ts): Lambda would have ended it. Each
+ * request is checked, not only a method's first, since one method may make several.
+ */
+export function stoppableHttpClient(sdk: typeof Stripe): Stripe.HttpClient {
+  const http = sdk.createNodeHttpClient();
+  const send = http.makeRequest.bind(http);
+  http.makeRequest = (...args: Parameters<typeof send>) => {
+    try {
+      ensureRunning();
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return send(...args);
+  };
+  return http;
+}
+
 export function stripeProvider(opts: { wire?: StripeWire } = {}): StripeProvider {
   let cached: { key: string; client: Stripe } | null = null;
   let sdk: typeof Stripe | null = null;
 
   async function client(): Promise<{ stripe: Stripe; keys: StripeKeys; sdk: typeof Stripe }> {
+    ensureRunning();
     const keys = await stripeKeys();
     sdk ??= (await import('stripe')).default;
     if (cached?.key !== keys.secret_key) {
       cached = {
         key: keys.secret_key,
-        client: new sdk(keys.secret_key, { maxNetworkRetries: 2, timeout: 15_000, ...(opts.wire ?? {}) }),
+        client: new sdk(keys.secret_key, { maxNetworkRetries: 2, timeout: 15_000, httpClient: stoppableHttpClient(sdk), ...(opts.wire ?? {}) }),
       };
     }
     return { stripe: cached.client, keys, sdk };

@@ -5,6 +5,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
+import { ensureRunning } from '../observability/invocation';
 import { resolvePublic, UnsafeUrl, type Resolver, type UrlPolicy } from './ssrf';
 
 export const ATTEMPT_TIMEOUT_MS = 15_000;
@@ -29,6 +30,7 @@ export async function postWebhook(
   /** The whole exchange's limit; shorter only in tests of the dispatcher's time budget. */
   timeoutMs: number = ATTEMPT_TIMEOUT_MS,
 ): Promise<AttemptResult> {
+  ensureRunning(); // locally: a timed-out invocation sends nothing more, as Lambda would have stopped it
   const started = Date.now();
   let url: URL;
   let address: string;

@@ -7,7 +7,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import Stripe from 'stripe';
 import { resetSecrets } from '../../shared/secrets';
 import { setPaymentProvider, disabledProvider } from '../../shared/billing/provider';
-import { stripeProvider } from '../../shared/payments/stripe';
+import { stoppableHttpClient, stripeProvider } from '../../shared/payments/stripe';
+import { runInvocation } from '../../shared/observability/invocation';
 import { ledgerState, listEvents } from '../domain/ledger-fixtures';
 import { jobBody, newBuyer, post, startBillingRuntime, type Buyer } from './billing-support';
 import { startFakeStripe, type FakeStripe } from '../support/stripe-wire';
@@ -471,3 +472,22 @@ describe('a deployment without payments (PAYMENTS_PROVIDER=disabled)', () => {
     expect(r.status).toBe(404);
   });
 });
+
+describe('a local invocation stopped at its time-out sends nothing more to Stripe, as Lambda would have ended it', () => {
+  it('a provider call in a stopped invocation fails before any request', async () => {
+    const provider = stripeProvider({ wire: { host: stripe.host, port: stripe.port, protocol: 'http' } });
+    const before = stripe.requests.length;
+    await expect(runInvocation({ fn: 'TopUps', stopped: true }, () => provider.chargeStatus('pi_stopped'))).rejects.toMatchObject({ name: 'InvocationStopped' });
+    expect(stripe.requests.length).toBe(before);
+  });
+
+  it('each request is checked, not only a method’s first: Stripe’s HTTP client refuses to send once stopped', async () => {
+    const http = stoppableHttpClient(Stripe);
+    const send = () => http.makeRequest(stripe.host, String(stripe.port), '/v1/payment_intents/pi_x', 'GET', {}, '', 'http', 5_000);
+    await expect(runInvocation({ fn: 'TopUps', stopped: true }, send)).rejects.toMatchObject({ name: 'InvocationStopped' });
+    const before = stripe.requests.length;
+    await runInvocation({ fn: 'TopUps', stopped: false }, send);
+    expect(stripe.requests.length).toBe(before + 1);
+  });
+});
+

@@ -1,14 +1,18 @@
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { createHttpServer } from '../../local/http';
 import { invokeWithTimeout, lambdaContext } from '../../local/lambda';
 import { silentLog } from '../../local/log';
 import { db, tableName } from '../../shared/db/client';
+import { runInvocation } from '../../shared/observability/invocation';
+import { postWebhook } from '../../shared/webhooks/sender';
 import { startTestRuntime, type TestRuntime } from '../support/harness';
 
 // Deployed, Lambda stops a function at its time-out: nothing it would still have done happens. The
 // local runtime cannot stop a handler in-process, so it refuses every AWS call the handler makes
-// after its time-out: a test cannot pass on a write that would never happen deployed.
+// after its time-out (and every webhook POST and Stripe request): a test cannot pass on a write
+// that would never happen deployed.
 describe('local runtime: a timed-out invocation makes no more AWS calls', () => {
   let rt: TestRuntime;
   beforeAll(async () => {
@@ -65,4 +69,25 @@ describe('local runtime: a timed-out invocation makes no more AWS calls', () => 
       });
     }
   });
+
+  it('a stopped invocation posts no more webhooks: the receiver gets nothing', async () => {
+    let received = 0;
+    const receiver = createServer((req, res) => {
+      received++;
+      req.resume();
+      res.writeHead(200).end();
+    });
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
+    const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+    try {
+      const post = () => postWebhook(url, '{}', { 'content-type': 'application/json' }, { allowLoopback: true });
+      await expect(runInvocation({ fn: 'WebhooksDispatch', stopped: true }, post)).rejects.toMatchObject({ name: 'InvocationStopped' });
+      expect(received).toBe(0);
+      expect(await runInvocation({ fn: 'WebhooksDispatch', stopped: false }, post)).toMatchObject({ ok: true, statusCode: 200 });
+      expect(received).toBe(1);
+    } finally {
+      await new Promise<void>((r) => receiver.close(() => r()));
+    }
+  });
 });
+
