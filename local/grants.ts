@@ -17,12 +17,14 @@
  * - Queues: SendMessage only to the queues of `access.sendTo`; a consumer may also change the
  *   visibility of its own queue's messages.
  * - The sealing key (`access.kms`): data keys and encryption with `encrypt`, decryption with
- *   `decrypt`; Bedrock (`access.bedrock`) the model calls; Transcribe (`access.transcribe`)
- *   StartTranscriptionJob; SNS (`access.sms`) Publish. Any other service: refused, as no function
- *   of the stack is granted one. (Locally these run only when configured to call AWS itself.)
+ *   `decrypt` (the local keyring, which stands in for the key, is checked the same way:
+ *   shared/secrets/sealer.ts); Bedrock (`access.bedrock`) the configured models; Transcribe
+ *   (`access.transcribe`) StartTranscriptionJob on our job names; SNS (`access.sms`) Publish (the
+ *   local SMS outbox too). Any other service: refused, as no function of the stack is granted one.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { BUCKET_PREFIXES } from '../shared/manifest/wiring';
+import { BUCKET_PREFIXES, TRANSCRIBE_JOB_PREFIX } from '../shared/manifest/wiring';
+import { DEFAULT_BEDROCK_MODEL_ID } from '../shared/scoring/bedrock-reply';
 import { REQUEST_COUNT_PARTITIONS, type BucketAccess } from '../shared/manifest/access';
 import { config } from '../shared/config';
 import { setLocalCallCheck } from '../shared/observability/invocation';
@@ -154,24 +156,44 @@ function checkQueue(g: Grants, command: string, input: { QueueUrl?: string; Queu
 
 // ---- other services ----
 
-/** Per client: the operations a grant allows (as lib/constructs/grants.ts grants them), and whether this function has it. */
-const SERVICE_GRANTS: Record<string, { service: string; allowed: (g: Grants, command: string) => boolean }> = {
+/** The models the stack grants (context `bedrockModelId`, `annotationModelId`), as the code resolves them here. */
+function grantedModels(): string[] {
+  const scoring = process.env.BEDROCK_MODEL_ID ?? DEFAULT_BEDROCK_MODEL_ID;
+  return [scoring, process.env.ANNOTATION_MODEL_ID ?? scoring];
+}
+
+interface ServiceInput {
+  modelId?: string;
+  TranscriptionJobName?: string;
+}
+
+/**
+ * Per client: the operations a grant allows (as lib/constructs/grants.ts grants them, resources
+ * included: the configured models, our transcription job names), and whether this function has it.
+ */
+const SERVICE_GRANTS: Record<string, { service: string; allowed: (g: Grants, command: string, input: ServiceInput) => boolean }> = {
   KMSClient: {
     service: 'kms',
     allowed: (g, c) =>
-      /^(GenerateDataKey|GenerateDataKeyWithoutPlaintext|Encrypt|ReEncrypt)Command$/.test(c)
+      /^(GenerateDataKey\w*|Encrypt|ReEncrypt\w*)Command$/.test(c)
         ? g.kms === 'encrypt' || g.kms === 'encrypt-decrypt'
         : c === 'DecryptCommand' && (g.kms === 'decrypt' || g.kms === 'encrypt-decrypt'),
   },
-  BedrockRuntimeClient: { service: 'bedrock', allowed: (g, c) => g.bedrock === true && /^(Converse|ConverseStream|InvokeModel|InvokeModelWithResponseStream)Command$/.test(c) },
-  TranscribeClient: { service: 'transcribe', allowed: (g, c) => g.transcribe === true && c === 'StartTranscriptionJobCommand' },
-  SNSClient: { service: 'sns', allowed: (g, c) => g.sms === true && c === 'PublishCommand' },
+  BedrockRuntimeClient: {
+    service: 'bedrock',
+    allowed: (g, c, i) => g.bedrock === true && /^(Converse|ConverseStream|InvokeModel|InvokeModelWithResponseStream)Command$/.test(c) && grantedModels().includes(i.modelId ?? ''),
+  },
+  TranscribeClient: {
+    service: 'transcribe',
+    allowed: (g, c, i) => g.transcribe === true && c === 'StartTranscriptionJobCommand' && (i.TranscriptionJobName ?? '').startsWith(TRANSCRIBE_JOB_PREFIX),
+  },
+  SNSClient: { service: 'sns', allowed: (g, c) => g.sms === true && /^Publish(Batch)?Command$/.test(c) },
 };
 
-function checkService(g: Grants, client: string, command: string): void {
+function checkService(g: Grants, client: string, command: string, input: ServiceInput): void {
   const s = SERVICE_GRANTS[client];
   if (!s) throw new AccessDenied(`${g.fn}: ${client.replace(/Client$/, '')} is not a service any function of the stack is granted (${command})`);
-  if (!s.allowed(g, command)) throw new AccessDenied(`${g.fn} is not authorized to perform ${s.service}:${command.replace(/Command$/, '')}`);
+  if (!s.allowed(g, command, input)) throw new AccessDenied(`${g.fn} is not authorized to perform ${s.service}:${command.replace(/Command$/, '')}${input.modelId ? ` on model ${input.modelId}` : ''}${input.TranscriptionJobName ? ` on job ${input.TranscriptionJobName}` : ''}`);
 }
 
 // ---- the check ----
@@ -191,7 +213,7 @@ export function checkGrantedCall(client: string, command: string, input: unknown
   if (client === 'S3Client') checkBucket(g, command, i);
   else if (client === 'DynamoDBClient') checkTable(g, command, i);
   else if (client === 'SQSClient') checkQueue(g, command, i);
-  else checkService(g, client, command);
+  else checkService(g, client, command, i);
 }
 
 setLocalCallCheck(checkGrantedCall);

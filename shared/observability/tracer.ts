@@ -20,7 +20,7 @@
 import { randomBytes } from 'node:crypto';
 import { createSocket, type Socket } from 'node:dgram';
 import { InvokeStore } from '@aws/lambda-invoke-store';
-import { checkCall } from './invocation';
+import { checkCall, ensureRunning } from './invocation';
 
 /** The middleware's name in a client's stack (one per stack). */
 export const XRAY_MIDDLEWARE = 'XRaySubsegment';
@@ -110,7 +110,7 @@ interface Context {
   commandName?: string;
 }
 interface MiddlewareStack {
-  add(mw: (next: Handler, context: Context) => Handler, options: { step: 'initialize' | 'build'; name: string }): void;
+  add(mw: (next: Handler, context: Context) => Handler, options: { step: 'initialize' | 'build' | 'finalizeRequest'; name: string }): void;
   identify(): string[];
 }
 interface SdkClient {
@@ -197,6 +197,14 @@ export function traced<T>(client: T): T {
         return next(args);
       },
       { step: 'initialize', name: CHECK_MIDDLEWARE },
+    );
+    // Inside the SDK's retry loop: locally, no retry of a stopped invocation goes out either.
+    c.middlewareStack.add(
+      (next) => (args) => {
+        ensureRunning();
+        return next(args);
+      },
+      { step: 'finalizeRequest', name: `${CHECK_MIDDLEWARE}Attempt` },
     );
   }
   if (!tracingOn()) return client;

@@ -107,6 +107,27 @@ export function stoppableHttpClient(sdk: typeof Stripe): Stripe.HttpClient {
   return http;
 }
 
+/**
+ * A request refused because the local invocation was stopped is retried by Stripe as a connection
+ * failure and surfaces as a `StripeConnectionError` with the stop as its `detail`: the caller gets
+ * the stop itself, as from any other call of a stopped invocation.
+ */
+function stopsSurface<P extends object>(provider: P): P {
+  const out = { ...provider } as Record<string, unknown>;
+  for (const [k, v] of Object.entries(provider)) {
+    if (typeof v !== 'function') continue;
+    out[k] = async (...args: unknown[]) => {
+      try {
+        return await (v as (...a: unknown[]) => Promise<unknown>).apply(provider, args);
+      } catch (e) {
+        const detail = (e as { detail?: { name?: string } }).detail;
+        throw detail?.name === 'InvocationStopped' ? detail : e;
+      }
+    };
+  }
+  return out as P;
+}
+
 export function stripeProvider(opts: { wire?: StripeWire } = {}): StripeProvider {
   let cached: { key: string; client: Stripe } | null = null;
   let sdk: typeof Stripe | null = null;
@@ -126,7 +147,7 @@ export function stripeProvider(opts: { wire?: StripeWire } = {}): StripeProvider
 
   const metadata = (sessionId: string, orgId: string) => ({ checkout_session_id: sessionId, organization_id: orgId });
 
-  return {
+  const provider: StripeProvider = {
     name: 'stripe',
     async startCheckout(r) {
       const { stripe } = await client();
@@ -232,4 +253,5 @@ export function stripeProvider(opts: { wire?: StripeWire } = {}): StripeProvider
       return { kind: 'checkout_completed', eventId: event.id, sessionId, paymentMethod, customerRef, providerRef: piId ?? s.id };
     },
   };
+  return stopsSurface(provider);
 }

@@ -22,6 +22,7 @@ import { kmsKeyProvider } from './kms';
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { localKeyProvider, openLegacyV1 } from './local-keyring';
 import { getSecret } from './index';
+import { checkCall } from '../observability/invocation';
 
 /** The keeper of the key-encryption key. */
 export interface KeyProvider {
@@ -128,10 +129,20 @@ export function sealer(): Sealer {
   let s: Sealer;
   if (local) {
     // Locally the keyring is a file read: no data key is reused, so a rotation applies at once.
+    // The keyring stands in for the KMS key, so each use is held to the function's grant as its
+    // KMS call would be (local/grants.ts; before the data-key cache, as deployed a function
+    // without the grant has none).
     const inner = envelopeSealer(localKeyProvider(), { reuseDataKeyMs: 0 });
+    const asKms = (command: 'GenerateDataKeyCommand' | 'DecryptCommand') => checkCall('KMSClient', command, {});
     s = {
       ...inner,
-      open: async (sealed, aad) => (sealed.startsWith('v1:') ? openLegacyV1(sealed, aad, await getSecret('cursor')) : inner.open(sealed, aad)),
+      seal: async (plain, aad) => (asKms('GenerateDataKeyCommand'), inner.seal(plain, aad)),
+      prepare: async () => (asKms('GenerateDataKeyCommand'), inner.prepare()),
+      open: async (sealed, aad) => {
+        if (sealed.startsWith('v1:')) return openLegacyV1(sealed, aad, await getSecret('cursor'));
+        asKms('DecryptCommand');
+        return inner.open(sealed, aad);
+      },
     };
   } else if (process.env.KMS_KEY_ID) s = envelopeSealer(kmsKeyProvider({ keyId: process.env.KMS_KEY_ID }));
   else throw new Error('KMS_KEY_ID is not set: this function was not granted the sealing key (access.kms in its manifest entry)');

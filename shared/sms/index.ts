@@ -7,6 +7,7 @@
 import { PublishCommand, SNSClient } from '@aws-sdk/client-sns';
 import { config } from '../config';
 import { logger } from '../logger';
+import { checkCall } from '../observability/invocation';
 import { traced } from '../observability/tracer';
 
 export interface SmsProvider {
@@ -18,6 +19,8 @@ export const localOutbox: { phone: string; text: string; at: string }[] = [];
 
 const localProvider: SmsProvider = {
   async send(phone, text) {
+    // Stands in for SNS, so held to the function's grant as its Publish would be (local/grants.ts).
+    checkCall('SNSClient', 'PublishCommand', { PhoneNumber: phone });
     localOutbox.push({ phone, text, at: new Date().toISOString() });
     if (localOutbox.length > 100) localOutbox.shift();
     // eslint-disable-next-line no-console

@@ -27,7 +27,7 @@ import { buildQueryString, extendedEncodeURIComponent, HttpRequest } from '@smit
 import { DEFAULT_MAX_ATTEMPTS, isServerError, isThrottlingError, isTransientError, StandardRetryStrategy } from '@smithy/core/retry';
 import { NodeHttpHandler, streamCollector } from '@smithy/node-http-handler';
 import { SignatureV4 } from '@smithy/signature-v4';
-import { checkCall } from '../observability/invocation';
+import { checkCall, ensureRunning } from '../observability/invocation';
 import { tracedCall } from '../observability/tracer';
 
 export interface ObjectClientOptions {
@@ -142,6 +142,7 @@ export class ObjectClient {
       let attempts = 0;
       for (;;) {
         attempts++;
+        ensureRunning(); // locally, no retry of a stopped invocation goes out
         try {
           const signed = await this.signer.sign(this.request({ ...call, headers: { ...call.headers, ...traceHeaders } }));
           const { response } = await this.http.handle(signed as HttpRequest);

@@ -48,6 +48,7 @@ export async function postWebhook(
     if ((opts as { all?: boolean }).all) (cb as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [{ address, family }]);
     else cb(null, address, family);
   };
+  ensureRunning(); // the invocation may have been stopped while the name resolved
   const mod = url.protocol === 'https:' ? https : http;
   return new Promise<AttemptResult>((done) => {
     let settled = false;

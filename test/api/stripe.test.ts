@@ -481,6 +481,16 @@ describe('a local invocation stopped at its time-out sends nothing more to Strip
     expect(stripe.requests.length).toBe(before);
   });
 
+  it('a stop that comes while a method runs surfaces as the stop, not as a connection failure, and nothing is sent', async () => {
+    const provider = stripeProvider({ wire: { host: stripe.host, port: stripe.port, protocol: 'http' } });
+    const before = stripe.requests.length;
+    const invocation = { fn: 'TopUps', stopped: false };
+    const call = runInvocation(invocation, () => provider.chargeStatus('pi_mid'));
+    invocation.stopped = true; // the method has started (past its first check) and awaits the keys
+    await expect(call).rejects.toMatchObject({ name: 'InvocationStopped' });
+    expect(stripe.requests.length).toBe(before);
+  });
+
   it('each request is checked, not only a method’s first: Stripe’s HTTP client refuses to send once stopped', async () => {
     const http = stoppableHttpClient(Stripe);
     const send = () => http.makeRequest(stripe.host, String(stripe.port), '/v1/payment_intents/pi_x', 'GET', {}, '', 'http', 5_000);

@@ -8,7 +8,8 @@ import { App } from 'aws-cdk-lib';
 import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import { MarketplaceStack, type MarketplaceStackProps } from '../../lib/stack';
 import { ROUTES, routeById, routeLogicalName, type RouteDef } from '../../shared/manifest/routes';
-import { PIPES, QUEUES, RULES, SCHEDULES, queueByName } from '../../shared/manifest/wiring';
+import { PIPES, QUEUES, RULES, SCHEDULES, TRANSCRIBE_JOB_PREFIX, queueByName } from '../../shared/manifest/wiring';
+import { DEFAULT_BEDROCK_MODEL_ID } from '../../shared/scoring/bedrock-reply';
 import { TABLE_DEF } from '../../shared/db/table';
 import { ROUTE_FUNCTION_TIMEOUT_SECONDS } from '../../shared/manifest/timeouts';
 import { DEPLOY_CONTEXT } from './fixtures/context';
@@ -273,25 +274,33 @@ describe('least privilege', () => {
   });
 
   test('the local runtime refuses exactly the KMS, Bedrock, Transcribe and SNS calls the synthesized policies do not allow (local/grants.ts)', () => {
-    const calls: [client: string, command: string, iamAction: string][] = [
+    // Each call with a resource the deployed grant names (the configured model, one of our job
+    // names), so the comparison is by action; the resource rules have tests of their own.
+    const model = { modelId: DEFAULT_BEDROCK_MODEL_ID };
+    const calls: [client: string, command: string, iamAction: string, input?: object][] = [
       ['KMSClient', 'GenerateDataKeyCommand', 'kms:GenerateDataKey'],
+      ['KMSClient', 'EncryptCommand', 'kms:Encrypt'],
+      ['KMSClient', 'ReEncryptCommand', 'kms:ReEncryptFrom'],
       ['KMSClient', 'DecryptCommand', 'kms:Decrypt'],
-      ['BedrockRuntimeClient', 'ConverseCommand', 'bedrock:InvokeModel'],
-      ['TranscribeClient', 'StartTranscriptionJobCommand', 'transcribe:StartTranscriptionJob'],
+      ['BedrockRuntimeClient', 'ConverseCommand', 'bedrock:InvokeModel', model],
+      ['BedrockRuntimeClient', 'InvokeModelCommand', 'bedrock:InvokeModel', model],
+      ['BedrockRuntimeClient', 'ConverseStreamCommand', 'bedrock:InvokeModelWithResponseStream', model],
+      ['TranscribeClient', 'StartTranscriptionJobCommand', 'transcribe:StartTranscriptionJob', { TranscriptionJobName: `${TRANSCRIBE_JOB_PREFIX}file_1` }],
       ['SNSClient', 'PublishCommand', 'sns:Publish'],
     ];
     const functions: [string, EntryAccess, string][] = [
       ...ROUTES.map((r) => [r.id, r.access, routeFunction(r)[0]] as [string, EntryAccess, string]),
       ...QUEUES.map((q) => [q.name, q.access, functionByDescription(`Consumer of the ${q.name} queue`)[0]] as [string, EntryAccess, string]),
+      ...SCHEDULES.map((s) => [s.name, s.access, functionByDescription(s.description)[0]] as [string, EntryAccess, string]),
     ];
     const seen = new Set<string>();
     for (const [name, access, fnId] of functions) {
       const statements = statementsOf(fnId);
-      for (const [client, command, iamAction] of calls) {
+      for (const [client, command, iamAction, input] of calls) {
         const deployed = statements.some((st) => [st.Action].flat().some((a) => iamGlob(a, iamAction)));
         let local = true;
         try {
-          withGrants(grantsOf(name, access), () => checkGrantedCall(client, command, {}));
+          withGrants(grantsOf(name, access), () => checkGrantedCall(client, command, input ?? {}));
         } catch {
           local = false;
         }
@@ -300,7 +309,7 @@ describe('least privilege', () => {
       }
     }
     // Each service is granted somewhere, so each rule was compared both ways.
-    expect([...seen].sort()).toEqual(calls.map((c) => c[2]).sort());
+    expect([...seen].sort()).toEqual([...new Set(calls.map((c) => c[2]))].sort());
   });
 
   test('the local runtime refuses exactly the S3 operations the synthesized policies do not allow (local/grants.ts)', () => {

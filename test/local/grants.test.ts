@@ -7,10 +7,13 @@ import { StartTranscriptionJobCommand, TranscribeClient } from '@aws-sdk/client-
 import { checkGrantedCall, withGrants } from '../../local/grants';
 import { grantedTo } from '../../local/lambda';
 import { traced } from '../../shared/observability/tracer';
+import { DEFAULT_BEDROCK_MODEL_ID } from '../../shared/scoring/bedrock-reply';
+import { resetSealer, sealer } from '../../shared/secrets/sealer';
+import { localOutbox, sms } from '../../shared/sms';
 import { db, tableName } from '../../shared/db/client';
 import { queueUrl, sqs } from '../../shared/queues';
 import { routeById } from '../../shared/manifest/routes';
-import { queueByName, SCHEDULES } from '../../shared/manifest/wiring';
+import { queueByName, SCHEDULES, TRANSCRIBE_JOB_PREFIX } from '../../shared/manifest/wiring';
 import { deleteObjects, getObjectBytes, headObject, presignPut, putObject, tagVerdict } from '../../shared/storage/s3';
 import { startTestRuntime, type TestRuntime } from '../support/harness';
 
@@ -111,20 +114,34 @@ describe('local runtime: a function makes only the calls its manifest entry gran
       kms.destroy();
     });
 
-    it('model calls only where the entry grants Bedrock, transcription jobs only where it grants Transcribe, SMS only where it grants SNS', async () => {
+    it('model calls only where the entry grants Bedrock and only to the configured models, transcription jobs only where it grants Transcribe and only ours, SMS only where it grants SNS', async () => {
       const bedrock = traced(new BedrockRuntimeClient(nowhere));
-      const converse = () => bedrock.send(new ConverseCommand({ modelId: 'amazon.nova-lite-v1:0', messages: [{ role: 'user', content: [{ text: 'hi' }] }] }));
-      await granted(asQueue('scoring', converse));
-      await refused(asQueue('webhooks', converse));
+      const converse = (modelId = DEFAULT_BEDROCK_MODEL_ID) => () => bedrock.send(new ConverseCommand({ modelId, messages: [{ role: 'user', content: [{ text: 'hi' }] }] }));
+      await granted(asQueue('scoring', converse()));
+      await refused(asQueue('scoring', converse('anthropic.claude-opus-4-v1:0')));
+      await refused(asQueue('webhooks', converse()));
       const transcribe = traced(new TranscribeClient(nowhere));
-      const start = () => transcribe.send(new StartTranscriptionJobCommand({ TranscriptionJobName: 'j', Media: { MediaFileUri: 's3://b/k' }, LanguageCode: 'en-US' }));
-      await granted(asQueue('scoring', start));
-      await refused(asQueue('annotation', start));
+      const start = (name: string) => () => transcribe.send(new StartTranscriptionJobCommand({ TranscriptionJobName: name, Media: { MediaFileUri: 's3://b/k' }, LanguageCode: 'en-US' }));
+      await granted(asQueue('scoring', start(`${TRANSCRIBE_JOB_PREFIX}file_1`)));
+      await refused(asQueue('scoring', start('someone-elses-job')));
+      await refused(asQueue('annotation', start(`${TRANSCRIBE_JOB_PREFIX}file_1`)));
       const sns = traced(new SNSClient(nowhere));
       const sms = () => sns.send(new PublishCommand({ PhoneNumber: '+15555550100', Message: 'code' }));
       await granted(asRoute('auth.phone_verification.start', sms));
       await refused(asRoute('auth.signup', sms));
       for (const c of [bedrock, transcribe, sns]) c.destroy();
+    });
+
+    it('locally the keyring stands in for the sealing key and the outbox for SNS, and both are held to the same grants', async () => {
+      resetSealer();
+      const sealed = await asRoute('api_keys.create', () => sealer().seal('secret', 'aad'));
+      await expect(asQueue('webhooks', () => sealer().open(sealed, 'aad'))).resolves.toBe('secret'); // decrypt only
+      await refused(asQueue('webhooks', () => sealer().seal('secret', 'aad')));
+      await refused(asRoute('jobs.get', () => sealer().open(sealed, 'aad')));
+      await expect(asRoute('auth.phone_verification.start', () => sms().send('+15555550100', 'code 1'))).resolves.toBeUndefined();
+      await refused(asRoute('auth.signup', () => sms().send('+15555550100', 'code 2')));
+      expect(localOutbox.map((m) => m.text)).toContain('code 1');
+      expect(localOutbox.map((m) => m.text)).not.toContain('code 2');
     });
 
     it('a service no function of the stack is granted is refused to every function', () => {
