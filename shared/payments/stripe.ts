@@ -112,20 +112,24 @@ export function stoppableHttpClient(sdk: typeof Stripe): Stripe.HttpClient {
  * failure and surfaces as a `StripeConnectionError` with the stop as its `detail`: the caller gets
  * the stop itself, as from any other call of a stopped invocation.
  */
-function stopsSurface<P extends object>(provider: P): P {
-  const out = { ...provider } as Record<string, unknown>;
-  for (const [k, v] of Object.entries(provider)) {
-    if (typeof v !== 'function') continue;
-    out[k] = async (...args: unknown[]) => {
+function stopsSurface(provider: StripeProvider): StripeProvider {
+  const surfaced = <A extends unknown[], R>(call: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
       try {
-        return await (v as (...a: unknown[]) => Promise<unknown>).apply(provider, args);
+        return await call(...args);
       } catch (e) {
         const detail = (e as { detail?: { name?: string } }).detail;
         throw detail?.name === 'InvocationStopped' ? detail : e;
       }
     };
-  }
-  return out as P;
+  // Only the methods that call Stripe; `paymentMethodFor` stays synchronous, as the interface says.
+  return {
+    ...provider,
+    startCheckout: surfaced(provider.startCheckout.bind(provider)),
+    chargeSaved: surfaced(provider.chargeSaved.bind(provider)),
+    chargeStatus: surfaced(provider.chargeStatus.bind(provider)),
+    readWebhook: surfaced(provider.readWebhook.bind(provider)),
+  };
 }
 
 export function stripeProvider(opts: { wire?: StripeWire } = {}): StripeProvider {

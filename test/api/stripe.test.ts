@@ -481,6 +481,10 @@ describe('a local invocation stopped at its time-out sends nothing more to Strip
     expect(stripe.requests.length).toBe(before);
   });
 
+  it('the provider’s one synchronous method stays synchronous (only the methods that call Stripe are wrapped)', () => {
+    expect(() => stripeProvider().paymentMethodFor('org_x')).toThrow(/learns the payment method from the completed checkout/);
+  });
+
   it('a stop that comes while a method runs surfaces as the stop, not as a connection failure, and nothing is sent', async () => {
     const provider = stripeProvider({ wire: { host: stripe.host, port: stripe.port, protocol: 'http' } });
     const before = stripe.requests.length;
