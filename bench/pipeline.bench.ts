@@ -222,7 +222,7 @@ export async function run(): Promise<string> {
 
     // 1. The models alone (same images, one at a time; in the model workers when the runtime has them).
     const { annotateImage } = await import('../shared/media/annotate-image');
-    const { LocalScorer, scoringJob } = { ...(await import('../shared/scoring')), ...(await import('../shared/work/pipeline')) };
+    const { LocalScorer, scoringJob } = { ...(await import('../shared/scoring')), ...(await import('../shared/work/scoring-stage')) };
     const { measure } = await import('../shared/media/metadata');
     const { getJobItem } = await import('../shared/jobs');
     const sj = scoringJob((await getJobItem(job.id, false))!);

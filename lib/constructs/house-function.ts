@@ -34,13 +34,10 @@ export interface HouseFunctionProps
  * What the house bundling puts in place of a package (esbuild `alias`, paths from the project
  * root): the AWS SDK's default credential chain becomes the one a Lambda function can use
  * (shared/aws/lambda-credentials.ts: the environment, then a container endpoint), without the STS,
- * SSO and Sign-in clients the SDK's chain bundles for profiles and SSO; and the Bedrock client's
- * bearer-token providers lose the SSO token provider and its SSO OIDC client
- * (shared/aws/lambda-token-providers.ts: functions sign Bedrock calls with their role).
+ * SSO and Sign-in clients the SDK's chain bundles for profiles and SSO.
  */
 export const HOUSE_ALIASES: Readonly<Record<string, string>> = {
   '@aws-sdk/credential-provider-node': './shared/aws/lambda-credentials.ts',
-  '@aws-sdk/token-providers': './shared/aws/lambda-token-providers.ts',
 };
 
 /**

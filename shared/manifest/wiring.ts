@@ -29,8 +29,9 @@ export type EventPattern = { [field: string]: PatternValue[] | EventPattern };
 export interface NativeDeps {
   /**
    * npm packages resolved from node_modules at run time, each a dependency in package.json: a
-   * package imported with `import('<name>')` that must stay outside the bundle (sharp), or one
-   * located by `findPackageDir` / `nativeRequire` / `packageFile`. Packages they depend on come
+   * package imported with `import('<name>')` that must stay outside the bundle (sharp), or that
+   * only some invocations need and that is large enough to weigh on every cold start (the audio
+   * and EXIF decoders, loaded by the first file of their kind), or one located by `findPackageDir` / `nativeRequire` / `packageFile`. Packages they depend on come
    * with them.
    */
   packages: string[];
@@ -150,8 +151,10 @@ export const QUEUES: readonly QueueDef[] = [
     access: { table: 'write', bucket: 'read-write', bedrock: true, transcribe: true },
     // measure(): sharp for images, ffprobe for video (without it every video reads as undecodable
     // and is refused); the local scorer's middle frame and loudness need ffmpeg.
+    // music-metadata (audio) and exifr (image EXIF) are read by path too, loaded by the first file
+    // of their kind: a consumer's cold start does not parse the decoder of every kind.
     native: {
-      packages: ['sharp'],
+      packages: ['sharp', 'music-metadata', 'exifr'],
       ffmpeg: true,
       // worker_region (D30): offline reverse geocoding, shared/media/region.ts.
       files: [{ from: 'shared/media/data/admin1.min.json.gz', to: 'data/admin1.min.json.gz', env: 'WORKER_REGION_GEOJSON' }],
@@ -175,6 +178,8 @@ export const QUEUES: readonly QueueDef[] = [
     native: {
       packages: [
         'sharp',
+        'music-metadata',
+        'exifr',
         '@vladmandic/human',
         '@tensorflow/tfjs',
         '@tensorflow/tfjs-backend-wasm',

@@ -6,13 +6,17 @@
  * block first, else the outermost `{…}`) → a zod schema. Any failure is a BedrockOutputError that
  * keeps the raw text for the logs.
  */
-import type { ConverseCommand, ConverseCommandOutput } from '@aws-sdk/client-bedrock-runtime';
+import type { ConverseCommandInput, ConverseCommandOutput } from '@aws-sdk/client-bedrock-runtime';
 import * as z from '../zod';
 
 export const DEFAULT_BEDROCK_MODEL_ID = 'amazon.nova-pro-v1:0';
 
+/**
+ * What makes a Converse call: shared/aws/bedrock-converse.ts deployed (the wire format without the
+ * SDK client), a stub answering in the published format in tests.
+ */
 export interface ConverseClient {
-  send(command: ConverseCommand, options?: { abortSignal?: AbortSignal }): Promise<ConverseCommandOutput>;
+  converse(input: ConverseCommandInput, options?: { abortSignal?: AbortSignal }): Promise<ConverseCommandOutput>;
 }
 
 /**

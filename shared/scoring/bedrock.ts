@@ -19,13 +19,13 @@
  * cannot be approved on looks alone.
  * The client is injected (`{send}`), so tests drive it with Converse replies written to the published format, without network.
  */
-import type { ContentBlock, ConverseCommand, ConverseCommandInput, ConverseCommandOutput } from '@aws-sdk/client-bedrock-runtime';
+import type { ContentBlock, ConverseCommandInput, ConverseCommandOutput } from '@aws-sdk/client-bedrock-runtime';
 import { readFile } from 'node:fs/promises';
 import * as z from '../zod';
 import { categoryOf, normalizeContentType } from '../media/sniff';
 import { clampStar, reasonCodesFromDimensions, type Dimensions, type ScoreResult, type Scorer, type ScoringInput } from './types';
 import { BedrockOutputError, DEFAULT_BEDROCK_MODEL_ID, bedrockTimeoutMs, extractJson, parseModelReply, type ConverseClient } from './bedrock-reply';
-import { traced } from '../observability/tracer';
+import { BedrockConverse } from '../aws/bedrock-converse';
 
 export { BedrockOutputError, DEFAULT_BEDROCK_MODEL_ID, bedrockTimeoutMs, extractJson, type ConverseClient };
 
@@ -200,9 +200,8 @@ export class BedrockScorer implements Scorer {
   }
 
   async score(input: ScoringInput): Promise<ScoreResult> {
-    const { BedrockRuntimeClient, ConverseCommand } = await import('@aws-sdk/client-bedrock-runtime');
-    this.client ??= traced(new BedrockRuntimeClient({}));
-    const out = await this.client.send(new ConverseCommand(await this.buildRequest(input)), { abortSignal: AbortSignal.timeout(bedrockTimeoutMs()) });
+    this.client ??= new BedrockConverse();
+    const out = await this.client.converse(await this.buildRequest(input), { abortSignal: AbortSignal.timeout(bedrockTimeoutMs()) });
     return parseConverseOutput(out, this.modelId, input.job.min_star_rating);
   }
 }

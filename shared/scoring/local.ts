@@ -152,7 +152,7 @@ export class LocalScorer implements Scorer {
     let quality = 4;
     let mean = file.mean_volume_db;
     if (mean === undefined && (file.bytes || file.path)) {
-      const { loudness } = await import('../media/annotate-image');
+      const { loudness } = await import('../media/frames');
       mean = (await loudness(requireInput(file))).mean_volume_db;
     }
     const silent = mean !== null && mean !== undefined && mean <= -60;
@@ -194,7 +194,7 @@ export class LocalScorer implements Scorer {
     let empty = false;
     const { ffmpegPath } = await import('../media/ffmpeg');
     if ((this.opts.videoFrame ?? true) && ffmpegPath() && (file.bytes || file.path) && md.duration_seconds) {
-      const { extractKeyframes } = await import('../media/annotate-image');
+      const { extractKeyframes } = await import('../media/frames');
       const [frame] = await extractKeyframes(requireInput(file), md.duration_seconds, [0.5], 512);
       if (frame) {
         const q = await analyzeImage(frame.png, { palette: false });

@@ -3,27 +3,45 @@
  * Decrypt per unwrapped data key (the sealer caches both for minutes). The key id KMS answers
  * with (the key's ARN) is stored beside each value and passed back to Decrypt, so values sealed
  * under an earlier key, or an earlier version of a rotated key, stay readable.
+ *
+ * The two calls go out in KMS's published JSON 1.1 protocol through shared/aws/json-rpc.ts, not
+ * the KMS SDK client: the routes that seal or open a secret (API keys, webhook endpoints, sign-up)
+ * parsed that client at every cold start for these two operations (docs/benchmarks.md).
  */
-import { DecryptCommand, GenerateDataKeyCommand, KMSClient, type KMSClientConfig } from '@aws-sdk/client-kms';
+import type { AwsCredentialIdentityProvider } from '@smithy/types';
+import { JsonRpcClient } from '../aws/json-rpc';
 import type { KeyProvider } from './sealer';
-import { traced } from '../observability/tracer';
 
 /** Bound into every data key; a ciphertext made for another purpose does not decrypt here. */
 export const ENCRYPTION_CONTEXT = { purpose: 'sealed-secret', service: 'media-marketplace' } as const;
 
-export function kmsKeyProvider(opts: { keyId: string; client?: KMSClient; clientConfig?: KMSClientConfig }): KeyProvider {
-  const client = opts.client ?? traced(new KMSClient(opts.clientConfig ?? {}));
+/** A client of KMS (`TrentService`), at the region's endpoint unless another is given. */
+export function kmsClient(opts: { region?: string; endpoint?: string; credentials?: AwsCredentialIdentityProvider } = {}): JsonRpcClient {
+  return new JsonRpcClient({ service: 'kms', targetPrefix: 'TrentService', version: '1.1', clientName: 'KMSClient', ...opts });
+}
+
+const bytes = (b64: string | undefined) => (b64 === undefined ? undefined : Buffer.from(b64, 'base64'));
+
+export function kmsKeyProvider(opts: { keyId: string; client?: JsonRpcClient }): KeyProvider {
+  const client = opts.client ?? kmsClient();
   return {
     name: 'kms',
     async generateDataKey() {
-      const out = await client.send(new GenerateDataKeyCommand({ KeyId: opts.keyId, KeySpec: 'AES_256', EncryptionContext: { ...ENCRYPTION_CONTEXT } }));
-      if (!out.Plaintext || !out.CiphertextBlob || !out.KeyId) throw new Error('KMS GenerateDataKey returned no key');
-      return { keyId: out.KeyId, plaintext: Buffer.from(out.Plaintext), encrypted: Buffer.from(out.CiphertextBlob) };
+      const out = await client.call<{ KeyId?: string; Plaintext?: string; CiphertextBlob?: string }>('GenerateDataKey', {
+        KeyId: opts.keyId,
+        KeySpec: 'AES_256',
+        EncryptionContext: { ...ENCRYPTION_CONTEXT },
+      });
+      const plaintext = bytes(out.Plaintext);
+      const encrypted = bytes(out.CiphertextBlob);
+      if (!plaintext || !encrypted || !out.KeyId) throw new Error('KMS GenerateDataKey returned no key');
+      return { keyId: out.KeyId, plaintext, encrypted };
     },
     async decryptDataKey(keyId, encrypted) {
-      const out = await client.send(new DecryptCommand({ KeyId: keyId, CiphertextBlob: encrypted, EncryptionContext: { ...ENCRYPTION_CONTEXT } }));
-      if (!out.Plaintext) throw new Error('KMS Decrypt returned no plaintext');
-      return Buffer.from(out.Plaintext);
+      const out = await client.call<{ Plaintext?: string }>('Decrypt', { KeyId: keyId, CiphertextBlob: encrypted, EncryptionContext: { ...ENCRYPTION_CONTEXT } });
+      const plaintext = bytes(out.Plaintext);
+      if (!plaintext) throw new Error('KMS Decrypt returned no plaintext');
+      return plaintext;
     },
   };
 }

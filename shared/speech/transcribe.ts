@@ -14,12 +14,12 @@
  * results.language_code): consecutive words of one speaker form a segment; a segment's confidence
  * is the mean of its words' confidences; punctuation joins the word before it.
  */
-import type { StartTranscriptionJobCommandInput, StartTranscriptionJobCommandOutput } from '@aws-sdk/client-transcribe';
+import type { StartTranscriptionJobCommandInput } from '@aws-sdk/client-transcribe';
 import * as z from '../zod';
 import type { SpeechResult, StartRequest, StartResult, Transcriber, TranscriptSegment } from './types';
 
 import { BUCKET_PREFIXES, TRANSCRIBE_JOB_PREFIX } from '../manifest/wiring';
-import { traced } from '../observability/tracer';
+import { TranscribeJobs } from '../aws/transcribe-jobs';
 
 export { TRANSCRIBE_JOB_PREFIX };
 export const TRANSCRIPT_PREFIX = BUCKET_PREFIXES.transcripts;
@@ -59,8 +59,9 @@ export function startRequest(req: StartRequest): StartTranscriptionJobCommandInp
   };
 }
 
+/** What starts a job: shared/aws/transcribe-jobs.ts deployed (no SDK client), a stub in tests. */
 export interface TranscribeClientLike {
-  send(command: unknown): Promise<unknown>;
+  startTranscriptionJob(input: StartTranscriptionJobCommandInput): Promise<unknown>;
 }
 
 export class TranscribeTranscriber implements Transcriber {
@@ -68,10 +69,9 @@ export class TranscribeTranscriber implements Transcriber {
   constructor(private client?: TranscribeClientLike) {}
 
   async start(req: StartRequest): Promise<StartResult> {
-    const { TranscribeClient, StartTranscriptionJobCommand } = await import('@aws-sdk/client-transcribe');
-    this.client ??= traced(new TranscribeClient({})) as unknown as TranscribeClientLike;
+    this.client ??= new TranscribeJobs();
     try {
-      (await this.client.send(new StartTranscriptionJobCommand(startRequest(req)))) as StartTranscriptionJobCommandOutput;
+      await this.client.startTranscriptionJob(startRequest(req));
     } catch (err) {
       // A redelivered scoring message starts the same file again: the job is already running.
       if ((err as Error).name !== 'ConflictException') throw err;

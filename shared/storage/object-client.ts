@@ -8,12 +8,9 @@
  * with known keys: PutObject, GetObject, HeadObject, DeleteObject, PutObjectTagging, and a
  * pre-signed PutObject URL.
  *
- * Nothing here is hand-rolled that the SDK already does: the requests are signed by the SDK's own
- * Signature V4 signer (`@smithy/signature-v4`), sent by the SDK's HTTP handler, retried by the
- * SDK's standard retry strategy with the SDK's error classification, with the credential chain the
- * SDK clients use (in bundles, shared/aws/lambda-credentials.ts). Each call passes `tracedCall`
- * (the grant and time-out checks of the local runtime, the X-Ray subsegment deployed) like any SDK
- * call. The exports (multipart uploads) and the withdrawals (DeleteObjects batches) keep the SDK.
+ * Nothing here is hand-rolled that the SDK already does: every call goes through
+ * shared/aws/signed-call.ts (the SDK's own Signature V4 signer, HTTP handler, standard retry
+ * strategy and credential chain, checked and traced like any SDK call). The exports (multipart uploads) and the withdrawals (DeleteObjects batches) keep the SDK.
  *
  * Held by tests: the pre-signed URL equals the SDK presigner's for the same input; every call is
  * verified by the local runtime's Signature V4 front (local/s3-sigv4.ts) as S3 verifies it.
@@ -21,14 +18,9 @@
 import { createHash } from 'node:crypto';
 import type { AwsCredentialIdentityProvider } from '@smithy/types';
 import { partition } from '@aws-sdk/core/client';
-import { defaultProvider } from '@aws-sdk/credential-provider-node';
-import { Sha256 } from '@smithy/core/checksum';
-import { buildQueryString, extendedEncodeURIComponent, HttpRequest } from '@smithy/core/protocols';
-import { DEFAULT_MAX_ATTEMPTS, isServerError, isThrottlingError, isTransientError, StandardRetryStrategy } from '@smithy/core/retry';
-import { NodeHttpHandler, streamCollector } from '@smithy/node-http-handler';
-import { SignatureV4 } from '@smithy/signature-v4';
-import { checkCall, ensureRunning } from '../observability/invocation';
-import { tracedCall } from '../observability/tracer';
+import { buildQueryString, extendedEncodeURIComponent } from '@smithy/core/protocols';
+import { checkCall } from '../observability/invocation';
+import { AwsServiceError, HttpRequest, SignedClient, USER_AGENT, type SignedAnswer } from '../aws/signed-call';
 
 export interface ObjectClientOptions {
   region: string;
@@ -39,18 +31,7 @@ export interface ObjectClientOptions {
 }
 
 /** An error S3 answered, shaped like the SDK's (a network failure is rethrown as it came, with `$metadata`). */
-export class S3Error extends Error {
-  readonly $fault: 'client' | 'server';
-  constructor(
-    name: string,
-    message: string,
-    readonly $metadata: { httpStatusCode?: number; requestId?: string; extendedRequestId?: string; attempts?: number },
-  ) {
-    super(message);
-    this.name = name;
-    this.$fault = ($metadata.httpStatusCode ?? 500) >= 500 ? 'server' : 'client';
-  }
-}
+export { AwsServiceError as S3Error };
 
 interface Call {
   operation: 'PutObject' | 'GetObject' | 'HeadObject' | 'DeleteObject' | 'PutObjectTagging';
@@ -61,15 +42,7 @@ interface Call {
   body?: Buffer;
 }
 
-interface Answer {
-  status: number;
-  headers: Record<string, string>;
-  body: Uint8Array;
-  $metadata: { httpStatusCode: number; requestId?: string; extendedRequestId?: string; attempts: number };
-}
-
 const SIGNED_UPLOAD_HEADERS = new Set(['content-type', 'content-length']);
-const USER_AGENT = 'media-marketplace-object-client/1';
 
 const md5 = (b: Buffer) => createHash('md5').update(b).digest('base64');
 
@@ -80,33 +53,28 @@ const xmlField = (xml: string, tag: string) => {
 };
 const xmlEscape = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
-/** As the SDK's retry middleware classifies an error. */
-function errorType(err: Error): 'THROTTLING' | 'TRANSIENT' | 'SERVER_ERROR' | 'CLIENT_ERROR' {
-  if (isThrottlingError(err as never)) return 'THROTTLING';
-  if (isTransientError(err as never)) return 'TRANSIENT';
-  if (isServerError(err as never)) return 'SERVER_ERROR';
-  return 'CLIENT_ERROR';
+/** S3's error document (`<Error><Code>…`); a HEAD answer has no body, so its status names it. */
+function readS3Error(status: number, _headers: Record<string, string>, body: Uint8Array) {
+  const xml = Buffer.from(body).toString('utf8');
+  const code = xmlField(xml, 'Code') ?? (status === 404 ? 'NotFound' : status === 403 ? 'Forbidden' : `Http${status}`);
+  return { code, message: xmlField(xml, 'Message') ?? `answered ${status}` };
 }
 
 export class ObjectClient {
-  private readonly signer: SignatureV4;
-  // Unlike the SDK's defaults, a stalled connection or socket fails (and is retried) instead of
-  // holding the invocation until its time-out.
-  private readonly http = new NodeHttpHandler({ connectionTimeout: 3_000, requestTimeout: 30_000 });
-  /** The SDK clients' default: 3 attempts. */
-  private readonly retries = new StandardRetryStrategy(DEFAULT_MAX_ATTEMPTS);
+  private readonly calls: SignedClient;
   private readonly origin: URL;
   private readonly pathPrefix: string;
 
   constructor(private readonly opts: ObjectClientOptions) {
-    this.signer = new SignatureV4({
-      credentials: opts.credentials ?? defaultProvider(),
-      region: opts.region,
+    this.calls = new SignedClient({
       service: 's3',
-      sha256: Sha256,
+      region: opts.region,
+      credentials: opts.credentials,
       // S3 signs the path as sent (no second encoding), as the SDK's S3 client does.
       uriEscapePath: false,
-      applyChecksum: true,
+      // A stalled socket fails (and is retried) instead of holding the invocation.
+      socketTimeoutMs: 30_000,
+      readError: readS3Error,
     });
     // Virtual-hosted style deployed, in the region's partition (amazonaws.com, .com.cn, .eu, …, from
     // the SDK's partition table): what the SDK builds for this bucket and region. Path style for
@@ -134,47 +102,12 @@ export class ObjectClient {
     });
   }
 
-  /** One call: checked and traced once, each attempt signed anew and retried as the SDK retries. */
-  private send(call: Call): Promise<Answer> {
-    const input = { Bucket: this.opts.bucket, Key: call.key };
-    return tracedCall({ clientName: 'S3Client', commandName: `${call.operation}Command`, region: this.opts.region }, input, async (traceHeaders) => {
-      let token = await this.retries.acquireInitialRetryToken(call.operation);
-      let attempts = 0;
-      for (;;) {
-        attempts++;
-        ensureRunning(); // locally, no retry of a stopped invocation goes out
-        try {
-          const signed = await this.signer.sign(this.request({ ...call, headers: { ...call.headers, ...traceHeaders } }));
-          const { response } = await this.http.handle(signed as HttpRequest);
-          const body = response.body ? await streamCollector(response.body) : new Uint8Array();
-          const headers = response.headers;
-          const $metadata = {
-            httpStatusCode: response.statusCode,
-            requestId: headers['x-amz-request-id'],
-            extendedRequestId: headers['x-amz-id-2'],
-            attempts,
-          };
-          if (response.statusCode >= 300) {
-            const xml = Buffer.from(body).toString('utf8');
-            const code = xmlField(xml, 'Code') ?? (response.statusCode === 404 ? 'NotFound' : response.statusCode === 403 ? 'Forbidden' : `Http${response.statusCode}`);
-            throw new S3Error(code, xmlField(xml, 'Message') ?? `${call.operation} answered ${response.statusCode}`, $metadata);
-          }
-          this.retries.recordSuccess(token);
-          return { status: response.statusCode, headers, body, $metadata };
-        } catch (e) {
-          // As the SDK's retry middleware: every failure leaves with its attempts, network errors too.
-          const err = (typeof e === 'object' && e !== null ? e : new Error(String(e))) as Error & { $metadata?: { attempts?: number } };
-          (err.$metadata ??= {}).attempts = attempts;
-          try {
-            token = await this.retries.refreshRetryTokenForRetry(token, { errorType: errorType(err) });
-          } catch {
-            throw err;
-          }
-          // This strategy waits out the backoff itself; a delay left on the token is waited here.
-          const delay = token.getRetryDelay();
-          if (delay > 0) await new Promise((r) => setTimeout(r, delay));
-        }
-      }
+  private send(call: Call): Promise<SignedAnswer> {
+    return this.calls.send({
+      clientName: 'S3Client',
+      commandName: `${call.operation}Command`,
+      input: { Bucket: this.opts.bucket, Key: call.key },
+      request: (traceHeaders) => this.request({ ...call, headers: { ...call.headers, ...traceHeaders } }),
     });
   }
 
@@ -200,7 +133,7 @@ export class ObjectClient {
       const { headers } = await this.send({ operation: 'HeadObject', method: 'HEAD', key });
       return { size: Number(headers['content-length'] ?? 0), contentType: headers['content-type'] ?? null };
     } catch (err) {
-      if ((err as S3Error).$metadata?.httpStatusCode === 404) return null;
+      if ((err as AwsServiceError).$metadata?.httpStatusCode === 404) return null;
       throw err;
     }
   }
@@ -240,12 +173,12 @@ export class ObjectClient {
       // Named as the SDK's presigner names it: the header is hoisted into the query by that name.
       headers: { 'content-type': contentType, 'content-length': String(sizeBytes), 'X-Amz-Content-Sha256': 'UNSIGNED-PAYLOAD' },
     });
-    const signed = await this.signer.presign(req, { expiresIn, signingDate, signableHeaders: SIGNED_UPLOAD_HEADERS, unsignableHeaders: new Set(['content-type']) });
+    const signed = await this.calls.signer.presign(req, { expiresIn, signingDate, signableHeaders: SIGNED_UPLOAD_HEADERS, unsignableHeaders: new Set(['content-type']) });
     const port = signed.port !== undefined ? `:${signed.port}` : '';
     return `${signed.protocol}//${signed.hostname}${port}${signed.path}?${buildQueryString(signed.query ?? {})}`;
   }
 
   destroy(): void {
-    this.http.destroy();
+    this.calls.destroy();
   }
 }

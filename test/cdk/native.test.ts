@@ -267,8 +267,8 @@ describe('the house ESM bundle', () => {
 
   test.each([
     ['functions/jobs/get.ts', ['shared/aws/lambda-credentials.ts']],
-    ['functions/pipeline/transcribed.ts', ['shared/aws/lambda-credentials.ts', 'shared/aws/lambda-token-providers.ts']],
-  ])('the esbuild command CDK runs puts the Lambda credential chain (and, with Bedrock, the token providers) in place of the SDK’s: no profile, SSO or web identity providers, no STS or SSO clients (%s)', (entry, replacements) => {
+    ['functions/pipeline/score.ts', ['shared/aws/lambda-credentials.ts']],
+  ])('the esbuild command CDK runs puts the Lambda credential chain in place of the SDK’s: no profile, SSO or web identity providers, no STS or SSO clients (%s)', (entry, replacements) => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'house-alias-'));
     try {
       // As NodejsFunction renders esbuildArgs: each `--alias` is written `--alias:<value>`.

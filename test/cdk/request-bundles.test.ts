@@ -17,7 +17,7 @@ import { registeredSchemas } from '../../shared/openapi/registry';
 const ROOT = path.resolve(__dirname, '../..');
 const HANDLERS = [...new Set([...ROUTES.map((r) => r.handler), ...QUEUES.map((q) => q.consumer), ...SCHEDULES.map((s) => s.handler)])];
 
-type Reach = { zodBytes: number; fullApi: string[]; idempotencyStore: boolean; kms: boolean; s3Sdk: boolean; staticExternals: string[] };
+type Reach = { zodBytes: number; fullApi: string[]; idempotencyStore: boolean; kms: boolean; s3Sdk: boolean; serviceSdks: string[]; decoders: string[]; staticExternals: string[] };
 
 /** What a function installs beside its bundle (the manifest's `native.packages`), by handler. */
 const NATIVE = new Map<string, string[]>([
@@ -71,6 +71,8 @@ async function zodReach(): Promise<Map<string, Reach>> {
       kms: (out.inputs['shared/secrets/kms.ts']?.bytesInOutput ?? 0) > 0 || out.imports.some((i) => i.path === '@aws-sdk/client-kms'),
       // Statically or through import(): either way the package is in the deployed bundle.
       s3Sdk: out.imports.some((i) => i.path === '@aws-sdk/client-s3' || i.path === '@aws-sdk/lib-storage' || i.path === '@aws-sdk/s3-request-presigner'),
+      serviceSdks: out.imports.map((i) => i.path).filter((p) => ['@aws-sdk/client-bedrock-runtime', '@aws-sdk/client-transcribe', '@aws-sdk/client-kms'].includes(p)),
+      decoders: [...new Set(Object.keys(out.inputs).flatMap((p) => /node_modules\/(music-metadata|exifr)\//.exec(p)?.[1] ?? []))],
       staticExternals: out.imports.filter((i) => i.external && i.kind === 'import-statement').map((i) => i.path),
     });
   }
@@ -139,4 +141,19 @@ test('only the functions that need what the small object client does not do bund
   // of the upload, retry and override routes' and the pipeline consumers' cold start.
   const withSdk = [...reach].filter(([, r]) => r.s3Sdk).map(([entry]) => entry).sort();
   expect(withSdk).toEqual(['functions/pipeline/export.ts', 'functions/pipeline/withdraw.ts']);
+});
+
+test('no function bundles the Bedrock runtime, Transcribe or KMS SDK clients: the calls they made go through the small signed clients', () => {
+  // shared/aws/bedrock-converse.ts, shared/aws/transcribe-jobs.ts and shared/secrets/kms.ts; the
+  // Bedrock client was the largest part of the scoring and annotation consumers' cold start after
+  // the media decoders, the KMS client a sixth of the sealing routes' bundles.
+  const offenders = [...reach].filter(([, r]) => r.serviceSdks.length > 0).map(([entry, r]) => `${entry}: ${r.serviceSdks.join(', ')}`);
+  expect(offenders).toEqual([]);
+});
+
+test('the audio and EXIF decoders are installed beside the bundle of every function that reaches them, not bundled', () => {
+  // Only the files of their kind need them; bundled, every cold start parsed them (about 300 KB).
+  const offenders = [...reach].filter(([, r]) => r.decoders.length > 0).map(([entry, r]) => `${entry}: ${r.decoders.join(', ')}`);
+  expect(NATIVE.get('functions/pipeline/score.ts')).toEqual(expect.arrayContaining(['music-metadata', 'exifr']));
+  expect(offenders).toEqual([]);
 });

@@ -1,12 +1,12 @@
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
-import { BedrockRuntimeClient, ConverseCommand } from '@aws-sdk/client-bedrock-runtime';
-import { DecryptCommand, GenerateDataKeyCommand, KMSClient } from '@aws-sdk/client-kms';
 import { PublishCommand, SNSClient } from '@aws-sdk/client-sns';
-import { StartTranscriptionJobCommand, TranscribeClient } from '@aws-sdk/client-transcribe';
 import { checkGrantedCall, withGrants } from '../../local/grants';
 import { grantedTo } from '../../local/lambda';
 import { traced } from '../../shared/observability/tracer';
+import { BedrockConverse } from '../../shared/aws/bedrock-converse';
+import { TranscribeJobs } from '../../shared/aws/transcribe-jobs';
+import { kmsClient } from '../../shared/secrets/kms';
 import { DEFAULT_BEDROCK_MODEL_ID } from '../../shared/scoring/bedrock-reply';
 import { resetSealer, sealer } from '../../shared/secrets/sealer';
 import { localOutbox, sms } from '../../shared/sms';
@@ -103,9 +103,10 @@ describe('local runtime: a function makes only the calls its manifest entry gran
     const granted = (p: Promise<unknown>) => expect(p).rejects.toThrow(/ECONNREFUSED/);
 
     it('data keys need the key’s encrypt grant and decryption its decrypt grant', async () => {
-      const kms = traced(new KMSClient(nowhere));
-      const dataKey = () => kms.send(new GenerateDataKeyCommand({ KeyId: 'alias/sealing', KeySpec: 'AES_256' }));
-      const decrypt = () => kms.send(new DecryptCommand({ CiphertextBlob: new Uint8Array([1]) }));
+      // The app's own KMS client (no SDK client: shared/secrets/kms.ts over shared/aws/json-rpc.ts).
+      const kms = kmsClient({ endpoint: nowhere.endpoint, credentials: async () => nowhere.credentials });
+      const dataKey = () => kms.call('GenerateDataKey', { KeyId: 'alias/sealing', KeySpec: 'AES_256' });
+      const decrypt = () => kms.call('Decrypt', { CiphertextBlob: new Uint8Array([1]) });
       await granted(asRoute('api_keys.create', dataKey)); // encrypt-decrypt
       await granted(asRoute('api_keys.create', decrypt));
       await granted(asQueue('webhooks', decrypt)); // decrypt only: opens endpoint secrets to sign
@@ -115,13 +116,14 @@ describe('local runtime: a function makes only the calls its manifest entry gran
     });
 
     it('model calls only where the entry grants Bedrock and only to the configured models, transcription jobs only where it grants Transcribe and only ours, SMS only where it grants SNS', async () => {
-      const bedrock = traced(new BedrockRuntimeClient(nowhere));
-      const converse = (modelId = DEFAULT_BEDROCK_MODEL_ID) => () => bedrock.send(new ConverseCommand({ modelId, messages: [{ role: 'user', content: [{ text: 'hi' }] }] }));
+      // The app's own Converse client (no SDK client: shared/aws/bedrock-converse.ts).
+      const bedrock = new BedrockConverse({ endpoint: nowhere.endpoint, credentials: async () => nowhere.credentials });
+      const converse = (modelId = DEFAULT_BEDROCK_MODEL_ID) => () => bedrock.converse({ modelId, messages: [{ role: 'user', content: [{ text: 'hi' }] }] });
       await granted(asQueue('scoring', converse()));
       await refused(asQueue('scoring', converse('anthropic.claude-opus-4-v1:0')));
       await refused(asQueue('webhooks', converse()));
-      const transcribe = traced(new TranscribeClient(nowhere));
-      const start = (name: string) => () => transcribe.send(new StartTranscriptionJobCommand({ TranscriptionJobName: name, Media: { MediaFileUri: 's3://b/k' }, LanguageCode: 'en-US' }));
+      const transcribe = new TranscribeJobs({ endpoint: nowhere.endpoint, credentials: async () => nowhere.credentials });
+      const start = (name: string) => () => transcribe.startTranscriptionJob({ TranscriptionJobName: name, Media: { MediaFileUri: 's3://b/k' }, LanguageCode: 'en-US' });
       await granted(asQueue('scoring', start(`${TRANSCRIBE_JOB_PREFIX}file_1`)));
       await refused(asQueue('scoring', start('someone-elses-job')));
       await refused(asQueue('annotation', start(`${TRANSCRIBE_JOB_PREFIX}file_1`)));

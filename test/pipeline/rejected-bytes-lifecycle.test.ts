@@ -2,7 +2,7 @@ import { GetObjectTaggingCommand, ListObjectsV2Command, S3Client } from '@aws-sd
 import { S3_LOCAL_CREDENTIALS } from '../../local/s3';
 import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
 import { accept, createJob, detailedJpeg, flatPng, liveBuyer, signupWorker, uploadFile, waitForVerdict } from './support';
-import { scoreObject } from '../../shared/work/pipeline';
+import { scoreObject } from '../../shared/work/scoring-stage';
 
 // Issue 13 lifecycle: a rejected submission's bytes carry `verdict=rejected`, which the bucket's
 // lifecycle rule expires after the override window (D71 keeps them 7 days); an override that

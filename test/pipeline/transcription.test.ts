@@ -5,7 +5,7 @@ import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { ConverseCommandOutput } from '@aws-sdk/client-bedrock-runtime';
 import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
 import { BedrockScorer } from '../../shared/scoring';
-import { setScorerFactory } from '../../shared/work/pipeline';
+import { setScorerFactory } from '../../shared/work/scoring-stage';
 import { RetryLater } from '../../shared/work/stage-message';
 import { parseTranscribeEvent, transcriptionDone } from '../../shared/work/transcription';
 import { TranscribeTranscriber, setSpeechModelClient, setTranscriberFactory, transcriptKeyFor } from '../../shared/speech';
@@ -45,9 +45,9 @@ describe('pipeline: audio is scored and annotated with its Amazon Transcribe tra
     setTranscriberFactory(
       () =>
         new TranscribeTranscriber({
-          send: async (cmd: any) => {
-            started.push(cmd.input);
-            await onStart?.(cmd.input);
+          startTranscriptionJob: async (input: any) => {
+            started.push(input);
+            await onStart?.(input);
             return {};
           },
         }),
@@ -56,14 +56,14 @@ describe('pipeline: audio is scored and annotated with its Amazon Transcribe tra
       () =>
         new BedrockScorer({
           client: {
-            send: async (cmd: any) => {
-              prompts.push(cmd.input.messages[0].content.map((c: any) => c.text ?? '').join('\n'));
+            converse: async (input: any) => {
+              prompts.push(input.messages[0].content.map((c: any) => c.text ?? '').join('\n'));
               return reply('{"relevance": 5, "quality": 4, "instruction_compliance": 4, "reasoning": "A customer orders croissants at a bakery counter, as asked."}');
             },
           },
         }),
     );
-    setSpeechModelClient({ send: async () => reply('{"topics":["bakery order"],"keywords":["croissants","bakery"],"emotion_tone":"positive"}') });
+    setSpeechModelClient({ converse: async () => reply('{"topics":["bakery order"],"keywords":["croissants","bakery"],"emotion_tone":"positive"}') });
   });
   afterAll(async () => {
     delete process.env.PIPELINE_RETRY_BASE_SECONDS;

@@ -230,7 +230,7 @@ describe('image annotations from the local models', () => {
 describe('bedrock provider (Converse replies written to the published format, no network)', () => {
   const client = (out: unknown) => {
     const sent: unknown[] = [];
-    return { sent, send: async (cmd: { input: unknown }) => (sent.push(cmd.input), out) } as never;
+    return { sent, converse: async (input: unknown) => (sent.push(input), out) } as never;
   };
 
   it('semantic parts come from the model, validated; measured parts still come from the bytes', async () => {

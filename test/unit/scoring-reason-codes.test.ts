@@ -66,7 +66,7 @@ describe('reason codes by provider (D68)', () => {
   });
 
   it('bedrock: the job threshold decides which dimensions fell short', async () => {
-    const client = { send: async () => converseReplies.completenessVariant };
+    const client = { converse: async () => converseReplies.completenessVariant };
     const r = await new BedrockScorer({ client: client as never }).score({ job: { ...job, min_star_rating: 5 }, file: { content_type: 'image/jpeg', bytes: await detailedJpeg(64, 48), metadata: { content_type: 'image/jpeg', width: 64, height: 48, duration_seconds: null } } });
     expect(r.reason_codes).toEqual(['low_relevance', 'low_quality', 'instructions_not_followed']);
   });

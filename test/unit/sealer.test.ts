@@ -1,7 +1,8 @@
 /** Sealed secrets (D63, issue 11.1): envelope encryption, key rotation, the KMS adapter on the wire. */
-import { KMSClient } from '@aws-sdk/client-kms';
+import { GenerateDataKeyCommand, KMSClient } from '@aws-sdk/client-kms';
 import { envelopeSealer, parseSealed, resetSealer, sealer } from '../../shared/secrets/sealer';
-import { kmsKeyProvider, ENCRYPTION_CONTEXT } from '../../shared/secrets/kms';
+import { kmsClient, kmsKeyProvider, ENCRYPTION_CONTEXT } from '../../shared/secrets/kms';
+import type { JsonRpcClient } from '../../shared/aws/json-rpc';
 import { resetSecrets } from '../../shared/secrets';
 import { ensureLocalSecrets, rotateLocalSealingKey } from '../../local/secrets';
 import { createCipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
@@ -86,10 +87,11 @@ describe('local sealer (the data folder keyring)', () => {
 
 describe('KMS sealer against the KMS wire protocol', () => {
   let kms: FakeKms;
-  let client: KMSClient;
+  let client: JsonRpcClient;
+  const credentials = { accessKeyId: 'AKIDTEST', secretAccessKey: 'test' };
   beforeAll(async () => {
     kms = await startFakeKms();
-    client = new KMSClient({ endpoint: kms.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'AKIDTEST', secretAccessKey: 'test' } });
+    client = kmsClient({ endpoint: kms.endpoint, region: 'us-east-1', credentials: async () => credentials });
   });
   afterAll(async () => {
     client.destroy();
@@ -146,5 +148,16 @@ describe('KMS sealer against the KMS wire protocol', () => {
     await s.seal('b', '2');
     (await s.prepare()).seal('c', '3');
     expect(kms.requests.filter((r) => r.target === 'TrentService.GenerateDataKey')).toHaveLength(1);
+  });
+
+  test('a KMS error is named and described as the SDK client names it (an unknown key: NotFoundException)', async () => {
+    const sdk = new KMSClient({ endpoint: kms.endpoint, region: 'us-east-1', credentials });
+    const theirs = (await sdk.send(new GenerateDataKeyCommand({ KeyId: 'arn:aws:kms:us-east-1:000000000000:key/none', KeySpec: 'AES_256' })).catch((e: unknown) => e)) as Error;
+    sdk.destroy();
+    const mine = (await kmsKeyProvider({ keyId: 'arn:aws:kms:us-east-1:000000000000:key/none', client })
+      .generateDataKey()
+      .catch((e: unknown) => e)) as Error;
+    expect({ name: mine.name, message: mine.message }).toEqual({ name: theirs.name, message: theirs.message });
+    expect(mine.name).toBe('NotFoundException');
   });
 });

@@ -1,96 +1,42 @@
 /**
- * The two pipeline stages (D54), one per queue, each fed the same S3 "Object Created" event:
+ * The scoring stage of the pipeline (D54), fed the S3 "Object Created" event from its queue:
+ * (pre-signed uploads: the D25 checks on the landed bytes) → `measure` (size, type, dimensions,
+ * duration, content_hash, EXIF capture time and device, GPS → worker_region) → D26 pre-checks
+ * (resolution, duration, bytes already approved for the job) → the provider of
+ * `scorerFor(env, runtime)` (D28). Writes `parts[file].metadata/score`.
  *
- * - scoring: (pre-signed uploads: the D25 checks on the landed bytes) → `measure` (size, type,
- *   dimensions, duration, content_hash, EXIF capture time and device, GPS → worker_region) → D26
- *   pre-checks (resolution, duration, bytes already approved for the job) → the provider of
- *   `scorerFor(env, runtime)` (D28). Writes `parts[file].metadata/score`.
- * - annotation: `annotateImage` / `annotateAudio` / `annotateVideo` (+ keyframes stored under
- *   `keyframes/`, which does not re-enter the pipeline). Writes `parts[file].annotations`.
- *
- * Each stage writes only its own attributes of the file's part, conditioned on the upload round,
- * and skips work already done, so redelivered and duplicated events are harmless. Each then tries
- * the fan-in (verdict.ts) on the item its write returned. Unknown keys, stale rounds and decided
- * submissions are acknowledged and dropped; anything unexpected throws, so the message is retried
- * and, after maxReceiveCount, parked in the dead-letter queue.
+ * The annotation stage is annotation-stage.ts (its consumer bundles no scorer, this one no
+ * annotation models). Each stage writes only its own attributes of the file's part, conditioned
+ * on the upload round (stage-write.ts), and skips work already done, so redelivered and duplicated
+ * events are harmless. Each then tries the fan-in (verdict.ts) on the item its write returned.
+ * Unknown keys, stale rounds and decided submissions are acknowledged and dropped; anything
+ * unexpected throws, so the message is retried and, after maxReceiveCount, parked in the
+ * dead-letter queue.
  */
 import type { SandboxDirective } from '../scoring/types';
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { ConditionalCheckFailedException, type AttributeValue } from '@aws-sdk/client-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { db, tableName } from '../db/client';
-import { keys } from '../db/keys';
 import { config } from '../config';
 import { logger } from '../logger';
 import { getJobItem } from '../jobs';
 import type { JobItem } from '../jobs/model';
+import { keys } from '../db/keys';
 import { measure, type MediaMetadata } from '../media/metadata';
 import { checkUpload, categoryOf } from '../media/sniff';
 import { workerRegion } from '../media/region';
-import { annotateAudio, annotateImage, annotateVideo, extractKeyframes } from '../media/annotate-image';
 import { analyzeImage } from '../media/image-quality';
 import { isMachineryFailure } from '../media/failures';
 import { precheck, precheckRejection, scorerFor, type ScoreResult, type Scorer, type ScoringJob } from '../scoring';
 import { injectScoringFault } from '../scoring/faults';
 import { jobNameFor, transcriberFor, transcriptKeyFor, type TranscriptionState } from '../speech';
-import { deleteObjects, getObjectBytes, objectKeys, parseUploadKey, putObject } from '../storage/s3';
+import { deleteObjects, getObjectBytes } from '../storage/s3';
 import { trustReads, trustResult, type TrustAttrs } from '../trust';
 import { batchGetConsistent, keyId } from '../db/batch-get';
-import { perceptualHash } from '../trust/phash';
 import { completeIfAllLanded } from './complete-upload';
 import { tryVerdictOn } from './verdict';
 import { giveUpAt, objectBudget } from './object-budget';
 import type { FilePart, PlannedUpload, SubmissionItem } from './model';
-
-import { locateFile, tagIfNeverDelivered, type Located } from './locate';
+import { tagIfNeverDelivered, type Located } from './locate';
+import { locate, writePart } from './stage-write';
 import type { StageOutcome } from './stage-message';
-
-export { PoisonMessage, parseEvent, type ObjectCreatedEvent, type StageOutcome } from './stage-message';
-export { locateFile, type Located } from './locate';
-
-/** The submission and planned file an object belongs to, or null (unknown, stale round, decided). */
-async function locate(key: string): Promise<Located | null> {
-  const ref = parseUploadKey(key);
-  return ref ? locateFile(ref) : null;
-}
-
-/**
- * Writes attributes of one file's part, only while the round is current. Answers whether it was
- * stored and the submission as DynamoDB holds it right after this write (ReturnValues ALL_NEW),
- * or as it was when the condition failed (ALL_OLD; undefined when the item is gone), so the
- * fan-in needs no further read.
- */
-async function writePart(sub: SubmissionItem, fileId: string, attrs: Record<string, unknown>, firstOnly?: string): Promise<{ stored: boolean; item: SubmissionItem | undefined }> {
-  const names: Record<string, string> = { '#p': 'parts', '#f': fileId, '#r': 'round', ...(firstOnly ? { '#g': firstOnly } : {}) };
-  const values: Record<string, unknown> = { ':r': sub.round };
-  const sets = Object.entries(attrs).map(([k, v], i) => {
-    names[`#a${i}`] = k;
-    values[`:v${i}`] = v;
-    return `#p.#f.#a${i} = :v${i}`;
-  });
-  try {
-    const out = await db().send(
-      new UpdateCommand({
-        TableName: tableName(),
-        Key: keys.submission(sub.id),
-        UpdateExpression: `SET ${sets.join(', ')}`,
-        // First writer wins: a concurrent duplicate delivery never replaces a result already written.
-        ConditionExpression: `#r = :r AND attribute_exists(#p.#f)${firstOnly ? ' AND attribute_not_exists(#p.#f.#g)' : ''}`,
-        ExpressionAttributeNames: names,
-        ExpressionAttributeValues: values,
-        ReturnValues: 'ALL_NEW',
-        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-      }),
-    );
-    return { stored: true, item: out.Attributes as SubmissionItem | undefined };
-  } catch (e) {
-    if (e instanceof ConditionalCheckFailedException || (e as Error).name === 'ConditionalCheckFailedException') {
-      const old = (e as { Item?: Record<string, AttributeValue> }).Item;
-      return { stored: false, item: old ? (unmarshall(old) as SubmissionItem) : undefined };
-    }
-    throw e;
-  }
-}
 
 export function scoringJob(job: JobItem): ScoringJob {
   return {
@@ -271,52 +217,4 @@ async function scoreBytes({ sub, upload, part }: Located): Promise<StageOutcome>
   if (upload.mode === 'presigned' && sub.status === 'awaiting_upload') await completeIfAllLanded(sub.id, sub.round!);
   await tryVerdictOn(item);
   return 'stored';
-}
-
-/** Annotation stage for one object (D55 encodings; spec Keyframe for video). */
-export async function annotateObject(key: string): Promise<StageOutcome> {
-  const found = await locate(key);
-  if (!found) return 'ignored';
-  const { sub, upload, part } = found;
-  if (part.annotations !== undefined) {
-    await tryVerdictOn(sub);
-    return 'skipped';
-  }
-  return objectBudget().run(upload.size_bytes, () => annotateBytes(found), giveUpAt());
-}
-
-async function annotateBytes({ sub, upload }: Located): Promise<StageOutcome> {
-  const bytes = await getObjectBytes(upload.key);
-  let annotations: Record<string, unknown> | null = null;
-  let keyframes: FilePart['keyframes'] = null;
-  try {
-    const category = categoryOf(upload.content_type);
-    if (category === 'image') annotations = { ...(await annotateImage(bytes)) };
-    else if (category === 'audio') annotations = { ...(await annotateAudio(bytes, upload.content_type)) };
-    else if (category === 'video') {
-      const v = await annotateVideo(bytes);
-      annotations = { ...v };
-      if (v.duration_seconds) {
-        const frames = await extractKeyframes(bytes, v.duration_seconds);
-        keyframes = await Promise.all(
-          frames.map(async (f) => {
-            const k = objectKeys.keyframe(upload.file_id, f.index);
-            await putObject(k, f.png, 'image/png');
-            const ph = await perceptualHash(f.png).catch(() => null); // D69: every keyframe has one
-            return { index: f.index, timestamp_seconds: f.timestamp_seconds, width: f.width, height: f.height, key: k, perceptual_hash: ph };
-          }),
-        );
-      }
-    }
-  } catch (err) {
-    // The analysis did not finish (the model worker died, a tool could not run, a keyframe could not
-    // be stored): fail, so the message comes back, instead of storing annotations null for good.
-    if (isMachineryFailure(err)) throw err;
-    // Undecodable content: the scoring stage rejects it; the fan-in must not wait forever.
-    logger.info('annotation failed: the bytes do not decode', { submission_id: sub.id, error: (err as Error).message });
-    annotations = null;
-  }
-  const { stored, item } = await writePart(sub, upload.file_id, { annotations: annotations ? JSON.parse(JSON.stringify(annotations)) : null, keyframes }, 'annotations');
-  await tryVerdictOn(item);
-  return stored ? 'stored' : 'skipped';
 }

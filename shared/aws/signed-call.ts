@@ -1,0 +1,166 @@
+/**
+ * One AWS API call over HTTPS without a service SDK client, made of the SDK's own parts: signed by
+ * its Signature V4 signer, sent by its HTTP handler, retried by its standard retry strategy with
+ * its error classification, with the credential chain the SDK clients use (in bundles,
+ * shared/aws/lambda-credentials.ts). Each call passes `tracedCall` (the local runtime's grant and
+ * time-out checks, the X-Ray subsegment deployed) as an SDK call does.
+ *
+ * Why: a service client (its schemas, endpoint rules, protocol code and middlewares) is parsed at
+ * every cold start of every function that bundles it, imported lazily or not (docs/benchmarks.md).
+ * The small clients built on this (shared/storage/object-client.ts for the bucket,
+ * shared/aws/bedrock-converse.ts for the model, shared/aws/json-rpc.ts for Amazon Transcribe
+ * and KMS) each make the few operations our functions use.
+ */
+import type { AwsCredentialIdentityProvider } from '@smithy/types';
+import { defaultProvider } from '@aws-sdk/credential-provider-node';
+import { Sha256 } from '@smithy/core/checksum';
+import { HttpRequest } from '@smithy/core/protocols';
+import { DEFAULT_MAX_ATTEMPTS, isServerError, isThrottlingError, isTransientError, StandardRetryStrategy } from '@smithy/core/retry';
+import { NodeHttpHandler, streamCollector } from '@smithy/node-http-handler';
+import { SignatureV4 } from '@smithy/signature-v4';
+import { ensureRunning } from '../observability/invocation';
+import { tracedCall } from '../observability/tracer';
+
+export interface CallMetadata {
+  httpStatusCode?: number;
+  requestId?: string;
+  extendedRequestId?: string;
+  attempts?: number;
+}
+
+/** An error the service answered, shaped like the SDK's (a network failure is rethrown as it came, with `$metadata`). */
+export class AwsServiceError extends Error {
+  readonly $fault: 'client' | 'server';
+  constructor(name: string, message: string, readonly $metadata: CallMetadata) {
+    super(message);
+    this.name = name;
+    this.$fault = ($metadata.httpStatusCode ?? 500) >= 500 ? 'server' : 'client';
+  }
+}
+
+export interface SignedAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: Uint8Array;
+  $metadata: CallMetadata & { httpStatusCode: number; attempts: number };
+}
+
+export interface SignedCall {
+  /** As the SDK names them for the grant check and the trace: `S3Client`, `PutObjectCommand`. */
+  clientName: string;
+  commandName: string;
+  /** The call's input as the SDK command would carry it (the local grant check reads it). */
+  input: Record<string, unknown>;
+  /** Built for each attempt, with the headers the trace adds. */
+  request: (headers: Record<string, string>) => HttpRequest;
+  abortSignal?: AbortSignal;
+}
+
+export interface SignedClientOptions {
+  service: string;
+  region: string;
+  credentials?: AwsCredentialIdentityProvider;
+  /** S3 signs the path as sent; every other service escapes it again (the signer's default). */
+  uriEscapePath?: boolean;
+  applyChecksum?: boolean;
+  /** Socket idle time-out; none by default (a model call may think for a minute: its caller's abort signal bounds it). */
+  socketTimeoutMs?: number;
+  /** The service's error code and message from a non-2xx answer. */
+  readError: (status: number, headers: Record<string, string>, body: Uint8Array) => { code: string; message: string };
+}
+
+/** As the SDK's retry middleware classifies an error. */
+function errorType(err: Error): 'THROTTLING' | 'TRANSIENT' | 'SERVER_ERROR' | 'CLIENT_ERROR' {
+  if (isThrottlingError(err as never)) return 'THROTTLING';
+  if (isTransientError(err as never)) return 'TRANSIENT';
+  if (isServerError(err as never)) return 'SERVER_ERROR';
+  return 'CLIENT_ERROR';
+}
+
+export const USER_AGENT = 'media-marketplace-signed-call/1';
+
+export class SignedClient {
+  readonly signer: SignatureV4;
+  // Unlike the SDK's defaults, a connection that does not open fails (and is retried) instead of
+  // holding the invocation until its time-out.
+  private readonly http: NodeHttpHandler;
+  /** The SDK clients' default: 3 attempts. */
+  private readonly retries = new StandardRetryStrategy(DEFAULT_MAX_ATTEMPTS);
+
+  constructor(private readonly opts: SignedClientOptions) {
+    this.signer = new SignatureV4({
+      credentials: opts.credentials ?? defaultProvider(),
+      region: opts.region,
+      service: opts.service,
+      sha256: Sha256,
+      uriEscapePath: opts.uriEscapePath ?? true,
+      applyChecksum: opts.applyChecksum ?? true,
+    });
+    this.http = new NodeHttpHandler({ connectionTimeout: 3_000, ...(opts.socketTimeoutMs ? { requestTimeout: opts.socketTimeoutMs } : {}) });
+  }
+
+  /** One call: checked and traced once, each attempt signed anew and retried as the SDK retries. */
+  send(call: SignedCall): Promise<SignedAnswer> {
+    return tracedCall({ clientName: call.clientName, commandName: call.commandName, region: this.opts.region }, call.input, async (traceHeaders) => {
+      let token = await this.retries.acquireInitialRetryToken(call.commandName);
+      let attempts = 0;
+      for (;;) {
+        attempts++;
+        ensureRunning(); // locally, no retry of a stopped invocation goes out
+        try {
+          const signed = await this.signer.sign(call.request(traceHeaders));
+          const { response } = await this.http.handle(signed as HttpRequest, { abortSignal: call.abortSignal });
+          const body = response.body ? await streamCollector(response.body) : new Uint8Array();
+          const headers = response.headers;
+          const $metadata = {
+            httpStatusCode: response.statusCode,
+            requestId: headers['x-amz-request-id'] ?? headers['x-amzn-requestid'],
+            extendedRequestId: headers['x-amz-id-2'],
+            attempts,
+          };
+          if (response.statusCode >= 300) {
+            const { code, message } = this.opts.readError(response.statusCode, headers, body);
+            throw new AwsServiceError(code, message, $metadata);
+          }
+          this.retries.recordSuccess(token);
+          return { status: response.statusCode, headers, body, $metadata };
+        } catch (e) {
+          // As the SDK's retry middleware: every failure leaves with its attempts, network errors too.
+          const err = (typeof e === 'object' && e !== null ? e : new Error(String(e))) as Error & { $metadata?: CallMetadata };
+          (err.$metadata ??= {}).attempts = attempts;
+          if (call.abortSignal?.aborted) throw err;
+          try {
+            token = await this.retries.refreshRetryTokenForRetry(token, { errorType: errorType(err) });
+          } catch {
+            throw err;
+          }
+          // This strategy waits out the backoff itself; a delay left on the token is waited here.
+          const delay = token.getRetryDelay();
+          if (delay > 0) await new Promise((r) => setTimeout(r, delay));
+        }
+      }
+    });
+  }
+
+  destroy(): void {
+    this.http.destroy();
+  }
+}
+
+/** The code and message of an error answered in the AWS JSON protocols (awsJson1_x, restJson1). */
+export function readJsonError(status: number, headers: Record<string, string>, body: Uint8Array): { code: string; message: string } {
+  let doc: Record<string, unknown> = {};
+  try {
+    doc = JSON.parse(Buffer.from(body).toString('utf8') || '{}') as Record<string, unknown>;
+  } catch {
+    // not JSON (a proxy's page): the status names it
+  }
+  // As the SDK reads it: the header first, then `__type`/`code`; without the namespace
+  // (`aws.protocoltests#FooError`) and the URI suffix (`FooError:http://…`).
+  const raw = headers['x-amzn-errortype'] ?? (doc.__type as string | undefined) ?? (doc.code as string | undefined) ?? (doc.Code as string | undefined);
+  const code = raw ? raw.split(':')[0]!.split('#').pop()! : `Http${status}`;
+  const message = (doc.message ?? doc.Message ?? doc.errorMessage) as string | undefined;
+  return { code, message: typeof message === 'string' ? message : `answered ${status}` };
+}
+
+export { HttpRequest };

@@ -1,0 +1,57 @@
+/**
+ * What both pipeline stages (D54) share: finding the submission and planned file an object
+ * belongs to, and writing one stage's attributes of the file's part, conditioned on the upload
+ * round, first writer wins (scoring-stage.ts, annotation-stage.ts).
+ */
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { ConditionalCheckFailedException, type AttributeValue } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { db, tableName } from '../db/client';
+import { keys } from '../db/keys';
+import { parseUploadKey } from '../storage/s3';
+import { locateFile, type Located } from './locate';
+import type { SubmissionItem } from './model';
+
+/** The submission and planned file an object belongs to, or null (unknown, stale round, decided). */
+export async function locate(key: string): Promise<Located | null> {
+  const ref = parseUploadKey(key);
+  return ref ? locateFile(ref) : null;
+}
+
+/**
+ * Writes attributes of one file's part, only while the round is current. Answers whether it was
+ * stored and the submission as DynamoDB holds it right after this write (ReturnValues ALL_NEW),
+ * or as it was when the condition failed (ALL_OLD; undefined when the item is gone), so the
+ * fan-in needs no further read.
+ */
+export async function writePart(sub: SubmissionItem, fileId: string, attrs: Record<string, unknown>, firstOnly?: string): Promise<{ stored: boolean; item: SubmissionItem | undefined }> {
+  const names: Record<string, string> = { '#p': 'parts', '#f': fileId, '#r': 'round', ...(firstOnly ? { '#g': firstOnly } : {}) };
+  const values: Record<string, unknown> = { ':r': sub.round };
+  const sets = Object.entries(attrs).map(([k, v], i) => {
+    names[`#a${i}`] = k;
+    values[`:v${i}`] = v;
+    return `#p.#f.#a${i} = :v${i}`;
+  });
+  try {
+    const out = await db().send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: keys.submission(sub.id),
+        UpdateExpression: `SET ${sets.join(', ')}`,
+        // First writer wins: a concurrent duplicate delivery never replaces a result already written.
+        ConditionExpression: `#r = :r AND attribute_exists(#p.#f)${firstOnly ? ' AND attribute_not_exists(#p.#f.#g)' : ''}`,
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
+        ReturnValues: 'ALL_NEW',
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      }),
+    );
+    return { stored: true, item: out.Attributes as SubmissionItem | undefined };
+  } catch (e) {
+    if (e instanceof ConditionalCheckFailedException || (e as Error).name === 'ConditionalCheckFailedException') {
+      const old = (e as { Item?: Record<string, AttributeValue> }).Item;
+      return { stored: false, item: old ? (unmarshall(old) as SubmissionItem) : undefined };
+    }
+    throw e;
+  }
+}
