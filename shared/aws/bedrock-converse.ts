@@ -19,7 +19,7 @@ import type { AwsCredentialIdentityProvider } from '@smithy/types';
 import { partition } from '@aws-sdk/core/client';
 import { extendedEncodeURIComponent } from '@smithy/core/protocols';
 import { blobsAsBase64 } from './json-rpc';
-import { HttpRequest, readJsonError, SignedClient, USER_AGENT } from './signed-call';
+import { jsonPost, readJsonError, SignedClient } from './signed-call';
 
 export interface ConverseClientOptions {
   region?: string;
@@ -51,28 +51,13 @@ export class BedrockConverse {
     const { modelId, ...members } = input;
     if (!modelId) throw new Error('Converse needs a modelId');
     const body = JSON.stringify(members, blobsAsBase64);
-    const port = this.origin.port ? Number(this.origin.port) : undefined;
+    const path = `${this.origin.pathname.replace(/\/$/, '')}/model/${extendedEncodeURIComponent(modelId)}/converse`;
     const answer = await this.calls.send({
       clientName: 'BedrockRuntimeClient',
       commandName: 'ConverseCommand',
       input: { modelId },
       abortSignal: options.abortSignal,
-      request: (traceHeaders) =>
-        new HttpRequest({
-          protocol: this.origin.protocol,
-          hostname: this.origin.hostname,
-          port,
-          method: 'POST',
-          path: `${this.origin.pathname.replace(/\/$/, '')}/model/${extendedEncodeURIComponent(modelId)}/converse`,
-          headers: {
-            host: `${this.origin.hostname}${port !== undefined ? `:${port}` : ''}`,
-            'content-type': 'application/json',
-            'content-length': String(Buffer.byteLength(body)),
-            'user-agent': USER_AGENT,
-            ...traceHeaders,
-          },
-          body,
-        }),
+      request: (traceHeaders) => jsonPost(this.origin, path, 'application/json', body, traceHeaders),
     });
     const doc = JSON.parse(Buffer.from(answer.body).toString('utf8') || '{}') as Omit<ConverseCommandOutput, '$metadata'>;
     return { ...doc, $metadata: answer.$metadata };

@@ -12,7 +12,7 @@
  */
 import type { AwsCredentialIdentityProvider } from '@smithy/types';
 import { partition } from '@aws-sdk/core/client';
-import { HttpRequest, readJsonError, SignedClient, USER_AGENT, type CallMetadata } from './signed-call';
+import { jsonPost, readJsonError, SignedClient, type CallMetadata } from './signed-call';
 
 export interface JsonRpcOptions {
   /** The signing name and endpoint prefix (`kms`, `transcribe`). */
@@ -47,27 +47,14 @@ export class JsonRpcClient {
   /** One operation; answers the reply's JSON (blobs still base64) with the call's `$metadata`. */
   async call<O>(operation: string, input: object): Promise<O & { $metadata: CallMetadata }> {
     const body = JSON.stringify(input, blobsAsBase64);
-    const port = this.origin.port ? Number(this.origin.port) : undefined;
     const answer = await this.calls.send({
       clientName: this.opts.clientName,
       commandName: `${operation}Command`,
       input: input as Record<string, unknown>,
       request: (traceHeaders) =>
-        new HttpRequest({
-          protocol: this.origin.protocol,
-          hostname: this.origin.hostname,
-          port,
-          method: 'POST',
-          path: this.origin.pathname,
-          headers: {
-            host: `${this.origin.hostname}${port !== undefined ? `:${port}` : ''}`,
-            'content-type': `application/x-amz-json-${this.opts.version}`,
-            'x-amz-target': `${this.opts.targetPrefix}.${operation}`,
-            'content-length': String(Buffer.byteLength(body)),
-            'user-agent': USER_AGENT,
-            ...traceHeaders,
-          },
-          body,
+        jsonPost(this.origin, this.origin.pathname, `application/x-amz-json-${this.opts.version}`, body, {
+          'x-amz-target': `${this.opts.targetPrefix}.${operation}`,
+          ...traceHeaders,
         }),
     });
     const doc = JSON.parse(Buffer.from(answer.body).toString('utf8') || '{}') as O;

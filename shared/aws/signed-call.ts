@@ -163,4 +163,27 @@ export function readJsonError(status: number, headers: Record<string, string>, b
   return { code, message: typeof message === 'string' ? message : `answered ${status}` };
 }
 
+/**
+ * A JSON POST to `path` under `origin` (the service endpoint), with the host, length and user
+ * agent headers every call sends, and the headers the trace adds.
+ */
+export function jsonPost(origin: URL, path: string, contentType: string, body: string, headers: Record<string, string>): HttpRequest {
+  const port = origin.port ? Number(origin.port) : undefined;
+  return new HttpRequest({
+    protocol: origin.protocol,
+    hostname: origin.hostname,
+    port,
+    method: 'POST',
+    path,
+    headers: {
+      host: `${origin.hostname}${port !== undefined ? `:${port}` : ''}`,
+      'content-type': contentType,
+      'content-length': String(Buffer.byteLength(body)),
+      'user-agent': USER_AGENT,
+      ...headers,
+    },
+    body,
+  });
+}
+
 export { HttpRequest };
