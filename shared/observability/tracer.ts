@@ -18,7 +18,7 @@
  * each cold module load (docs/benchmarks.md), for the one feature used here.
  */
 import { randomBytes } from 'node:crypto';
-import { createSocket, type Socket } from 'node:dgram';
+import type { Socket } from 'node:dgram';
 import { InvokeStore } from '@aws/lambda-invoke-store';
 import { checkCall, ensureRunning } from './invocation';
 
@@ -70,7 +70,9 @@ let socket: Socket | null = null;
 
 function emit(doc: object): void {
   const { host, port } = daemonAddress();
-  socket ??= createSocket('udp4').unref();
+  // node:dgram is loaded by the first segment sent, not at every cold start of every function
+  // (X-Ray is sampled, and locally off).
+  socket ??= process.getBuiltinModule('node:dgram').createSocket('udp4').unref();
   // Fire and forget, as the X-Ray SDK does: a trace must never fail or slow the call it describes.
   socket.send(HEADER + JSON.stringify(doc), port, host, () => undefined);
 }

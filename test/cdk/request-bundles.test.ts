@@ -17,7 +17,7 @@ import { registeredSchemas } from '../../shared/openapi/registry';
 const ROOT = path.resolve(__dirname, '../..');
 const HANDLERS = [...new Set([...ROUTES.map((r) => r.handler), ...QUEUES.map((q) => q.consumer), ...SCHEDULES.map((s) => s.handler)])];
 
-type Reach = { zodBytes: number; fullApi: string[]; idempotencyStore: boolean; kms: boolean; s3Sdk: boolean; serviceSdks: string[]; decoders: string[]; staticExternals: string[] };
+type Reach = { zodBytes: number; fullApi: string[]; idempotencyStore: boolean; kms: boolean; s3Sdk: boolean; serviceSdks: string[]; decoders: string[]; dgram: boolean; staticExternals: string[] };
 
 /** What a function installs beside its bundle (the manifest's `native.packages`), by handler. */
 const NATIVE = new Map<string, string[]>([
@@ -72,6 +72,7 @@ async function zodReach(): Promise<Map<string, Reach>> {
       // Statically or through import(): either way the package is in the deployed bundle.
       s3Sdk: out.imports.some((i) => i.path === '@aws-sdk/client-s3' || i.path === '@aws-sdk/lib-storage' || i.path === '@aws-sdk/s3-request-presigner'),
       serviceSdks: out.imports.map((i) => i.path).filter((p) => ['@aws-sdk/client-bedrock-runtime', '@aws-sdk/client-transcribe', '@aws-sdk/client-kms'].includes(p)),
+      dgram: out.imports.some((i) => i.path === 'node:dgram' || i.path === 'dgram'),
       decoders: [...new Set(Object.keys(out.inputs).flatMap((p) => /node_modules\/(music-metadata|exifr)\//.exec(p)?.[1] ?? []))],
       staticExternals: out.imports.filter((i) => i.external && i.kind === 'import-statement').map((i) => i.path),
     });
@@ -155,5 +156,10 @@ test('the audio and EXIF decoders are installed beside the bundle of every funct
   // Only the files of their kind need them; bundled, every cold start parsed them (about 300 KB).
   const offenders = [...reach].filter(([, r]) => r.decoders.length > 0).map(([entry, r]) => `${entry}: ${r.decoders.join(', ')}`);
   expect(NATIVE.get('functions/pipeline/score.ts')).toEqual(expect.arrayContaining(['music-metadata', 'exifr']));
+  expect(offenders).toEqual([]);
+});
+
+test('no function loads node:dgram at its cold start: the tracer loads it with the first segment it sends', () => {
+  const offenders = [...reach].filter(([, r]) => r.dgram).map(([entry]) => entry);
   expect(offenders).toEqual([]);
 });
