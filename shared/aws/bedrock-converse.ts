@@ -12,14 +12,14 @@
  * video and document bytes) as base64, the model id as an escaped path label; the reply parsed as
  * the SDK parses it, with `$metadata`; a failure named by `x-amzn-errortype` (ThrottlingException,
  * ValidationException, ModelTimeoutException, …) and retried when the SDK retries it. Held by
- * test/unit/bedrock-converse.test.ts against the SDK client on the same inputs.
+ * test/unit/aws-json-clients.test.ts against the SDK client on the same inputs.
  */
 import type { ConverseCommandInput, ConverseCommandOutput } from '@aws-sdk/client-bedrock-runtime';
 import type { AwsCredentialIdentityProvider } from '@smithy/types';
 import { partition } from '@aws-sdk/core/client';
 import { extendedEncodeURIComponent } from '@smithy/core/protocols';
 import { blobsAsBase64 } from './json-rpc';
-import { jsonPost, readJsonError, SignedClient } from './signed-call';
+import { jsonPost, readRestJsonError, SignedClient } from './signed-call';
 
 export interface ConverseClientOptions {
   region?: string;
@@ -30,7 +30,8 @@ export interface ConverseClientOptions {
 
 export class BedrockConverse {
   private readonly calls: SignedClient;
-  private readonly origin: URL;
+  /** The endpoint the calls go to (the region's public one unless another was given). */
+  readonly origin: URL;
   private readonly region: string;
 
   constructor(opts: ConverseClientOptions = {}) {
@@ -42,7 +43,7 @@ export class BedrockConverse {
       credentials: opts.credentials,
       // ThrottlingException and ModelNotReadyException (429) are retried as throttling, 500/503 as
       // transient, by the SDK's classification; ModelTimeoutException (408) and the 4xx are not.
-      readError: readJsonError,
+      readError: readRestJsonError,
     });
   }
 
@@ -66,4 +67,13 @@ export class BedrockConverse {
   destroy(): void {
     this.calls.destroy();
   }
+}
+
+let shared: BedrockConverse | undefined;
+/**
+ * The function's one Converse client: its connections (keep-alive), credentials and retry budget
+ * outlive a message, as an SDK client created once per container would.
+ */
+export function converseClient(): BedrockConverse {
+  return (shared ??= new BedrockConverse());
 }

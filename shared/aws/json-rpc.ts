@@ -12,7 +12,7 @@
  */
 import type { AwsCredentialIdentityProvider } from '@smithy/types';
 import { partition } from '@aws-sdk/core/client';
-import { jsonPost, readJsonError, SignedClient, type CallMetadata } from './signed-call';
+import { jsonPost, readJsonRpcError, SignedClient, type CallMetadata } from './signed-call';
 
 export interface JsonRpcOptions {
   /** The signing name and endpoint prefix (`kms`, `transcribe`). */
@@ -26,6 +26,8 @@ export interface JsonRpcOptions {
   region?: string;
   endpoint?: string;
   credentials?: AwsCredentialIdentityProvider;
+  /** The host where the service's own rules differ from `<service>.<region>.<dnsSuffix>`. */
+  hostFor?: (region: string) => string | undefined;
 }
 
 /** A Uint8Array anywhere in the input becomes base64, as the SDK serialises a blob member. */
@@ -36,12 +38,14 @@ export function blobsAsBase64(this: unknown, key: string, value: unknown): unkno
 
 export class JsonRpcClient {
   private readonly calls: SignedClient;
-  private readonly origin: URL;
+  /** The endpoint the calls go to (the region's public one unless another was given). */
+  readonly origin: URL;
 
   constructor(private readonly opts: JsonRpcOptions) {
     const region = opts.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? 'us-east-1';
-    this.origin = new URL(opts.endpoint ?? `https://${opts.service}.${region}.${partition(region).dnsSuffix}`);
-    this.calls = new SignedClient({ service: opts.service, region, credentials: opts.credentials, socketTimeoutMs: 30_000, readError: readJsonError });
+    const host = opts.hostFor?.(region) ?? `${opts.service}.${region}.${partition(region).dnsSuffix}`;
+    this.origin = new URL(opts.endpoint ?? `https://${host}`);
+    this.calls = new SignedClient({ service: opts.service, region, credentials: opts.credentials, socketTimeoutMs: 30_000, readError: readJsonRpcError });
   }
 
   /** One operation; answers the reply's JSON (blobs still base64) with the call's `$metadata`. */

@@ -14,7 +14,7 @@
 import type { AwsCredentialIdentityProvider } from '@smithy/types';
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
 import { Sha256 } from '@smithy/core/checksum';
-import { HttpRequest } from '@smithy/core/protocols';
+import { HttpRequest, loadJsonRpcErrorCode, loadRestJsonErrorCode } from '@smithy/core/protocols';
 import { DEFAULT_MAX_ATTEMPTS, isServerError, isThrottlingError, isTransientError, StandardRetryStrategy } from '@smithy/core/retry';
 import { NodeHttpHandler, streamCollector } from '@smithy/node-http-handler';
 import { SignatureV4 } from '@smithy/signature-v4';
@@ -63,10 +63,28 @@ export interface SignedClientOptions {
   /** S3 signs the path as sent; every other service escapes it again (the signer's default). */
   uriEscapePath?: boolean;
   applyChecksum?: boolean;
-  /** Socket idle time-out; none by default (a model call may think for a minute: its caller's abort signal bounds it). */
+  /**
+   * Socket idle time-out: a socket silent this long fails the attempt with a TimeoutError, which
+   * is retried as transient. None by default (a model may think for a minute before its first
+   * byte: its caller's abort signal bounds that call).
+   */
   socketTimeoutMs?: number;
   /** The service's error code and message from a non-2xx answer. */
   readError: (status: number, headers: Record<string, string>, body: Uint8Array) => { code: string; message: string };
+}
+
+/** Waits `ms`, or less when `signal` aborts meanwhile. */
+function backoff(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  if (ms <= 0 || signal?.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
 }
 
 /** As the SDK's retry middleware classifies an error. */
@@ -96,7 +114,8 @@ export class SignedClient {
       uriEscapePath: opts.uriEscapePath ?? true,
       applyChecksum: opts.applyChecksum ?? true,
     });
-    this.http = new NodeHttpHandler({ connectionTimeout: 3_000, ...(opts.socketTimeoutMs ? { requestTimeout: opts.socketTimeoutMs } : {}) });
+    // `socketTimeout` is the idle time-out; the handler's `requestTimeout` would only log a warning.
+    this.http = new NodeHttpHandler({ connectionTimeout: 3_000, ...(opts.socketTimeoutMs ? { socketTimeout: opts.socketTimeoutMs } : {}) });
   }
 
   /** One call: checked and traced once, each attempt signed anew and retried as the SDK retries. */
@@ -134,9 +153,10 @@ export class SignedClient {
           } catch {
             throw err;
           }
-          // This strategy waits out the backoff itself; a delay left on the token is waited here.
-          const delay = token.getRetryDelay();
-          if (delay > 0) await new Promise((r) => setTimeout(r, delay));
+          // This strategy waits out the backoff itself; a delay left on the token is waited here,
+          // unless the caller's signal ends the call first.
+          await backoff(token.getRetryDelay(), call.abortSignal);
+          if (call.abortSignal?.aborted) throw err;
         }
       }
     });
@@ -147,20 +167,31 @@ export class SignedClient {
   }
 }
 
-/** The code and message of an error answered in the AWS JSON protocols (awsJson1_x, restJson1). */
-export function readJsonError(status: number, headers: Record<string, string>, body: Uint8Array): { code: string; message: string } {
-  let doc: Record<string, unknown> = {};
+function jsonBody(body: Uint8Array): Record<string, unknown> {
   try {
-    doc = JSON.parse(Buffer.from(body).toString('utf8') || '{}') as Record<string, unknown>;
+    const doc = JSON.parse(Buffer.from(body).toString('utf8') || '{}') as unknown;
+    return typeof doc === 'object' && doc !== null ? (doc as Record<string, unknown>) : {};
   } catch {
-    // not JSON (a proxy's page): the status names it
+    return {}; // not JSON (a proxy's page): the SDK names it Unknown too
   }
-  // As the SDK reads it: the header first, then `__type`/`code`; without the namespace
-  // (`aws.protocoltests#FooError`) and the URI suffix (`FooError:http://…`).
-  const raw = headers['x-amzn-errortype'] ?? (doc.__type as string | undefined) ?? (doc.code as string | undefined) ?? (doc.Code as string | undefined);
-  const code = raw ? raw.split(':')[0]!.split('#').pop()! : `Http${status}`;
-  const message = (doc.message ?? doc.Message ?? doc.errorMessage) as string | undefined;
-  return { code, message: typeof message === 'string' ? message : `answered ${status}` };
+}
+
+/** The SDK's reading of an error in a JSON protocol: its code by the protocol's precedence, then `message`/`Message`. */
+function jsonError(code: string | undefined, doc: Record<string, unknown>): { code: string; message: string } {
+  const message = doc.message ?? doc.Message;
+  return { code: code ?? 'Unknown', message: typeof message === 'string' ? message : 'UnknownError' };
+}
+
+/** awsJson1_0/1_1 (KMS, Transcribe): `__type`, then `code`, then `x-amzn-errortype`, as the SDK reads them. */
+export function readJsonRpcError(status: number, headers: Record<string, string>, body: Uint8Array): { code: string; message: string } {
+  const doc = jsonBody(body);
+  return jsonError(loadJsonRpcErrorCode({ statusCode: status, headers }, doc), doc);
+}
+
+/** restJson1 (Bedrock): `x-amzn-errortype`, then `code`, then `__type`, as the SDK reads them. */
+export function readRestJsonError(status: number, headers: Record<string, string>, body: Uint8Array): { code: string; message: string } {
+  const doc = jsonBody(body);
+  return jsonError(loadRestJsonErrorCode({ statusCode: status, headers }, doc), doc);
 }
 
 /**

@@ -25,7 +25,7 @@ import * as z from '../zod';
 import { categoryOf, normalizeContentType } from '../media/sniff';
 import { clampStar, reasonCodesFromDimensions, type Dimensions, type ScoreResult, type Scorer, type ScoringInput } from './types';
 import { BedrockOutputError, DEFAULT_BEDROCK_MODEL_ID, bedrockTimeoutMs, extractJson, parseModelReply, type ConverseClient } from './bedrock-reply';
-import { BedrockConverse } from '../aws/bedrock-converse';
+import { converseClient } from '../aws/bedrock-converse';
 
 export { BedrockOutputError, DEFAULT_BEDROCK_MODEL_ID, bedrockTimeoutMs, extractJson, type ConverseClient };
 
@@ -200,7 +200,7 @@ export class BedrockScorer implements Scorer {
   }
 
   async score(input: ScoringInput): Promise<ScoreResult> {
-    this.client ??= new BedrockConverse();
+    this.client ??= converseClient();
     const out = await this.client.converse(await this.buildRequest(input), { abortSignal: AbortSignal.timeout(bedrockTimeoutMs()) });
     return parseConverseOutput(out, this.modelId, input.job.min_star_rating);
   }

@@ -8,7 +8,7 @@
 import type { ConverseCommandInput } from '@aws-sdk/client-bedrock-runtime';
 import * as z from '../zod';
 import { DEFAULT_BEDROCK_MODEL_ID, bedrockTimeoutMs, parseModelReply, type ConverseClient } from '../scoring/bedrock-reply';
-import { BedrockConverse } from '../aws/bedrock-converse';
+import { converseClient } from '../aws/bedrock-converse';
 import { EMOTION_TONES, type SpeechDerived, type SpeechResult } from './types';
 
 export const SpeechDerivedSchema = z.object({
@@ -37,7 +37,6 @@ export function derivationRequest(modelId: string, speech: SpeechResult): Conver
 export const NO_SPEECH = 'no speech in the recording';
 
 let clientOverride: ConverseClient | null = null;
-let speechClient: ConverseClient | undefined;
 /** Tests: the Converse client the derivation uses (a stub answering in the published format). */
 export function setSpeechModelClient(client: ConverseClient | null): void {
   clientOverride = client;
@@ -48,7 +47,7 @@ export async function deriveFromTranscript(speech: SpeechResult, opts: { client?
     return { topics: null, keywords: null, emotion_tone: null, model: null, unavailable: { topics: NO_SPEECH, keywords: NO_SPEECH, emotion_tone: NO_SPEECH } };
   }
   const modelId = opts.modelId ?? process.env.SPEECH_MODEL_ID ?? process.env.BEDROCK_MODEL_ID ?? DEFAULT_BEDROCK_MODEL_ID;
-  const client = opts.client ?? clientOverride ?? (speechClient ??= new BedrockConverse());
+  const client = opts.client ?? clientOverride ?? converseClient();
   const out = await client.converse(derivationRequest(modelId, speech), { abortSignal: AbortSignal.timeout(bedrockTimeoutMs()) });
   const v = parseModelReply(out, SpeechDerivedSchema);
   return { topics: v.topics, keywords: v.keywords, emotion_tone: v.emotion_tone, model: `bedrock:${modelId}`, unavailable: {} };

@@ -19,7 +19,7 @@ import * as z from '../zod';
 import type { SpeechResult, StartRequest, StartResult, Transcriber, TranscriptSegment } from './types';
 
 import { BUCKET_PREFIXES, TRANSCRIBE_JOB_PREFIX } from '../manifest/wiring';
-import { TranscribeJobs } from '../aws/transcribe-jobs';
+import { transcribeJobs } from '../aws/transcribe-jobs';
 
 export { TRANSCRIBE_JOB_PREFIX };
 export const TRANSCRIPT_PREFIX = BUCKET_PREFIXES.transcripts;
@@ -69,7 +69,7 @@ export class TranscribeTranscriber implements Transcriber {
   constructor(private client?: TranscribeClientLike) {}
 
   async start(req: StartRequest): Promise<StartResult> {
-    this.client ??= new TranscribeJobs();
+    this.client ??= transcribeJobs();
     try {
       await this.client.startTranscriptionJob(startRequest(req));
     } catch (err) {

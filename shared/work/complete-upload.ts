@@ -34,7 +34,7 @@ const conflict = (message: string, code: string) => errors.conflict(message, [{ 
  *
  * The fan-in: both stages may have finished before this commit, and then neither saw the
  * submission pending_score. So the completion is first conditioned on the round NOT being ready
- * for a verdict; committed, a stage is still to write and its write's item (pipeline.ts) shows
+ * for a verdict; committed, a stage is still to write and its write's item (stage-write.ts) shows
  * pending_score and both results, so that stage decides. When the condition fails because the
  * round is ready, the upload completes without it and takes the verdict itself.
  */

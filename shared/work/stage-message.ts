@@ -1,5 +1,5 @@
 /**
- * The messages of the pipeline stages (kept apart from pipeline.ts so light consumers, such as the
+ * The messages of the pipeline stages (kept apart from the stage modules so light consumers, such as the
  * transcription stage, do not bundle the media code): the S3 "Object Created" event the scoring and
  * annotation stages read, the poison error, and the outcomes a stage reports.
  */

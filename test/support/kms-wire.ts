@@ -42,7 +42,9 @@ export async function startFakeKms(): Promise<FakeKms> {
       const target = String(req.headers['x-amz-target'] ?? '');
       const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as Record<string, unknown>;
       requests.push({ target, body });
-      if (!String(req.headers.authorization ?? '').startsWith('AWS4-HMAC-SHA256')) return fail(res, 400, 'MissingAuthenticationTokenException', 'unsigned');
+      // KMS answers a request not signed for it, or not in its protocol, with these errors.
+      if (!/^AWS4-HMAC-SHA256 Credential=[^/]+\/\d{8}\/[a-z0-9-]+\/kms\/aws4_request, /.test(String(req.headers.authorization ?? ''))) return fail(res, 400, 'MissingAuthenticationTokenException', 'not signed for kms');
+      if (req.headers['content-type'] !== 'application/x-amz-json-1.1') return fail(res, 400, 'UnsupportedMediaTypeException', String(req.headers['content-type']));
       if (target === 'TrentService.GenerateDataKey') {
         const arn = String(body.KeyId);
         const versions = keys.get(arn);

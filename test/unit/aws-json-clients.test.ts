@@ -11,11 +11,14 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { BedrockRuntimeClient, ConverseCommand, type ConverseCommandInput } from '@aws-sdk/client-bedrock-runtime';
 import { StartTranscriptionJobCommand, TranscribeClient } from '@aws-sdk/client-transcribe';
+import { KMSClient } from '@aws-sdk/client-kms';
 import { Sha256 } from '@smithy/core/checksum';
 import { HttpRequest } from '@smithy/core/protocols';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { BedrockConverse } from '../../shared/aws/bedrock-converse';
+import { jsonPost, readJsonRpcError, SignedClient } from '../../shared/aws/signed-call';
+import { kmsClient } from '../../shared/secrets/kms';
 import { TranscribeJobs } from '../../shared/aws/transcribe-jobs';
 
 const credentials = { accessKeyId: 'ASIAROLE', secretAccessKey: 'role-secret', sessionToken: 'session/token+=' };
@@ -58,9 +61,9 @@ const json = (status: number, doc: unknown, headers: Record<string, string> = {}
 };
 
 /** Signature V4 as AWS checks it: recomputed from the request as received, at its own date. */
-async function verifies(req: Seen, service: string): Promise<boolean> {
+async function verifies(req: Seen, service: string, region: string): Promise<boolean> {
   const auth = /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/([^/]+)\/aws4_request, SignedHeaders=([^,]+), Signature=([0-9a-f]{64})$/.exec(req.headers.authorization ?? '');
-  if (!auth || auth[1] !== credentials.accessKeyId || auth[4] !== service) return false;
+  if (!auth || auth[1] !== credentials.accessKeyId || auth[3] !== region || auth[4] !== service) return false;
   const names = auth[5]!.split(';');
   const headers = Object.fromEntries(names.map((n) => [n, req.headers[n]!]));
   // The signer trusts a payload hash header as the payload's hash: the body must match it.
@@ -111,9 +114,9 @@ describe('Bedrock Converse', () => {
     reply = json(200, published);
     await ours().converse(input);
     expect(seen[0]!.headers['x-amz-security-token']).toBe(credentials.sessionToken);
-    expect(await verifies(seen[0]!, 'bedrock')).toBe(true);
+    expect(await verifies(seen[0]!, 'bedrock', 'us-east-1')).toBe(true);
     seen[0]!.body = seen[0]!.body.replace('storefront', 'storefrond');
-    expect(await verifies(seen[0]!, 'bedrock')).toBe(false); // the verifier can refuse
+    expect(await verifies(seen[0]!, 'bedrock', 'us-east-1')).toBe(false); // the verifier can refuse
   });
 
   it('answers what the SDK client answers for the same reply', async () => {
@@ -181,7 +184,7 @@ describe('Transcribe StartTranscriptionJob', () => {
     const [t, m] = seen as [Seen, Seen];
     expect([m.method, m.url, m.headers['content-type'], m.headers['x-amz-target']]).toEqual([t.method, t.url, t.headers['content-type'], t.headers['x-amz-target']]);
     expect(JSON.parse(m.body)).toEqual(JSON.parse(t.body));
-    expect(await verifies(m, 'transcribe')).toBe(true);
+    expect(await verifies(m, 'transcribe', 'eu-west-1')).toBe(true);
     expect(mine.TranscriptionJob).toEqual(theirs.TranscriptionJob);
   });
 
@@ -198,5 +201,46 @@ describe('Transcribe StartTranscriptionJob', () => {
       .catch((e: unknown) => e)) as Error;
     expect({ name: mine.name, message: mine.message }).toEqual({ name: theirs.name, message: theirs.message });
     expect(mine.name).toBe('ConflictException');
+  });
+});
+
+describe('what every small client shares', () => {
+  it('an error is named by the JSON RPC protocol’s precedence, as the SDK names it (`__type` before the header)', async () => {
+    reply = (_req, res) => {
+      res.writeHead(400, { 'content-type': 'application/x-amz-json-1.1', 'x-amzn-errortype': 'BadRequestException' });
+      res.end(JSON.stringify({ __type: 'com.amazonaws.transcribe#ConflictException', message: 'exists' }));
+    };
+    const a = new TranscribeClient({ region: 'eu-west-1', endpoint, credentials, requestHandler: new NodeHttpHandler() });
+    const input = { TranscriptionJobName: 'x', Media: { MediaFileUri: 's3://b/k' }, LanguageCode: 'en-US' as const };
+    const theirs = (await a.send(new StartTranscriptionJobCommand(input)).catch((e: unknown) => e)) as Error;
+    a.destroy();
+    const mine = (await new TranscribeJobs({ region: 'eu-west-1', endpoint, credentials: async () => credentials }).startTranscriptionJob(input).catch((e: unknown) => e)) as Error;
+    expect({ name: mine.name, message: mine.message }).toEqual({ name: theirs.name, message: theirs.message });
+    expect(mine.name).toBe('ConflictException');
+  });
+
+  it('a socket silent past the idle time-out fails the attempt with a TimeoutError, retried as transient (3 attempts)', async () => {
+    reply = () => undefined; // never answers
+    const client = new SignedClient({ service: 'kms', region: 'us-east-1', credentials: async () => credentials, socketTimeoutMs: 200, readError: readJsonRpcError });
+    const err = (await client
+      .send({ clientName: 'KMSClient', commandName: 'DecryptCommand', input: {}, request: () => jsonPost(new URL(endpoint), '/', 'application/x-amz-json-1.1', '{}', {}) })
+      .catch((e: unknown) => e)) as Error & { $metadata: { attempts: number } };
+    client.destroy();
+    expect(err.name).toBe('TimeoutError');
+    expect(err.$metadata.attempts).toBe(3);
+    expect(seen).toHaveLength(3);
+  });
+
+  const regions = ['us-east-1', 'eu-west-1', 'cn-north-1', 'cn-northwest-1', 'us-gov-west-1', 'us-iso-east-1', 'eu-isoe-west-1', 'mx-central-1'];
+  it.each(regions)('call the endpoint the SDK client resolves for the region (%s)', async (region) => {
+    const sdkUrl = async (client: { config: { endpointProvider: (p: Record<string, unknown>) => { url: URL } }; destroy(): void }) => {
+      const url = client.config.endpointProvider({ Region: region, UseFIPS: false, UseDualStack: false }).url.href;
+      client.destroy();
+      return url;
+    };
+    const c = { region, credentials };
+    expect(new BedrockConverse({ region }).origin.href).toBe(await sdkUrl(new BedrockRuntimeClient(c) as never));
+    expect(kmsClient({ region }).origin.href).toBe(await sdkUrl(new KMSClient(c) as never));
+    expect(new TranscribeJobs({ region }).origin.href).toBe(await sdkUrl(new TranscribeClient(c) as never));
   });
 });

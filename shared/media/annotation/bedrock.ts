@@ -20,7 +20,7 @@ import { DEFAULT_BEDROCK_MODEL_ID, bedrockTimeoutMs, type ConverseClient } from 
 import { parseModelReply } from '../../scoring/bedrock-reply';
 import { POSITIONS, round4, type Position } from './derive';
 import type { AnnotationProvider, DescribeInput, SemanticParts } from './types';
-import { BedrockConverse } from '../../aws/bedrock-converse';
+import { converseClient } from '../../aws/bedrock-converse';
 
 const unit = z.pipe(
   z.pipe(z.union([z.number(), z.pipe(z.string().check(z.trim(), z.regex(/^\d+(\.\d+)?$/)), z.transform(Number))]), z.number().check(z.gte(0), z.lte(1))),
@@ -116,7 +116,7 @@ export class BedrockAnnotationProvider implements AnnotationProvider {
   }
 
   async describeImage(input: DescribeInput): Promise<SemanticParts> {
-    this.client ??= new BedrockConverse();
+    this.client ??= converseClient();
     const req = buildAnnotationRequest(this.modelId, await input.jpeg(), input.facts, this.opts.maxTokens);
     return parseAnnotationOutput(await this.client.converse(req, { abortSignal: AbortSignal.timeout(bedrockTimeoutMs()) }), this.modelId);
   }
