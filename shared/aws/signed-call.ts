@@ -12,6 +12,7 @@
  * and KMS) each make the few operations our functions use.
  */
 import type { AwsCredentialIdentityProvider } from '@smithy/types';
+import { recursionDetectionMiddleware } from '@aws-sdk/core/client';
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
 import { Sha256 } from '@smithy/core/checksum';
 import { HttpRequest, loadJsonRpcErrorCode, loadRestJsonErrorCode } from '@smithy/core/protocols';
@@ -73,6 +74,8 @@ export interface SignedClientOptions {
   readError: (status: number, headers: Record<string, string>, body: Uint8Array) => { code: string; message: string };
 }
 
+const recursionDetection = recursionDetectionMiddleware();
+
 /** Waits `ms`, or less when `signal` aborts meanwhile. */
 function backoff(ms: number, signal: AbortSignal | undefined): Promise<void> {
   if (ms <= 0 || signal?.aborted) return Promise.resolve();
@@ -127,7 +130,11 @@ export class SignedClient {
         attempts++;
         ensureRunning(); // locally, no retry of a stopped invocation goes out
         try {
-          const signed = await this.signer.sign(call.request(traceHeaders));
+          const request = call.request(traceHeaders);
+          // As every SDK client: in Lambda the invocation's trace id goes along (Lambda's detection
+          // of recursive loops reads it), sampled or not; a sampled trace's header stays.
+          await recursionDetection(async (args) => ({ output: args, response: undefined }), {})({ input: call.input, request });
+          const signed = await this.signer.sign(request);
           const { response } = await this.http.handle(signed as HttpRequest, { abortSignal: call.abortSignal });
           const body = response.body ? await streamCollector(response.body) : new Uint8Array();
           const headers = response.headers;

@@ -11,7 +11,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { BedrockRuntimeClient, ConverseCommand, type ConverseCommandInput } from '@aws-sdk/client-bedrock-runtime';
 import { StartTranscriptionJobCommand, TranscribeClient } from '@aws-sdk/client-transcribe';
-import { KMSClient } from '@aws-sdk/client-kms';
+import { DecryptCommand, KMSClient } from '@aws-sdk/client-kms';
 import { Sha256 } from '@smithy/core/checksum';
 import { HttpRequest } from '@smithy/core/protocols';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
@@ -229,6 +229,24 @@ describe('what every small client shares', () => {
     expect(err.name).toBe('TimeoutError');
     expect(err.$metadata.attempts).toBe(3);
     expect(seen).toHaveLength(3);
+  });
+
+  it('in Lambda, the invocation’s trace id goes along, sampled or not, as the SDK client sends it (recursive-loop detection reads it)', async () => {
+    reply = json(200, {});
+    const env = { AWS_LAMBDA_FUNCTION_NAME: 'scoring', _X_AMZN_TRACE_ID: 'Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=0' };
+    const saved = { ...process.env };
+    Object.assign(process.env, env);
+    try {
+      const a = new KMSClient({ region: 'us-east-1', endpoint, credentials });
+      await a.send(new DecryptCommand({ CiphertextBlob: new Uint8Array([1]) }));
+      a.destroy();
+      await kmsClient({ region: 'us-east-1', endpoint, credentials: async () => credentials }).call('Decrypt', { CiphertextBlob: new Uint8Array([1]) });
+    } finally {
+      for (const k of Object.keys(env)) if (saved[k] === undefined) delete process.env[k];
+    }
+    const [theirs, mine] = seen as [Seen, Seen];
+    expect(theirs.headers['x-amzn-trace-id']).toBe(env._X_AMZN_TRACE_ID);
+    expect(mine.headers['x-amzn-trace-id']).toBe(theirs.headers['x-amzn-trace-id']);
   });
 
   const regions = ['us-east-1', 'eu-west-1', 'cn-north-1', 'cn-northwest-1', 'us-gov-west-1', 'us-iso-east-1', 'eu-isoe-west-1', 'mx-central-1'];
