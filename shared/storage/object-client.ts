@@ -4,13 +4,14 @@
  * Why: the S3 SDK (its client, schemas, endpoint rules, checksum and XML code: about 195 KB of a
  * bundle) is evaluated or at least parsed by every function that reaches it, lazily imported or
  * not, and it was the largest part of the cold start of the upload, retry and override routes and
- * of the pipeline consumers (docs/benchmarks.md). These functions use six operations on one bucket
- * with known keys: PutObject, GetObject, HeadObject, DeleteObject, PutObjectTagging, and a
- * pre-signed PutObject URL.
+ * of the pipeline consumers (docs/benchmarks.md). These functions use seven operations on one bucket
+ * with known keys: PutObject, GetObject, HeadObject, DeleteObject, DeleteObjects (the
+ * withdrawals' batches), PutObjectTagging, and a pre-signed PutObject URL.
  *
  * Nothing here is hand-rolled that the SDK already does: every call goes through
  * shared/aws/signed-call.ts (the SDK's own Signature V4 signer, HTTP handler, standard retry
- * strategy and credential chain, checked and traced like any SDK call). The exports (multipart uploads) and the withdrawals (DeleteObjects batches) keep the SDK.
+ * strategy and credential chain, checked and traced like any SDK call). Only the exports (multipart
+ * uploads through `@aws-sdk/lib-storage`) keep the SDK.
  *
  * Held by tests: the pre-signed URL equals the SDK presigner's for the same input; every call is
  * verified by the local runtime's Signature V4 front (local/s3-sigv4.ts) as S3 verifies it.
@@ -34,9 +35,12 @@ export interface ObjectClientOptions {
 export { AwsServiceError as S3Error };
 
 interface Call {
-  operation: 'PutObject' | 'GetObject' | 'HeadObject' | 'DeleteObject' | 'PutObjectTagging';
-  method: 'PUT' | 'GET' | 'HEAD' | 'DELETE';
-  key: string;
+  operation: 'PutObject' | 'GetObject' | 'HeadObject' | 'DeleteObject' | 'PutObjectTagging' | 'DeleteObjects';
+  method: 'PUT' | 'GET' | 'HEAD' | 'DELETE' | 'POST';
+  /** The object's key; null for a call on the bucket itself (DeleteObjects). */
+  key: string | null;
+  /** The SDK command's input, for the grant check; by default the bucket and the key. */
+  input?: Record<string, unknown>;
   query?: Record<string, string>;
   headers?: Record<string, string>;
   body?: Buffer;
@@ -87,7 +91,9 @@ export class ObjectClient {
   }
 
   private request(call: Pick<Call, 'method' | 'key' | 'query' | 'headers' | 'body'>): HttpRequest {
-    const path = `${this.origin.pathname.replace(/\/$/, '')}${this.pathPrefix}/${call.key.split('/').map(extendedEncodeURIComponent).join('/')}`;
+    const base = `${this.origin.pathname.replace(/\/$/, '')}${this.pathPrefix}`;
+    // A bucket call goes to the bucket's root, as the SDK sends it: `/` on its virtual host, `/<bucket>` path style.
+    const path = call.key === null ? base || '/' : `${base}/${call.key.split('/').map(extendedEncodeURIComponent).join('/')}`;
     const port = this.origin.port ? Number(this.origin.port) : undefined;
     return new HttpRequest({
       protocol: this.origin.protocol,
@@ -106,7 +112,7 @@ export class ObjectClient {
     return this.calls.send({
       clientName: 'S3Client',
       commandName: `${call.operation}Command`,
-      input: { Bucket: this.opts.bucket, Key: call.key },
+      input: call.input ?? { Bucket: this.opts.bucket, Key: call.key },
       request: (traceHeaders) => this.request({ ...call, headers: { ...call.headers, ...traceHeaders } }),
     });
   }
@@ -141,6 +147,29 @@ export class ObjectClient {
   /** A missing key counts as deleted (S3 answers 204 either way). */
   async deleteObject(key: string): Promise<void> {
     await this.send({ operation: 'DeleteObject', method: 'DELETE', key });
+  }
+
+  /**
+   * DeleteObjects, 1,000 keys per request (the API's limit), in quiet mode. S3 answers 200 even
+   * when some keys failed, listing only those: any of them throws. A missing key counts as deleted.
+   */
+  async deleteObjects(keys: string[]): Promise<void> {
+    for (let i = 0; i < keys.length; i += 1000) {
+      const batch = keys.slice(i, i + 1000);
+      const objects = batch.map((k) => `<Object><Key>${xmlEscape(k)}</Key></Object>`).join('');
+      const body = Buffer.from(`<?xml version="1.0" encoding="UTF-8"?><Delete xmlns="http://s3.amazonaws.com/doc/2006-03-01/">${objects}<Quiet>true</Quiet></Delete>`);
+      const { body: answer } = await this.send({
+        operation: 'DeleteObjects',
+        method: 'POST',
+        key: null,
+        input: { Bucket: this.opts.bucket, Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true } },
+        query: { delete: '' },
+        headers: { 'content-type': 'application/xml', 'content-length': String(body.length), 'content-md5': md5(body) },
+        body,
+      });
+      const failed = [...Buffer.from(answer).toString('utf8').matchAll(/<Error>([\s\S]*?)<\/Error>/g)].map((m) => `${xmlField(m[1]!, 'Key')} (${xmlField(m[1]!, 'Code')})`);
+      if (failed.length) throw new Error(`${failed.length} of ${batch.length} objects not deleted: ${failed.slice(0, 3).join(', ')}`);
+    }
   }
 
   /** Replaces the object's tag set. S3 requires the body's MD5 (or a checksum) for this call. */

@@ -1,7 +1,7 @@
 /**
  * The S3 SDK client of this process, for what the bucket's small object client (object-client.ts,
  * used through shared/storage/s3.ts) does not do: the exports' multipart uploads
- * (`@aws-sdk/lib-storage`), the withdrawals' DeleteObjects batches, and the local CDN. Only the
+ * (`@aws-sdk/lib-storage`) and the local CDN. Only the
  * modules that need it import it, so no other bundle carries the S3 SDK (a CDK test holds that).
  * Path-style addressing and the local credentials when `S3_ENDPOINT` is set (the s3rver emulator
  * of the local runtime); the Lambda role's otherwise.
@@ -10,8 +10,6 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { config } from '../config';
 import { traced } from '../observability/tracer';
 import { current } from './s3-current';
-
-export { DeleteObjectsCommand } from '@aws-sdk/client-s3';
 
 export function s3(): S3Client {
   if (!current.client) {

@@ -23,7 +23,7 @@ export const UPLOAD_URL_TTL_SECONDS = 3600;
  * The bucket's object calls go through a small client over S3's REST API (object-client.ts), not
  * the S3 SDK: the SDK was the largest part of the cold start of every function that reached this
  * module. The SDK's client (shared/storage/s3-client.ts) is kept for the multipart uploads of the
- * exports and the DeleteObjects batches of the withdrawals, which import it themselves.
+ * exports, which import it themselves.
  */
 let objects: ObjectClient | null = null;
 function client(): ObjectClient {
@@ -109,7 +109,9 @@ export async function tagVerdict(keys: string[], value: 'rejected' | 'approved')
 
 /** Deletes the objects, a few at a time (a missing key counts as deleted). */
 export async function deleteObjects(keys: string[]): Promise<void> {
-  for (let i = 0; i < keys.length; i += 8) await Promise.all(keys.slice(i, i + 8).map((k) => client().deleteObject(k)));
+  // One key: a DeleteObject; more: DeleteObjects batches (the same grant, s3:DeleteObject on each key).
+  if (keys.length === 1) await client().deleteObject(keys[0]!);
+  else if (keys.length > 1) await client().deleteObjects(keys);
 }
 
 /**

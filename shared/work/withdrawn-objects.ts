@@ -13,11 +13,8 @@ import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '../db/client';
 import { keys } from '../db/keys';
 import { nowIso } from '../clock';
-import { config } from '../config';
 import { isId } from '../ids';
-import { deleteKeys } from '../storage/delete-objects';
-// Every message deletes: the S3 client is loaded with the module, not on first use.
-import { DeleteObjectsCommand, s3 } from '../storage/s3-client';
+import { deleteObjects } from '../storage/s3';
 import { jsonBody, PoisonMessage, type StageOutcome } from './stage-message';
 
 interface StreamImage {
@@ -54,7 +51,7 @@ export async function deleteWithdrawnObjects(subId: string | null): Promise<Stag
   const out = await db().send(new GetCommand({ TableName: tableName(), Key: keys.submission(subId), ConsistentRead: true }));
   const objectKeys = out.Item?.withdrawn_object_keys as string[] | undefined;
   if (!Array.isArray(objectKeys) || objectKeys.length === 0) return 'ignored';
-  await deleteKeys(s3(), DeleteObjectsCommand, config().bucketName, objectKeys);
+  await deleteObjects(objectKeys);
   if (out.Item!.withdrawn_objects_deleted_at) return 'skipped';
   await db().send(
     new UpdateCommand({

@@ -137,11 +137,11 @@ test('a package a function installs beside its bundle is only imported dynamical
   expect(offenders).toEqual([]);
 });
 
-test('only the functions that need what the small object client does not do bundle the S3 SDK (multipart exports, DeleteObjects batches)', () => {
+test('only the function that needs what the small object client does not do bundles the S3 SDK (the exports’ multipart uploads)', () => {
   // shared/storage/object-client.ts makes every other bucket call; the S3 SDK was the largest part
   // of the upload, retry and override routes' and the pipeline consumers' cold start.
   const withSdk = [...reach].filter(([, r]) => r.s3Sdk).map(([entry]) => entry).sort();
-  expect(withSdk).toEqual(['functions/pipeline/export.ts', 'functions/pipeline/withdraw.ts']);
+  expect(withSdk).toEqual(['functions/pipeline/export.ts']);
 });
 
 test('no function bundles the Bedrock runtime, Transcribe or KMS SDK clients: the calls they made go through the small signed clients', () => {

@@ -95,6 +95,13 @@ describe('calls through the verifying S3 front', () => {
     await expect(client.deleteObject('uploads/o/3.png')).resolves.toBeUndefined();
   });
 
+  it('DeleteObjects removes every key of the batch in one signed request the front accepts, a missing key counting as deleted', async () => {
+    const keys = ['uploads/o/d1.png', 'uploads/o/d2.png', 'uploads/o/d 3+(x).png'];
+    for (const k of keys) await client.putObject(k, Buffer.from('png'), 'image/png');
+    await client.deleteObjects([...keys, 'uploads/o/never.png']);
+    for (const k of keys) expect(await client.headObject(k)).toBeNull();
+  });
+
   it('a missing object: head answers null, a read fails with S3’s NoSuchKey and status 404, as the SDK’s errors do', async () => {
     expect(await client.headObject('uploads/o/none.png')).toBeNull();
     const err = (await client.getObject('uploads/o/none.png').catch((e: unknown) => e)) as S3Error;
@@ -134,7 +141,7 @@ c.destroy();`;
 
 describe('retries, as the SDK retries', () => {
   let server: Server;
-  let answers: { status: number; code?: string }[];
+  let answers: { status: number; code?: string; body?: string }[];
   let resetEvery = false;
   let seen: IncomingMessage[];
   let client: ObjectClient;
@@ -145,7 +152,7 @@ describe('retries, as the SDK retries', () => {
       if (resetEvery) return void req.socket.destroy();
       req.resume();
       const a = answers.shift() ?? { status: 200 };
-      if (a.status < 300) return void res.writeHead(a.status, { 'x-amz-request-id': 'REQ' }).end();
+      if (a.status < 300) return void res.writeHead(a.status, { 'x-amz-request-id': 'REQ' }).end(a.body);
       res.writeHead(a.status, { 'content-type': 'application/xml' }).end(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>${a.code}</Code><Message>m &amp; n</Message></Error>`);
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -190,5 +197,13 @@ describe('retries, as the SDK retries', () => {
     answers = [{ status: 400, code: 'InvalidTag' }];
     await expect(client.putObjectTagging('uploads/r/3.png', { verdict: 'x' })).rejects.toMatchObject({ name: 'InvalidTag' });
     expect(seen).toHaveLength(1);
+  });
+
+  it('DeleteObjects answered 200 with per-key errors fails, naming the keys and their codes (S3 lists only failures in quiet mode)', async () => {
+    answers = [{ status: 200, body: '<?xml version="1.0" encoding="UTF-8"?><DeleteResult><Error><Key>uploads/r/5.png</Key><Code>AccessDenied</Code><Message>Access Denied</Message></Error></DeleteResult>' }];
+    await expect(client.deleteObjects(['uploads/r/5.png', 'uploads/r/6.png'])).rejects.toThrow('1 of 2 objects not deleted: uploads/r/5.png (AccessDenied)');
+    expect(seen).toHaveLength(1);
+    expect(seen[0]!.method).toBe('POST');
+    expect(seen[0]!.url).toBe('/media?delete=');
   });
 });
