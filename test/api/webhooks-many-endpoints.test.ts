@@ -21,6 +21,12 @@ import { emit } from '../../shared/outbox';
 import type { BuyerPrincipal } from '../../shared/types';
 
 const ENDPOINTS = 101;
+/**
+ * Time allowed for the 101 (or 202) deliveries. Not a performance bar (that is the webhooks
+ * benchmark's job): alone this suite takes about 23 s, but late in a full `npm test` run (in the
+ * same jest process as sixty suites before it) it took 53–75 s, and a 60 s budget failed once.
+ */
+const DELIVERY_BUDGET_MS = 150_000;
 
 let rt: TestRuntime;
 let rx: DevReceiver;
@@ -77,18 +83,18 @@ it('every endpoint of an organization with more than 100 is read without the cur
 it('one event reaches all 101 endpoints of an organization', async () => {
   withoutCursorSecret();
   const id = await newEvent();
-  await waitFor(() => reached(id).size === ENDPOINTS, { timeoutMs: 30_000 });
-  await waitFor(async () => (await getEvent(id))!.delivery_status === 'delivered', { timeoutMs: 20_000 });
+  await waitFor(() => reached(id).size === ENDPOINTS, { timeoutMs: 60_000 });
+  await waitFor(async () => (await getEvent(id))!.delivery_status === 'delivered', { timeoutMs: 40_000 });
   const deliveries = (await getEvent(id))!.deliveries as Record<string, DeliveryEntry>;
   expect(Object.values(deliveries).filter((d) => d.status === 'delivered')).toHaveLength(ENDPOINTS);
-}, 60_000);
+}, DELIVERY_BUDGET_MS);
 
 it('a replay of an event reaches all 101 endpoints again', async () => {
   const id = await newEvent();
-  await waitFor(async () => (await getEvent(id))?.delivery_status === 'delivered', { timeoutMs: 30_000 });
+  await waitFor(async () => (await getEvent(id))?.delivery_status === 'delivered', { timeoutMs: 60_000 });
   withoutCursorSecret();
   const r = await rt.request('POST', `/v1/webhook_events/${id}/replay`, { key: buyer.live, body: {}, headers: { 'Idempotency-Key': idemKey() } });
   expect(r.status).toBe(202);
-  await waitFor(() => rx.received.filter((x) => x.event.id === id).length === 2 * ENDPOINTS, { timeoutMs: 30_000 });
+  await waitFor(() => rx.received.filter((x) => x.event.id === id).length === 2 * ENDPOINTS, { timeoutMs: 60_000 });
   expect(reached(id).size).toBe(ENDPOINTS);
-}, 60_000);
+}, DELIVERY_BUDGET_MS);
