@@ -2,10 +2,12 @@
  * multipart/form-data parsing for the direct upload (D24), on the buffered request body (API
  * Gateway hands binary bodies over base64-encoded, so the whole body is in memory anyway).
  *
- * Uses busboy, the well-known streaming parser (present in node_modules through s3rver as 0.3.x).
- * The event signatures of busboy 0.3 (`file(name, stream, filename, encoding, mime)`) and 1.x
- * (`file(name, stream, {filename, encoding, mimeType})`) are both handled, so adding busboy@1 as a
- * direct dependency needs no change here.
+ * Uses busboy 1.x, the well-known streaming parser. (The event signature of busboy 0.3, which s3rver
+ * brings, `file(name, stream, filename, encoding, mime)`, is still handled.)
+ *
+ * File names are read as UTF-8: browsers and HTTP clients send `filename="café.jpg"` as raw UTF-8
+ * bytes (the HTML standard's form encoding), which busboy's default, Latin-1, would turn into
+ * `cafÃ©.jpg`. A `filename*=` parameter (RFC 5987) names its own charset and wins either way.
  */
 import { Readable } from 'node:stream';
 import { errors } from '../errors';
@@ -31,7 +33,7 @@ type BusboyLike = NodeJS.WritableStream & {
 };
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const busboy = require('busboy') as (opts: { headers: Record<string, string>; limits?: Record<string, number> }) => BusboyLike;
+const busboy = require('busboy') as (opts: { headers: Record<string, string>; defParamCharset?: string; limits?: Record<string, number> }) => BusboyLike;
 
 export async function parseMultipart(
   body: Buffer,
@@ -41,7 +43,7 @@ export async function parseMultipart(
   const bad = (message: string, code = 'invalid_multipart') => errors.validation(message, [{ field: 'file', message, code }]);
   let bb: BusboyLike;
   try {
-    bb = busboy({ headers: { 'content-type': contentType }, limits: { files: limits.files, fileSize: limits.fileSize, fields: limits.fields ?? 20, parts: limits.files + (limits.fields ?? 20) } });
+    bb = busboy({ headers: { 'content-type': contentType }, defParamCharset: 'utf8', limits: { files: limits.files, fileSize: limits.fileSize, fields: limits.fields ?? 20, parts: limits.files + (limits.fields ?? 20) } });
   } catch {
     throw bad('The multipart body has no boundary.');
   }

@@ -5,6 +5,7 @@
  */
 import * as z from '../zod';
 import { errors } from '../errors';
+import { assertSendableText } from '../http/text';
 import type { MutationContext } from '../context';
 import { MAX_SIZE_BYTES } from '../media/sniff';
 import { issuesToDetails } from '../http/middlewares/validate';
@@ -70,6 +71,9 @@ export async function handleUploadRequest(
     if (unknown) throw errors.validation(`Unknown file field "${unknown.field}"; send files in the \`file\` field.`, [{ field: unknown.field, message: 'unknown field', code: 'unknown_field' }]);
     const tooBig = parsed.files.find((f) => f.truncated);
     if (tooBig) throw errors.validation(`File ${tooBig.filename} is too large.`, [{ field: 'file', message: 'too large', code: 'file_too_large' }]);
+    // Text an event could not carry through SQS is refused, as in JSON bodies (shared/http/text.ts).
+    assertSendableText(parsed.fields);
+    parsed.files.forEach((f) => assertSendableText({ filename: f.filename }, 'file'));
     const device = parseDeviceFields(parsed.fields);
     const body = await uploadDirect(ctx, sub, mode, parsed.files.map((f) => ({ filename: f.filename, contentType: f.contentType, data: f.data })), device);
     return { status: 202, body };

@@ -89,6 +89,31 @@ describe('a job titled with astral characters stalls nothing', () => {
     const aDone = await rt.request('GET', `/v1/jobs/${aJob.json.id}`, { key: a.test, headers: { Prefer: 'wait=30' } });
     expect(aDone.json.status).toBe('completed');
   }, 120_000);
+
+  it('a control character is escaped in the event\'s JSON, so that job is stored and its webhook arrives too', async () => {
+    const a = await signupBuyer(rt, 'Control Co');
+    expect((await post('/v1/webhook_endpoints', a.test, { url: `${rx.url}/c`, events: ['job.created'] })).status).toBe(201);
+    const title = `nul \u0000 bell \u0007 ${ASTRAL}`;
+    const created = await post('/v1/jobs', a.test, job(title, 1));
+    expect(created.status).toBe(201);
+    const delivered = await waitFor(() => rx.at('/c').find((r) => r.event.type === 'job.created'), { timeoutMs: 20_000 });
+    expect((delivered.event.data as { title: string }).title).toBe(title);
+  }, 60_000);
+
+  it('U+FFFF, which SQS refuses in a message, is a 400 naming the field instead of an event that could never be delivered', async () => {
+    const a = await signupBuyer(rt, 'Noncharacter Co');
+    const r = await post('/v1/jobs', a.test, job('shapes \uFFFF', 1));
+    expect(r.status).toBe(400);
+    expect(r.json.error).toMatchObject({ type: 'validation_error', details: [{ field: 'title', code: 'invalid_character', message: expect.stringContaining('U+FFFF') }] });
+    expect((await rt.request('GET', '/v1/jobs', { key: a.test })).json.data).toEqual([]);
+  });
+
+  it('an unpaired surrogate in a nested value is a 400 naming its path', async () => {
+    const a = await signupBuyer(rt, 'Surrogate Co');
+    const r = await post('/v1/jobs', a.test, { ...job('shapes', 1), metadata: { note: 'half \uD83D pair' } });
+    expect(r.status).toBe(400);
+    expect(r.json.error.details).toEqual([expect.objectContaining({ field: 'metadata.note', code: 'invalid_character', message: expect.stringContaining('unpaired surrogate') })]);
+  });
 });
 
 describe('one poison stream record never stops the others', () => {

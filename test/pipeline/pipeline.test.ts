@@ -235,6 +235,28 @@ describe('pipeline: from a worker upload to a delivered, charged File', () => {
     expect(objects.KeyCount ?? 0).toBe(0);
   });
 
+  it('a file name sent as UTF-8, as browsers send it, is kept as written', async () => {
+    const buyer = await liveBuyer(rt);
+    const job = await createJob(rt, buyer.live, { files_needed: 1, accepted_formats: ['image/jpeg'] });
+    const w = await signupWorker(rt);
+    const a = await accept(rt, w.token, job.id);
+    expect((await uploadFile(rt, w.token, a.json.id, await detailedJpeg(31), 'image/jpeg', 'café 📷.jpg')).status).toBe(202);
+    const sub = await rt.request('GET', `/internal/worker/submissions/${a.json.id}`, { key: w.token });
+    expect(sub.json.files).toEqual([expect.objectContaining({ filename: 'café 📷.jpg' })]);
+  });
+
+  it('a file name holding U+FFFF, which no event could carry through SQS, is a 400 naming it, and nothing is stored', async () => {
+    const buyer = await liveBuyer(rt);
+    const job = await createJob(rt, buyer.live, { files_needed: 1, accepted_formats: ['image/jpeg'] });
+    const w = await signupWorker(rt);
+    const a = await accept(rt, w.token, job.id);
+    const r = await uploadFile(rt, w.token, a.json.id, await detailedJpeg(32), 'image/jpeg', 'odd\uFFFF.jpg');
+    expect(r.status).toBe(400);
+    expect(r.json.error.details).toEqual([expect.objectContaining({ field: 'file.filename', code: 'invalid_character', message: expect.stringContaining('U+FFFF') })]);
+    const objects = await s3.send(new ListObjectsV2Command({ Bucket: rt.bucketName, Prefix: `uploads/${a.json.id}/` }));
+    expect(objects.KeyCount ?? 0).toBe(0);
+  });
+
   it('D24/D25: the pre-signed path: JSON gets a signed PUT (size and type signed), the landed bytes are checked, then scored', async () => {
     const buyer = await liveBuyer(rt);
     const job = await createJob(rt, buyer.live, { files_needed: 2 });

@@ -8,6 +8,7 @@ import type { core } from 'zod';
 import { errors, type ErrorDetail } from '../../errors';
 import { state } from '../state';
 import { ApiError } from '../../errors';
+import { assertSendableText } from '../text';
 
 /**
  * D11: a refused body on a route that takes an Idempotency-Key is an outcome like any other 4xx,
@@ -89,6 +90,8 @@ export function validation(schemas: Schemas): middy.MiddlewareObj<APIGatewayProx
     if (schemas.body) {
       const r = schemas.body.safeParse(s.json === undefined ? {} : s.json);
       if (!r.success) throw errors.validation('The request body is invalid.', issuesToDetails(r.error.issues));
+      // Text an event could not carry through SQS is refused here, not dead-lettered later.
+      assertSendableText(r.data);
       s.body = r.data;
     } else if (s.json !== undefined && s.json !== null && !(typeof s.json === 'object' && Object.keys(s.json as object).length === 0)) {
       throw errors.validation('This endpoint takes no request body.', [{ message: 'unexpected body', code: 'unexpected_body' }]);
