@@ -2,7 +2,8 @@
 const esmPackages = ['@middy', 'ulid', '@seriousme'].join('|');
 const transform = { '^.+\\.(t|j|mj)s$': ['@swc/jest'] };
 const common = {
-  testEnvironment: 'node',
+  // Node's environment, releasing each file's AsyncLocalStorage stores at its end (see the file).
+  testEnvironment: '<rootDir>/test/support/environment.cjs',
   transform,
   transformIgnorePatterns: [`/node_modules/(?!(${esmPackages})/)`],
   moduleFileExtensions: ['ts', 'js', 'mjs', 'json'],

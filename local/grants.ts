@@ -22,7 +22,7 @@
  *   (`access.transcribe`) StartTranscriptionJob on our job names; SNS (`access.sms`) Publish (the
  *   local SMS outbox too). Any other service: refused, as no function of the stack is granted one.
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
+import { contextStore } from '../shared/context-store';
 import { BUCKET_PREFIXES, TRANSCRIBE_JOB_PREFIX } from '../shared/manifest/wiring';
 import { DEFAULT_BEDROCK_MODEL_ID } from '../shared/scoring/bedrock-reply';
 import { REQUEST_COUNT_PARTITIONS, type BucketAccess } from '../shared/manifest/access';
@@ -198,7 +198,7 @@ function checkService(g: Grants, client: string, command: string, input: Service
 
 // ---- the check ----
 
-const store = new AsyncLocalStorage<Grants>();
+const store = contextStore<Grants>();
 
 /** Runs one invocation of a function with its grants. */
 export function withGrants<T>(grants: Grants, run: () => T): T {

@@ -11,7 +11,7 @@
  * local runtime also hooks its grant check in here (local/grants.ts), so that no deployed bundle
  * carries it.
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
+import { contextStore } from '../context-store';
 
 export class InvocationStopped extends Error {
   constructor(fn: string) {
@@ -25,7 +25,7 @@ export interface Invocation {
   stopped: boolean;
 }
 
-const store = new AsyncLocalStorage<Invocation>();
+const store = contextStore<Invocation>();
 
 /** Runs `fn` as one invocation of function `name`; stop it with `invocation.stopped = true`. */
 export function runInvocation<T>(invocation: Invocation, fn: () => T): T {

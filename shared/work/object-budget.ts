@@ -16,7 +16,7 @@
  * run still waiting when less than 40 % of the invocation's time is left gives up with
  * `RetryLater`, so only that record comes back (a partial batch failure, with the backoff).
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
+import { contextStore } from '../context-store';
 import { RetryLater } from './stage-message';
 
 const DEFAULT_MEMORY_MB = 1024;
@@ -83,7 +83,7 @@ export class ByteBudget {
   }
 }
 
-const waitLimits = new AsyncLocalStorage<number>();
+const waitLimits = contextStore<number>();
 
 /**
  * Runs one consumer invocation with `remainingMs` of its time left (Lambda's

@@ -1,0 +1,18 @@
+/**
+ * Jest's Node environment, plus one step at the end of each test file: the file's AsyncLocalStorage
+ * stores are disabled (shared/context-store.ts). Jest loads the modules afresh for every file,
+ * Node keeps every store ever used in one process-wide list that each new promise walks, and
+ * without this step code later in a run slows down file after file. It runs after every afterAll
+ * hook of the file, when nothing of the file is still running.
+ */
+const { TestEnvironment } = require('jest-environment-node');
+
+class ProjectEnvironment extends TestEnvironment {
+  async teardown() {
+    const release = this.global.__releaseContextStores;
+    if (typeof release === 'function') release();
+    await super.teardown();
+  }
+}
+
+module.exports = ProjectEnvironment;
