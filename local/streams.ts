@@ -239,6 +239,7 @@ export class StreamPipes {
    */
   private async forward(record: DynamoDBRecord): Promise<number> {
     const matching = (this.opts.pipes ?? PIPES).filter((p) => matchesPattern(p.filter, record));
+    if (!matching.length) return 0; // most records (every MODIFY) match no pipe
     const body = JSON.stringify(record);
     const sent = await Promise.all(matching.map((p) => this.sendWithRetries(p, record, body)));
     return sent.filter(Boolean).length;
