@@ -72,6 +72,24 @@ export interface DynamoDbLocalOptions {
   port?: number;
   host?: string;
   java?: string;
+  /** Options for the JVM; default `jvmOptions()`. */
+  jvmOptions?: readonly string[];
+}
+
+/**
+ * The JVM's options: DYNAMODB_LOCAL_JVM_OPTS (space-separated) when set, else the serial garbage
+ * collector and the client compiler only. The emulator is a developer's tool: it starts, answers a
+ * few thousand calls and stops. Measured here (2 cores, Java 17; in-memory tables; rounds of
+ * PutItem, GetItem, UpdateItem, a 6-item TransactWriteItems and a Query, 4 at a time), the JVM's
+ * CPU: start-up 3.4 → 1.7 s, the first 400 rounds 24 → 11 ms each, the next 1,000 10.4 → 6.7 ms.
+ * Past about 1,400 rounds the server compiler's code is faster (5.9 against 6.6 ms a round), and
+ * only after some 10,000 more rounds would it have paid for its compiling. `DYNAMODB_LOCAL_JVM_OPTS=" "`
+ * runs the JVM's defaults.
+ */
+export function jvmOptions(env: NodeJS.ProcessEnv = process.env): string[] {
+  const set = env.DYNAMODB_LOCAL_JVM_OPTS;
+  if (set !== undefined) return set.split(/\s+/).filter(Boolean);
+  return ['-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1'];
 }
 
 /** Starts DynamoDB Local and resolves once it answers ListTables. */
@@ -84,7 +102,7 @@ export async function startDynamoDbLocal(opts: DynamoDbLocalOptions = {}): Promi
   const storage = opts.dbPath ? ['-dbPath', opts.dbPath] : ['-inMemory'];
   if (opts.dbPath) mkdirSync(opts.dbPath, { recursive: true });
   // -sharedDb: one database whatever the credentials and region of the caller.
-  const args = [`-Djava.library.path=${join(dir, 'DynamoDBLocal_lib')}`, '-jar', join(dir, 'DynamoDBLocal.jar'), '-port', String(port), ...storage, '-sharedDb'];
+  const args = [...(opts.jvmOptions ?? jvmOptions()), `-Djava.library.path=${join(dir, 'DynamoDBLocal_lib')}`, '-jar', join(dir, 'DynamoDBLocal.jar'), '-port', String(port), ...storage, '-sharedDb'];
   // SIGINT and SIGTERM ignored (set before exec, which the JVM honours): a Ctrl-C reaches the whole
   // process group, and the runtime still needs the table while it stops. stop() sends SIGHUP.
   const child = spawn('/bin/sh', ['-c', `trap '' INT TERM; exec "$0" "$@"`, java, ...args], { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });

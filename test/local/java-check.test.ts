@@ -1,7 +1,7 @@
 import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { checkJava, javaCommand, JavaMissingError } from '../../local/dynamodb';
+import { checkJava, javaCommand, JavaMissingError, jvmOptions } from '../../local/dynamodb';
 
 function fakeJava(versionLine: string): string {
   const file = join(mkdtempSync(join(tmpdir(), 'fake-java-')), 'java');
@@ -37,5 +37,16 @@ describe('DynamoDB Local needs Java 17+', () => {
     expect(javaCommand({ JAVA: '/opt/j/bin/java', JAVA_HOME: '/x' })).toBe('/opt/j/bin/java');
     expect(javaCommand({ JAVA_HOME: '/usr/lib/jvm/17' })).toBe('/usr/lib/jvm/17/bin/java');
     expect(javaCommand({})).toBe('java');
+  });
+});
+
+describe("DynamoDB Local's JVM options", () => {
+  it('default to the serial collector and the client compiler (a short-lived emulator)', () => {
+    expect(jvmOptions({})).toEqual(['-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1']);
+  });
+
+  it('DYNAMODB_LOCAL_JVM_OPTS replaces them; a blank value runs the JVM defaults', () => {
+    expect(jvmOptions({ DYNAMODB_LOCAL_JVM_OPTS: ' -Xmx1g  -XX:+UseG1GC ' })).toEqual(['-Xmx1g', '-XX:+UseG1GC']);
+    expect(jvmOptions({ DYNAMODB_LOCAL_JVM_OPTS: ' ' })).toEqual([]);
   });
 });
