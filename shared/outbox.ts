@@ -8,6 +8,7 @@ import { newId } from './ids';
 import { now, DAY_MS } from './clock';
 import type { Tx } from './db/tx';
 import type { Env } from './types';
+import { sendable } from './sendable-text';
 
 export const API_VERSION = '2026-03-18';
 
@@ -64,7 +65,9 @@ export function emit(tx: Tx, input: EmitInput): EventEnvelope {
     api_version: API_VERSION,
     created_at: at.toISOString(),
     environment: input.env,
-    data: input.data,
+    // Text no caller wrote (a model's words) may hold a character SQS refuses: replaced, so the
+    // event can always be delivered (shared/sendable-text.ts).
+    data: sendable(input.data),
   };
   tx.create(`event:${input.type}`, {
     ...keys.event(id),

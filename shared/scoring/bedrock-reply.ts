@@ -8,6 +8,7 @@
  */
 import type { ConverseCommandInput, ConverseCommandOutput } from '@aws-sdk/client-bedrock-runtime';
 import * as z from '../zod';
+import { sendable } from '../sendable-text';
 
 export const DEFAULT_BEDROCK_MODEL_ID = 'amazon.nova-pro-v1:0';
 
@@ -63,7 +64,9 @@ export function parseModelReply<S extends z.core.$ZodType>(out: ConverseCommandO
   if (!text) throw new BedrockOutputError(`model returned no text (stopReason ${out.stopReason ?? 'unknown'})`, '');
   let json: unknown;
   try {
-    json = extractJson(text);
+    // A model may write `\uffff` or half a surrogate pair as a JSON escape: such a character could
+    // be neither stored as written nor sent in an event, so it becomes U+FFFD (shared/sendable-text.ts).
+    json = sendable(extractJson(text));
   } catch (e) {
     throw new BedrockOutputError(`model answer is not JSON: ${(e as Error).message}`, text);
   }

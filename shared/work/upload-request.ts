@@ -5,7 +5,7 @@
  */
 import * as z from '../zod';
 import { errors } from '../errors';
-import { assertSendableText } from '../http/text';
+import { assertSendableText } from '../sendable-text';
 import type { MutationContext } from '../context';
 import { MAX_SIZE_BYTES } from '../media/sniff';
 import { issuesToDetails } from '../http/middlewares/validate';
@@ -71,7 +71,7 @@ export async function handleUploadRequest(
     if (unknown) throw errors.validation(`Unknown file field "${unknown.field}"; send files in the \`file\` field.`, [{ field: unknown.field, message: 'unknown field', code: 'unknown_field' }]);
     const tooBig = parsed.files.find((f) => f.truncated);
     if (tooBig) throw errors.validation(`File ${tooBig.filename} is too large.`, [{ field: 'file', message: 'too large', code: 'file_too_large' }]);
-    // Text an event could not carry through SQS is refused, as in JSON bodies (shared/http/text.ts).
+    // Text an event could not carry through SQS is refused, as in JSON bodies (shared/sendable-text.ts).
     assertSendableText(parsed.fields);
     parsed.files.forEach((f) => assertSendableText({ filename: f.filename }, 'file'));
     const device = parseDeviceFields(parsed.fields);

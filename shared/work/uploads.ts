@@ -203,4 +203,5 @@ export async function uploadPresigned(ctx: MutationContext, sub: SubmissionItem,
   return body;
 }
 
-const cleanName = (name: string) => name.replace(/[\\/\x00-\x1f]/g, '_').slice(-255) || 'upload';
+/** Path separators and control characters become `_`; the last 255 characters are kept (whole code points: never half an emoji). */
+const cleanName = (name: string) => Array.from(name.replace(/[\\/\x00-\x1f]/g, '_')).slice(-255).join('') || 'upload';

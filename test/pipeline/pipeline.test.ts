@@ -245,6 +245,17 @@ describe('pipeline: from a worker upload to a delivered, charged File', () => {
     expect(sub.json.files).toEqual([expect.objectContaining({ filename: 'café 📷.jpg' })]);
   });
 
+  it('a file name longer than 255 characters keeps its last 255, never half an emoji', async () => {
+    const buyer = await liveBuyer(rt);
+    const job = await createJob(rt, buyer.live, { files_needed: 1, accepted_formats: ['image/jpeg'] });
+    const w = await signupWorker(rt);
+    const a = await accept(rt, w.token, job.id);
+    const name = `ab${'📷'.repeat(300)}`; // 302 characters in 602 UTF-16 units: the last 255 units start with half an emoji
+    expect((await uploadFile(rt, w.token, a.json.id, await detailedJpeg(33), 'image/jpeg', name)).status).toBe(202);
+    const sub = await rt.request('GET', `/internal/worker/submissions/${a.json.id}`, { key: w.token });
+    expect(sub.json.files).toEqual([expect.objectContaining({ filename: '📷'.repeat(255) })]);
+  });
+
   it('a file name holding U+FFFF, which no event could carry through SQS, is a 400 naming it, and nothing is stored', async () => {
     const buyer = await liveBuyer(rt);
     const job = await createJob(rt, buyer.live, { files_needed: 1, accepted_formats: ['image/jpeg'] });

@@ -204,6 +204,13 @@ describe('D28 bedrock provider (converseReplies Converse responses, no network)'
     expect(starFromDimensions({ relevance: 5, quality: 5, instruction_compliance: 5 }).ai_star_rating).toBe(5);
   });
 
+  it('a reasoning that escapes U+FFFF or half a surrogate pair is kept with U+FFFD in their place (it could be neither stored nor sent)', async () => {
+    const reply = structuredClone(converseReplies.good) as { output: { message: { content: { text: string }[] } } };
+    reply.output.message.content[0]!.text = '{"relevance": 4, "quality": 4, "instruction_compliance": 4, "reasoning": "Sharp\\uffff shop \\ud83d sign \\ud83d\\udcf7"}';
+    const r = await new BedrockScorer({ client: fakeClient(reply).client }).score({ job: photoJob, file: await file() });
+    expect(r.ai_reasoning).toBe('Sharp\uFFFD shop \uFFFD sign 📷');
+  });
+
   it.each(['outOfRange', 'missingField', 'prose', 'truncated', 'empty'] as const)('rejects malformed output: %s', async (name) => {
     const scorer = new BedrockScorer({ client: fakeClient(converseReplies[name]).client });
     await expect(scorer.score({ job: photoJob, file: await file() })).rejects.toBeInstanceOf(BedrockOutputError);

@@ -8,7 +8,7 @@ import type { core } from 'zod';
 import { errors, type ErrorDetail } from '../../errors';
 import { state } from '../state';
 import { ApiError } from '../../errors';
-import { assertSendableText } from '../text';
+import { assertSendableText } from '../../sendable-text';
 
 /**
  * D11: a refused body on a route that takes an Idempotency-Key is an outcome like any other 4xx,

@@ -4,13 +4,19 @@
  * escapes the control characters, but SQS refuses a body holding U+FFFE or U+FFFF (its allowed
  * characters are #x9, #xA, #xD, #x20–#xD7FF, #xE000–#xFFFD and #x10000–#x10FFFF), so the event
  * would be dead-lettered and never delivered. An unpaired surrogate is not Unicode at all: it cannot
- * be written as UTF-8, so it would be stored as U+FFFD or refused by DynamoDB. Both are refused at
- * the edge with a 400 naming the field, rather than stored and lost later.
+ * be written as UTF-8, so it would be stored as U+FFFD or refused by DynamoDB.
+ *
+ * - A caller's text holding either is refused at the edge with a 400 naming the field
+ *   (`assertSendableText`, in the validation middleware and the upload form).
+ * - Text no caller wrote (a model's reasoning or labels, a transcript) is not refused: the outbox
+ *   writes it into an event with each such character replaced by U+FFFD (`sendable`), so the event
+ *   is always deliverable.
  */
-import { errors, type ApiError } from '../errors';
+import { errors, type ApiError } from './errors';
 
 /** U+FFFE, U+FFFF, or a surrogate that is not half of a pair (with the `u` flag a pair is one code point). */
 const UNSENDABLE = /[\uFFFE\uFFFF]|[\uD800-\uDFFF]/u;
+const UNSENDABLE_ALL = new RegExp(UNSENDABLE.source, 'gu');
 
 export interface UnsendableText {
   /** Dotted path of the field (array indexes as numbers), `undefined` for the body itself. */
@@ -63,4 +69,18 @@ function unsendable(bad: UnsendableText): ApiError {
   return errors.validation('The request contains a character that cannot be stored and delivered.', [
     { ...(bad.field === undefined ? {} : { field: bad.field }), message: bad.message, code: 'invalid_character' },
   ]);
+}
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  v !== null && typeof v === 'object' && [Object.prototype, null].includes(Object.getPrototypeOf(v));
+
+/**
+ * `value` with every such character in its strings (and plain objects' keys) replaced by U+FFFD.
+ * Arrays and plain objects are copied; anything else is kept as it is.
+ */
+export function sendable<T>(value: T): T {
+  if (typeof value === 'string') return (UNSENDABLE.test(value) ? value.replace(UNSENDABLE_ALL, '\uFFFD') : value) as T;
+  if (Array.isArray(value)) return value.map(sendable) as T;
+  if (isPlainObject(value)) return Object.fromEntries(Object.entries(value).map(([k, v]) => [sendable(k), sendable(v)])) as T;
+  return value;
 }
