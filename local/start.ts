@@ -2,7 +2,8 @@
  * `npm start`: the whole service on this machine. PORT (3000), HOST (127.0.0.1), DATA_DIR (./data),
  * LOG_LEVEL (info), LOCAL_CONSUMER_CONCURRENCY (queue consumer invocations at once; default the
  * machine's cores, or the queue's own maximum), LOCAL_MODEL_WORKERS (worker threads for the image
- * models; default the consumer concurrency, 0 = on the main thread). Data persists in DATA_DIR
+ * models; default the consumer concurrency, 0 = on the main thread), DYNAMODB_LOCAL_JVM_OPTS (the
+ * emulator's JVM options; default the serial collector and the client compiler). Data persists in DATA_DIR
  * between restarts.
  *
  * Stopping loses nothing: Ctrl-C (SIGINT to the whole process group) and SIGTERM stop the pollers

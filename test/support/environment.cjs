@@ -9,9 +9,12 @@ const { TestEnvironment } = require('jest-environment-node');
 
 class ProjectEnvironment extends TestEnvironment {
   async teardown() {
-    const release = this.global.__releaseContextStores;
-    if (typeof release === 'function') release();
-    await super.teardown();
+    try {
+      const release = this.global.__releaseContextStores;
+      if (typeof release === 'function') release();
+    } finally {
+      await super.teardown();
+    }
   }
 }
 
