@@ -12,8 +12,9 @@
  * - Bucket (`access.bucket`): action by action and prefix by prefix below; test/cdk/stack.test.ts
  *   checks these rules against every function's synthesized policy.
  * - Table (`access.table`): `write` may do anything on the table; `read` only reads, plus the
- *   request count's UpdateItem on the partitions `REQUEST_COUNT_PARTITIONS` (routes with a rate
- *   limit), as the stack's `dynamodb:LeadingKeys` condition allows.
+ *   request count's UpdateItem on the partitions `REQUEST_COUNT_PARTITIONS` naming only the
+ *   attributes `REQUEST_COUNT_ATTRIBUTES` (routes with a rate limit), as the stack's
+ *   `dynamodb:LeadingKeys` and `dynamodb:Attributes` conditions allow.
  * - Queues: SendMessage only to the queues of `access.sendTo`; a consumer may also change the
  *   visibility of its own queue's messages.
  * - The sealing key (`access.kms`): data keys and encryption with `encrypt`, decryption with
@@ -25,7 +26,7 @@
 import { contextStore } from '../shared/context-store';
 import { BUCKET_PREFIXES, TRANSCRIBE_JOB_PREFIX } from '../shared/manifest/wiring';
 import { DEFAULT_BEDROCK_MODEL_ID } from '../shared/scoring/bedrock-reply';
-import { REQUEST_COUNT_PARTITIONS, type BucketAccess } from '../shared/manifest/access';
+import { REQUEST_COUNT_ATTRIBUTES, REQUEST_COUNT_PARTITIONS, type BucketAccess } from '../shared/manifest/access';
 import { config } from '../shared/config';
 import { setLocalCallCheck } from '../shared/observability/invocation';
 
@@ -127,15 +128,51 @@ const TABLE_READS = new Set(['GetItemCommand', 'BatchGetItemCommand', 'QueryComm
 /** A key attribute as the document client (a string) or the raw client (`{S: …}`) passes it. */
 const keyString = (v: unknown): string | null => (typeof v === 'string' ? v : typeof (v as { S?: unknown })?.S === 'string' ? (v as { S: string }).S : null);
 
-function checkTable(g: Grants, command: string, input: { Key?: { PK?: unknown } }): void {
+/** Words of the expression grammar (and its functions) that are not attribute names. */
+const EXPRESSION_WORDS = new Set(
+  ['set', 'remove', 'add', 'delete', 'and', 'or', 'not', 'between', 'in', 'if_not_exists', 'list_append', 'attribute_exists', 'attribute_not_exists', 'attribute_type', 'begins_with', 'contains', 'size'],
+);
+
+interface UpdateInput {
+  Key?: Record<string, unknown>;
+  UpdateExpression?: string;
+  ConditionExpression?: string;
+  ExpressionAttributeNames?: Record<string, string>;
+  AttributeUpdates?: Record<string, unknown>;
+  Expected?: Record<string, unknown>;
+}
+
+/**
+ * The top-level attribute names an UpdateItem names, as `dynamodb:Attributes` sees them: its key's,
+ * those of its update and condition expressions (a `#name` resolved, a path's first element only),
+ * and those of the legacy parameters.
+ */
+export function attributesNamed(input: UpdateInput): Set<string> {
+  const names = new Set<string>([...Object.keys(input.Key ?? {}), ...Object.keys(input.AttributeUpdates ?? {}), ...Object.keys(input.Expected ?? {})]);
+  const subst = input.ExpressionAttributeNames ?? {};
+  for (const expr of [input.UpdateExpression, input.ConditionExpression]) {
+    // A name not after a word character, `.`, `]`, `:` or `#`: skips values and nested path parts.
+    for (const [, token] of (expr ?? '').matchAll(/(?<![\w.\]:#])(#?[A-Za-z_]\w*)/g)) {
+      if (token!.startsWith('#')) names.add(subst[token!] ?? token!);
+      else if (!EXPRESSION_WORDS.has(token!.toLowerCase())) names.add(token!);
+    }
+  }
+  return names;
+}
+
+function checkTable(g: Grants, command: string, input: { Key?: { PK?: unknown } } & UpdateInput): void {
   if (g.table === 'write' || TABLE_READS.has(command)) {
     if (!g.table) throw new AccessDenied(`${g.fn} has no access to the table (${command})`);
     return;
   }
   if (command === 'UpdateItemCommand' && g.requestCounting) {
     const pk = keyString(input.Key?.PK);
-    if (pk && REQUEST_COUNT_PARTITIONS.some((p) => pk.startsWith(p.slice(0, -1)))) return;
-    throw new AccessDenied(`${g.fn} may update only the request-count partitions (${REQUEST_COUNT_PARTITIONS.join(', ')}), not ${pk ?? 'this item'}`);
+    if (!pk || !REQUEST_COUNT_PARTITIONS.some((p) => pk.startsWith(p.slice(0, -1)))) {
+      throw new AccessDenied(`${g.fn} may update only the request-count partitions (${REQUEST_COUNT_PARTITIONS.join(', ')}), not ${pk ?? 'this item'}`);
+    }
+    const other = [...attributesNamed(input)].filter((a) => !REQUEST_COUNT_ATTRIBUTES.includes(a));
+    if (other.length) throw new AccessDenied(`${g.fn} may write only the request counters' attributes, not ${other.join(', ')}`);
+    return;
   }
   throw new AccessDenied(`${g.fn} is not authorized to perform dynamodb:${command.replace(/Command$/, '')} (table access: ${g.table ?? 'none'})`);
 }

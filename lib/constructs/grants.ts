@@ -12,7 +12,7 @@ import {
   aws_secretsmanager as secretsmanager,
   aws_sqs as sqs,
 } from 'aws-cdk-lib';
-import { REQUEST_COUNT_PARTITIONS, secretArnVariable, secretsRead, type BucketAccess, type KeyAccess, type SecretName } from '../../shared/manifest/access';
+import { REQUEST_COUNT_ATTRIBUTES, REQUEST_COUNT_PARTITIONS, secretArnVariable, secretsRead, type BucketAccess, type KeyAccess, type SecretName } from '../../shared/manifest/access';
 import { EXTENSION_TTL_SECONDS } from '../../shared/secrets';
 import { acknowledge } from './nag';
 import { BUCKET_PREFIXES, TRANSCRIBE_JOB_PREFIX } from '../../shared/manifest/wiring';
@@ -36,12 +36,22 @@ export function bindTable(fn: lambda.Function, table: dynamodb.ITable, mode: Tab
 /** Routes that write already hold UpdateItem on the whole table (REQUEST_COUNT_PARTITIONS: shared/manifest/access.ts). */
 export { REQUEST_COUNT_PARTITIONS };
 
+/**
+ * A read route's request count: UpdateItem only on the request-count partitions
+ * (`dynamodb:LeadingKeys`) and only naming the counters' attributes (`dynamodb:Attributes`,
+ * REQUEST_COUNT_ATTRIBUTES), so the role cannot change a secret's scopes or an organization's
+ * balance. Both conditions must hold. `ReturnValues` is not narrowed: authentication reads the
+ * counted secret item back (ALL_NEW), which the role may read anyway.
+ */
 export function bindRequestCounting(fn: lambda.Function, table: dynamodb.ITable): void {
   fn.addToRolePolicy(
     new iam.PolicyStatement({
       actions: ['dynamodb:UpdateItem'],
       resources: [table.tableArn],
-      conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [...REQUEST_COUNT_PARTITIONS] } },
+      conditions: {
+        'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [...REQUEST_COUNT_PARTITIONS] },
+        'ForAllValues:StringEquals': { 'dynamodb:Attributes': [...REQUEST_COUNT_ATTRIBUTES] },
+      },
     }),
   );
 }

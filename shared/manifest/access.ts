@@ -35,6 +35,29 @@ export type BucketAccess = 'read' | 'write' | 'read-write' | 'delete' | 'tag';
  */
 export const REQUEST_COUNT_PARTITIONS = ['SECRET#*', 'RL#*', 'ORG#*'] as const;
 
+/** Minutes in the hour a request count keeps a counter for (shared/ratelimit `Windows.minuteIndex`). */
+const MINUTES = Array.from({ length: 60 }, (_, i) => i);
+
+/**
+ * Every attribute those writes name (`dynamodb:Attributes`, granted with `ForAllValues:StringEquals`):
+ * the table's keys, a secret item's counters (shared/ratelimit `SECRET_COUNTER`), a rate-limit
+ * window's counters and TTL, and an API key's `last_used_at`. So a read route's role cannot write
+ * anything else on those items: not a secret's scopes or principal, not an organization's balance
+ * or tier. A write naming another attribute is refused (AccessDenied), deployed and locally
+ * (local/grants.ts). Reads are not narrowed: the same roles may already read the whole table.
+ */
+export const REQUEST_COUNT_ATTRIBUTES: readonly string[] = [
+  'PK',
+  'SK',
+  'rl_hour',
+  'rl_n',
+  ...MINUTES.map((i) => `rl_m${i}`),
+  'n',
+  ...MINUTES.map((i) => `m${i}`),
+  'ttl',
+  'last_used_at',
+];
+
 export interface KeyAccess {
   secrets?: SecretName[];
   kms?: 'encrypt' | 'decrypt' | 'encrypt-decrypt';

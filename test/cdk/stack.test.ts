@@ -16,7 +16,8 @@ import { DEPLOY_CONTEXT } from './fixtures/context';
 import { CDK_CONTEXT, FFMPEG_LAYER_ARN, flatten, synthesize, type Resource } from './support';
 import { allows, checkGrantedCall, withGrants, type BucketAction } from '../../local/grants';
 import { grantsOf, type EntryAccess } from '../../local/lambda';
-import type { BucketAccess } from '../../shared/manifest/access';
+import { REQUEST_COUNT_ATTRIBUTES, type BucketAccess } from '../../shared/manifest/access';
+import { SECRET_COUNTER } from '../../shared/ratelimit';
 
 /** Whether an IAM pattern (`*` wildcards) matches an action or a resource path. */
 const iamGlob = (pattern: string, value: string) => new RegExp(`^${pattern.split('*').map((x) => x.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`).test(value);
@@ -232,8 +233,18 @@ describe('least privilege', () => {
       // or the key's record (last_used_at): nothing else, by partition key.
       const counting = statements.filter((st) => st.Condition);
       expect(counting.flatMap((st) => (Array.isArray(st.Action) ? st.Action : [st.Action]))).toEqual(route.rateLimit === 'none' ? [] : ['dynamodb:UpdateItem']);
-      for (const st of counting) expect(st.Condition).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['SECRET#*', 'RL#*', 'ORG#*'] } });
+      for (const st of counting) {
+        expect(st.Condition).toEqual({
+          'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['SECRET#*', 'RL#*', 'ORG#*'] },
+          'ForAllValues:StringEquals': { 'dynamodb:Attributes': [...REQUEST_COUNT_ATTRIBUTES] },
+        });
+      }
     }
+    // The counters and the table's keys, nothing a secret or an organization holds otherwise.
+    for (const a of ['PK', 'SK', SECRET_COUNTER.hour, SECRET_COUNTER.total, SECRET_COUNTER.minute(0), SECRET_COUNTER.minute(59), 'n', 'm0', 'm59', 'ttl', 'last_used_at']) {
+      expect(REQUEST_COUNT_ATTRIBUTES).toContain(a);
+    }
+    for (const a of ['scopes', 'principal', 'org_id', 'environment', 'not_after', 'available_cents', 'tier', 'secret_hash']) expect(REQUEST_COUNT_ATTRIBUTES).not.toContain(a);
     for (const route of ROUTES.filter((r) => r.access.table === 'write')) {
       expect(actionsOf(routeFunction(route)[0])).toContain('dynamodb:PutItem');
     }

@@ -1,7 +1,7 @@
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { PublishCommand, SNSClient } from '@aws-sdk/client-sns';
-import { checkGrantedCall, withGrants } from '../../local/grants';
+import { attributesNamed, checkGrantedCall, withGrants } from '../../local/grants';
 import { grantedTo } from '../../local/lambda';
 import { traced } from '../../shared/observability/tracer';
 import { BedrockConverse } from '../../shared/aws/bedrock-converse';
@@ -86,6 +86,29 @@ describe('local runtime: a function makes only the calls its manifest entry gran
     await expect(asRoute('jobs.get', () => update('JOB#grants'))).rejects.toThrow(/may update only the request-count partitions/);
     await expect(asRoute('jobs.get', () => db().send(new PutCommand({ TableName: tableName(), Item: { PK: 'JOB#grants2', SK: 'JOB' } })))).rejects.toMatchObject({ name: 'AccessDenied' });
     await expect(asRoute('jobs.create', () => db().send(new PutCommand({ TableName: tableName(), Item: { PK: 'JOB#grants3', SK: 'JOB' } })))).resolves.toBeDefined();
+  });
+
+  it('a read route\'s request count names only the counters: a secret\'s scopes or an organization\'s balance is refused (D63 least privilege)', async () => {
+    const set = (pk: string, expr: string, names?: Record<string, string>) =>
+      db().send(new UpdateCommand({ TableName: tableName(), Key: { PK: pk, SK: 'X' }, UpdateExpression: expr, ExpressionAttributeValues: { ':v': 1 }, ...(names ? { ExpressionAttributeNames: names } : {}) }));
+    await asRoute('jobs.get', async () => {
+      await set('SECRET#grants-attr', 'SET #n = :v, #m = :v, rl_hour = :v', { '#n': 'rl_n', '#m': 'rl_m59' });
+      await set('RL#grants-attr', 'ADD n :v, m0 :v SET #t = if_not_exists(#t, :v)', { '#t': 'ttl' });
+      await set('ORG#grants-attr', 'SET last_used_at = :v');
+    });
+    await expect(asRoute('jobs.get', () => set('SECRET#grants-attr', 'SET scopes = :v'))).rejects.toThrow(/may write only the request counters' attributes, not scopes/);
+    await expect(asRoute('jobs.get', () => set('SECRET#grants-attr', 'SET #n = :v, #s = :v', { '#n': 'rl_n', '#s': 'principal' }))).rejects.toThrow(/not principal$/);
+    await expect(asRoute('jobs.get', () => set('ORG#grants-attr', 'SET last_used_at = :v REMOVE available_cents'))).rejects.toMatchObject({ name: 'AccessDenied' });
+    // A condition names attributes too.
+    await expect(asRoute('jobs.get', () => db().send(new UpdateCommand({ TableName: tableName(), Key: { PK: 'ORG#grants-attr', SK: 'X' }, UpdateExpression: 'SET last_used_at = :v', ConditionExpression: 'tier = :v', ExpressionAttributeValues: { ':v': 1 } })))).rejects.toThrow(/not tier$/);
+    // A route that writes is not narrowed.
+    await expect(asRoute('jobs.create', () => set('ORG#grants-attr', 'SET scopes = :v'))).resolves.toBeDefined();
+  });
+
+  it('the attributes an update names are read as dynamodb:Attributes reads them', () => {
+    expect([...attributesNamed({ Key: { PK: 'a', SK: 'b' }, UpdateExpression: 'SET a.b[0].c = :x, #d = if_not_exists(#d, :y) REMOVE e', ConditionExpression: 'attribute_exists(PK) AND size(f) > :z', ExpressionAttributeNames: { '#d': 'd' } })].sort()).toEqual(
+      ['PK', 'SK', 'a', 'd', 'e', 'f'].sort(),
+    );
   });
 
   it('a function sends only to the queues its entry names', async () => {
