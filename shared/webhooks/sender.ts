@@ -1,6 +1,7 @@
 /**
- * One HTTP attempt (D37): POST, 15 s for the whole exchange, 2xx only, redirects not followed,
- * connection pinned to an address the SSRF guard accepted at connect time (DNS rebinding).
+ * One HTTP attempt (D37): POST, 15 s for the whole exchange (resolving the name included), 2xx
+ * only, redirects not followed, connection pinned to an address the SSRF guard accepted at connect
+ * time (DNS rebinding).
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -34,13 +35,20 @@ export async function postWebhook(
   const started = Date.now();
   let url: URL;
   let address: string;
+  let resolveTimer: NodeJS.Timeout | undefined;
   try {
-    const r = await resolvePublic(rawUrl, policy, resolve);
+    // A slow name server counts against the attempt's time (the dispatcher's budget assumes every
+    // attempt ends within it); the lookup itself cannot be called off and is left to finish.
+    const timedOut = new Promise<null>((r) => (resolveTimer = setTimeout(() => r(null), timeoutMs)));
+    const r = await Promise.race([resolvePublic(rawUrl, policy, resolve), timedOut]);
+    if (!r) return { ok: false, statusCode: null, error: 'timeout', retryAfter: undefined, durationMs: Date.now() - started };
     url = r.url;
     address = r.addresses[0]!;
   } catch (e) {
     const error = e instanceof UnsafeUrl ? (e.code === 'unresolvable_host' ? 'dns_failure' : 'blocked_address') : 'invalid_url';
     return { ok: false, statusCode: null, error, retryAfter: undefined, durationMs: Date.now() - started };
+  } finally {
+    clearTimeout(resolveTimer);
   }
   const family = isIP(address) === 6 ? 6 : 4;
   // Pin: whatever name the client library looks up, it gets the address we checked.
@@ -88,7 +96,7 @@ export async function postWebhook(
     const timer = setTimeout(() => {
       req.destroy(new Error('timeout'));
       finish({ ok: false, statusCode: null, error: 'timeout', retryAfter: undefined });
-    }, timeoutMs);
+    }, Math.max(0, started + timeoutMs - Date.now()));
     req.on('error', (e: NodeJS.ErrnoException) =>
       finish({ ok: false, statusCode: null, error: e.code ?? e.message ?? 'network_error', retryAfter: undefined }),
     );

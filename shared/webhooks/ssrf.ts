@@ -104,6 +104,7 @@ export function classifyAddress(ip: string): AddressVerdict {
   if (zeros(0, 4) && g[4] === 0xffff && g[5] === 0) return embedded('IPv4-translated form');
   if (zeros(0, 6)) return embedded('IPv4-compatible form');
   if (g[0] === 0x64 && g[1] === 0xff9b && zeros(2, 6)) return embedded('NAT64 form');
+  if (g[0] === 0x64 && g[1] === 0xff9b && g[2] === 1) return { ok: false, reason: 'local-use NAT64 address' }; // 64:ff9b:1::/48 (RFC 8215)
   if (g[0] === 0x2002) {
     const v = v4Verdict(v4FromGroups(g[1]!, g[2]!));
     if (!v.ok) return { ok: false, reason: '6to4 form of a non-public IPv4 address' };
@@ -180,10 +181,12 @@ export async function resolvePublic(raw: string, policy: UrlPolicy, resolve: Res
     }
     if (!addresses.length) throw new UnsafeUrl(`the host ${host} does not resolve`, 'unresolvable_host');
   }
+  const literal = addresses.length === 1 && addresses[0] === host;
   for (const a of addresses) {
     if (loopbackDev && isLoopbackAddress(a)) continue;
     const v = classifyAddress(a);
-    if (!v.ok) throw new UnsafeUrl(`the URL resolves to a ${v.reason} (${a}); only public addresses are accepted`, 'non_public_address');
+    // A resolved name's address is not shown: the check would otherwise answer DNS questions.
+    if (!v.ok) throw new UnsafeUrl(literal ? `the URL names a ${v.reason} (${a}); only public addresses are accepted` : `the URL's host resolves to a ${v.reason}; only public addresses are accepted`, 'non_public_address');
   }
   return { url, addresses };
 }

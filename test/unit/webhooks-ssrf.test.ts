@@ -1,5 +1,8 @@
 /** SSRF guard (D36, D44): table-driven; every refused range, in every textual form. */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { classifyAddress, resolvePublic, UnsafeUrl } from '../../shared/webhooks/ssrf';
+import { postWebhook } from '../../shared/webhooks/sender';
 
 const REFUSED: [string, string][] = [
   ['0.0.0.0', '0/8'],
@@ -35,6 +38,7 @@ const REFUSED: [string, string][] = [
   ['0:0:0:0:0:ffff:7f00:0001', 'IPv4-mapped loopback (long form)'],
   ['::127.0.0.1', 'IPv4-compatible loopback'],
   ['64:ff9b::10.0.0.1', 'NAT64 of private'],
+  ['64:ff9b:1::a9fe:a9fe', 'local-use NAT64 (64:ff9b:1::/48)'],
   ['2002:a9fe:a9fe::1', '6to4 of metadata'],
   ['[::1]', 'bracketed IPv6 loopback'],
 ];
@@ -96,5 +100,43 @@ describe('SSRF guard: URLs (D36, D44)', () => {
     await expect(resolvePublic('http://10.0.0.1/hook', dev, dns)).rejects.toBeInstanceOf(UnsafeUrl);
     await expect(resolvePublic('http://[::ffff:127.0.0.1]/hook', dev, dns)).rejects.toBeInstanceOf(UnsafeUrl);
     await expect(resolvePublic('http://public.example/hook', dev, dns)).rejects.toMatchObject({ code: 'https_required' });
+  });
+});
+
+describe('SSRF guard: what a refusal tells (D36)', () => {
+  const strict = { allowLoopback: false };
+  it('a name that resolves to a private address is refused without the address (no DNS answers through the API)', async () => {
+    const err = await resolvePublic('https://internal.example/', strict, async () => ['10.1.2.3']).catch((e: Error) => e);
+    expect(err).toMatchObject({ name: 'UnsafeUrl', code: 'non_public_address' });
+    expect((err as Error).message).not.toContain('10.1.2.3');
+  });
+  it('an address written in the URL is named in the refusal', async () => {
+    await expect(resolvePublic('https://10.1.2.3/', strict)).rejects.toThrow(/10\.1\.2\.3/);
+  });
+});
+
+describe('one attempt keeps to its time-out, resolving the name included (D37)', () => {
+  const slowResolver = (ms: number, addresses: string[]) => () => new Promise<string[]>((r) => setTimeout(() => r(addresses), ms));
+
+  it('a name server slower than the time-out ends the attempt as a timeout at the time-out', async () => {
+    const r = await postWebhook('https://slow.example/hook', '{}', {}, { allowLoopback: false }, slowResolver(3_000, ['93.184.215.14']), 300);
+    expect(r).toMatchObject({ ok: false, statusCode: null, error: 'timeout' });
+    expect(r.durationMs).toBeLessThan(3_000);
+  });
+
+  it('the time spent resolving comes off the time the receiver has to answer', async () => {
+    const server = http.createServer((_req, res) => setTimeout(() => res.end('ok'), 700));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const port = (server.address() as AddressInfo).port;
+      // 600 ms to resolve + 700 ms to answer > 1 s: a timeout, though either alone fits.
+      const late = await postWebhook(`http://localhost:${port}/hook`, '{}', {}, { allowLoopback: true }, slowResolver(600, ['127.0.0.1']), 1_000);
+      expect(late).toMatchObject({ ok: false, error: 'timeout' });
+      const inTime = await postWebhook(`http://localhost:${port}/hook`, '{}', {}, { allowLoopback: true }, slowResolver(0, ['127.0.0.1']), 5_000);
+      expect(inTime).toMatchObject({ ok: true, statusCode: 200 });
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
   });
 });
