@@ -85,7 +85,8 @@ export async function completeUpload(
       keys.submission(s.id),
       `SET #s = :ps, submitted_at = :t, updated_at = :t, reserved_until = :null, attempt = :a, GSI1PK = :g1, GSI1SK = :g1s, GSI2PK = :g2, GSI2SK = :g2s${mode === 'upload' ? ', slots_held = :n' : ''}`,
       {
-        condition: `#s = :from AND #r = :round${notReady ? ` AND ${notReady.condition}` : ''}`,
+        // A retry completes only the round its plan installed (a late event of the first round cannot).
+        condition: `#s = :from AND #r = :round${mode === 'retry' ? ' AND retry_round = :round' : ''}${notReady ? ` AND ${notReady.condition}` : ''}`,
         names: { '#s': 'status', '#r': 'round', ...notReady?.names },
         values: {
           ':ps': 'pending_score',

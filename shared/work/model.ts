@@ -75,6 +75,8 @@ export type SubmissionItem = Record<string, unknown> & {
   slots_held?: number;
   reserved_until: string | null;
   round: string | null;
+  /** D27: the round a retry planned (set with its plan; the retry completes into attempt 2). */
+  retry_round?: string | null;
   uploads: PlannedUpload[];
   device: DeviceFields;
   parts: Record<string, FilePart>;
@@ -89,6 +91,13 @@ export type SubmissionItem = Record<string, unknown> & {
   scored_at: string | null;
   created_at: string;
 };
+
+/**
+ * A retry is planned and has not completed (D27): the submission's files are the retry's, which no
+ * verdict covers yet (they may still be landing, or never arrive).
+ */
+export const retryInFlight = (s: Pick<SubmissionItem, 'retry_round' | 'round' | 'attempt'>): boolean =>
+  s.retry_round != null && s.retry_round === s.round && Number(s.attempt) < 2;
 
 /** GSI attributes by audience: the worker's history from the accept, the buyer's lists from the upload. */
 export function submissionIndexes(s: Pick<SubmissionItem, 'org_id' | 'environment' | 'job_id' | 'worker_id' | 'id'>) {

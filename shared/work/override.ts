@@ -38,7 +38,7 @@ import { getSubmissionItem } from './reservations';
 import { approvedRef, uploadObjectKeys } from './verdict';
 import { addPayoutAndApprovedEvent } from './approval-records';
 import { tagVerdict } from '../storage/s3';
-import { presentSubmission, type SubmissionItem } from './model';
+import { presentSubmission, retryInFlight, type SubmissionItem } from './model';
 import { addWithdrawal, StaleRead, type Withdrawal } from './override-withdraw';
 
 export const OVERRIDE_WINDOW_MS = 7 * DAY_MS;
@@ -75,8 +75,17 @@ export function overrideConflict(sub: SubmissionItem, job: JobItem | undefined, 
     // has scored yet: approving now would pay for bytes the buyer never saw (and that may never
     // arrive). The override's transaction is conditioned on the round it read, so a retry that
     // starts after this read makes it fail instead.
+    // A retry that was planned and never completed (its files landed and scored or not, or its
+    // window ran out) holds files no verdict covered: the same refusal.
     const unscored = sub.uploads.some((u) => !sub.parts?.[u.file_id]?.score);
-    if (unscored) return conflict('invalid_state', 'The worker is uploading a retry of this submission; wait for its verdict, then override that.');
+    if (unscored || retryInFlight(sub)) {
+      return conflict(
+        'invalid_state',
+        sub.status === 'retry_pending'
+          ? 'The worker is uploading a retry of this submission; wait for its verdict, then override that.'
+          : "This submission's retry never completed, so its files were never judged; they cannot be approved.",
+      );
+    }
     const n = sub.uploads.length;
     // A retry_pending submission still holds its slots in files_pending; a rejected one needs free ones.
     const slotsOk = sub.status === 'retry_pending' ? approvalAllowed(job, n) : approvalAllowed(job, n) && freeSlots(job) >= n;

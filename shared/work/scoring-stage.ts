@@ -33,7 +33,7 @@ import { batchGetConsistent, keyId } from '../db/batch-get';
 import { completeIfAllLanded } from './complete-upload';
 import { tryVerdictOn } from './verdict';
 import { giveUpAt, objectBudget } from './object-budget';
-import type { FilePart, PlannedUpload, SubmissionItem } from './model';
+import { retryInFlight, type FilePart, type PlannedUpload, type SubmissionItem } from './model';
 import { tagIfNeverDelivered, type Located } from './locate';
 import { locate, writePart } from './stage-write';
 import type { StageOutcome } from './stage-message';
@@ -54,6 +54,9 @@ export function scoringJob(job: JobItem): ScoringJob {
 }
 
 /** JSON-safe metadata for the item (no undefined). */
+/** A pre-signed round whose files are still landing: the first upload, or a planned retry (D24, D27). */
+const awaitsFiles = (sub: SubmissionItem) => sub.status === 'awaiting_upload' || (sub.status === 'retry_pending' && retryInFlight(sub));
+
 const plain = (m: MediaMetadata) => JSON.parse(JSON.stringify(m)) as Record<string, unknown> & MediaMetadata;
 
 let scorerOverride: ((env: 'live' | 'test') => Scorer) | null = null;
@@ -170,7 +173,7 @@ async function scoreBytes({ sub, upload, part }: Located): Promise<StageOutcome>
       transcription = await transcriptionFor(sub, upload, part, metadata);
       if (transcription.status === 'pending') {
         await writeTranscription(sub, upload.file_id, transcription, metadata);
-        if (upload.mode === 'presigned' && sub.status === 'awaiting_upload') await completeIfAllLanded(sub.id, sub.round!);
+        if (upload.mode === 'presigned' && awaitsFiles(sub)) await completeIfAllLanded(sub.id, sub.round!);
         logger.info('scoring waits for the transcript', { submission_id: sub.id, job_name: transcription.job_name });
         return 'deferred';
       }
@@ -214,7 +217,7 @@ async function scoreBytes({ sub, upload, part }: Located): Promise<StageOutcome>
   }
   // A pre-signed upload completes when its last object is scored (completing runs the fan-in when
   // every stage was done before it); `item` shows whether another file's stage completed it first.
-  if (upload.mode === 'presigned' && sub.status === 'awaiting_upload') await completeIfAllLanded(sub.id, sub.round!);
+  if (upload.mode === 'presigned' && awaitsFiles(sub)) await completeIfAllLanded(sub.id, sub.round!);
   await tryVerdictOn(item);
   return 'stored';
 }

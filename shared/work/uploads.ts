@@ -105,7 +105,7 @@ async function writePlan(sub: SubmissionItem, w: ReservationItem, uploads: Plann
   tx.update(
     'submission',
     keys.submission(sub.id),
-    'SET #r = :r, uploads = :u, parts = :p, device = :d, category = :c, updated_at = :t',
+    `SET #r = :r, uploads = :u, parts = :p, device = :d, category = :c, updated_at = :t${sub.status === 'retry_pending' ? ', retry_round = :r' : ''}`,
     {
       condition: '#s = :st AND attempt = :a',
       names: { '#r': 'round', '#s': 'status' },

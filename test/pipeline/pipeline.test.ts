@@ -157,6 +157,28 @@ describe('pipeline: from a worker upload to a delivered, charged File', () => {
     expect(await eventsOf(buyer.live, 'submission.rejected')).toHaveLength(1);
   });
 
+  it('D24/D27: a retry sent as pre-signed uploads completes when its files land and gets its own verdict', async () => {
+    const buyer = await liveBuyer(rt);
+    const job = await createJob(rt, buyer.live, { files_needed: 1, min_star_rating: 2 });
+    const w = await signupWorker(rt);
+    const a = await accept(rt, w.token, job.id);
+    expect((await uploadFile(rt, w.token, a.json.id, await flatPng(), 'image/png', 'flat.png')).status).toBe(202);
+    expect(await verdictOf(w.token, a.json.id)).toMatchObject({ status: 'retry_pending', attempt: 1 });
+    const bytes = await detailedJpeg(31);
+    const plan = await rt.request('POST', `/internal/worker/submissions/${a.json.id}/retry`, {
+      key: w.token,
+      body: { files: [{ filename: 'retry.jpg', content_type: 'image/jpeg', size_bytes: bytes.length }] },
+    });
+    expect(plan.status).toBe(200);
+    expect((await fetch(plan.json.uploads[0].url, { method: 'PUT', body: bytes, headers: plan.json.uploads[0].headers })).status).toBe(200);
+    const second = await verdictOf(w.token, a.json.id, ['approved', 'rejected']);
+    expect(second).toMatchObject({ status: 'approved', attempt: 2 });
+    expect(await deductions(buyer.live)).toHaveLength(1);
+    expect((await rt.request('GET', `/v1/jobs/${job.id}`, { key: buyer.live })).json).toMatchObject({ status: 'completed', files_approved: 1 });
+    const [file] = (await rt.request('GET', `/v1/jobs/${job.id}/files`, { key: buyer.live })).json.data;
+    expect(file).toMatchObject({ submission_id: a.json.id, original_filename: 'retry.jpg' });
+  });
+
   it('D23/D27: a retry window that runs out unused makes the first verdict final (rejected) and frees the slot', async () => {
     const buyer = await liveBuyer(rt);
     const job = await createJob(rt, buyer.live, { files_needed: 1, min_star_rating: 2 });
