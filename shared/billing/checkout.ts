@@ -163,13 +163,14 @@ export async function createCheckoutSession(ctx: MutationContext, p: BuyerPrinci
 /**
  * A test key's purchase with a real processor configured (or none): no processor is asked and
  * nothing is charged; the session is confirmed at once and credits the test balance only. The
- * response is stored under the Idempotency-Key after the fact (the confirmation is its own write).
+ * response is recorded under the Idempotency-Key in the confirmation's transaction (D11): a retry
+ * after a crash or an ambiguous commit replays it instead of crediting a second session.
  */
 async function testModePurchase(ctx: MutationContext, p: BuyerPrincipal, amount: number) {
   const tx = new Tx();
   const item = addSession(tx, ctx.actor, ctx.requestId, { orgId: p.orgId, env: p.env, amount, kind: 'checkout', provider: 'test_mode', checkoutUrl: null });
   await tx.commit();
-  const r = await confirmCheckout(item.id, { paymentMethod: null, providerRef: `test_mode_${item.id}` });
+  const r = await confirmCheckout(item.id, { paymentMethod: null, providerRef: `test_mode_${item.id}` }, (confirm, paid) => recordResponse(ctx, confirm, presentSession(paid)));
   return presentSession(r.session ?? item);
 }
 
@@ -250,8 +251,12 @@ export async function failCheckout(csId: string, f: { providerRef: string; reaso
   }
 }
 
-/** Apply a paid session exactly once. Safe to call any number of times, concurrently. */
-export async function confirmCheckout(csId: string, payment: Payment): Promise<{ outcome: ConfirmOutcome; session?: Item }> {
+/**
+ * Apply a paid session exactly once: its ledger rows, events and audit record in one transaction.
+ * Safe to call any number of times, concurrently. `alsoInTx` adds to that transaction (the
+ * caller's idempotent response), given the paid session.
+ */
+export async function confirmCheckout(csId: string, payment: Payment, alsoInTx?: (tx: Tx, paid: Item) => void): Promise<{ outcome: ConfirmOutcome; session?: Item }> {
   for (let attempt = 0; attempt < 12; attempt++) {
     const s = await getSession(csId);
     if (!s) return { outcome: 'not_found' };
@@ -312,9 +317,11 @@ export async function confirmCheckout(csId: string, payment: Payment): Promise<{
       requestId: null,
       data: { amount_cents: amount, bonus_cents: bonus, provider_ref: payment.providerRef },
     });
+    const paid: Item = { ...s, status: 'paid', paid_at: at.toISOString(), payment_method: payment.paymentMethod, payment_ref: payment.providerRef };
+    alsoInTx?.(tx, paid);
     try {
       await tx.commit();
-      return { outcome: 'paid', session: { ...s, status: 'paid' } };
+      return { outcome: 'paid', session: paid };
     } catch (e) {
       if (!(e instanceof ConditionFailed)) throw e;
       if (payment.eventId && (await paymentEventSeen(payment.eventId))) return { outcome: 'already_paid', session: await getSession(csId) };

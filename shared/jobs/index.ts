@@ -200,8 +200,10 @@ export async function cancelJob(ctx: MutationContext, p: BuyerPrincipal, first: 
       keys.job(job.id),
       'SET #s = :c, cancelled_at = :t, updated_at = :t, GSI2PK = :g2, escrow_remaining_cents = :zero REMOVE GSI3PK, GSI3SK',
       {
-        // Exactly once (cancel rule 2): only from an active status, and only on the escrow we read.
-        condition: '#s IN (:a1, :a2, :a3) AND escrow_remaining_cents = :er',
+        // Exactly once (cancel rule 2): only from an active status, and only on the escrow and the
+        // approvals we read (a test job's escrow is 0 throughout, so only its count shows an
+        // approval that committed meanwhile, and job.cancelled reports the count it ends with).
+        condition: '#s IN (:a1, :a2, :a3) AND escrow_remaining_cents = :er AND files_approved = :fa',
         names: { '#s': 'status' },
         values: {
           ':c': 'cancelled',
@@ -212,6 +214,7 @@ export async function cancelJob(ctx: MutationContext, p: BuyerPrincipal, first: 
           ':a2': ACTIVE_STATUSES[1],
           ':a3': ACTIVE_STATUSES[2],
           ':er': Number(job.escrow_remaining_cents ?? 0),
+          ':fa': Number(job.files_approved),
         },
       },
     );

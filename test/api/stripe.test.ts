@@ -10,7 +10,8 @@ import { setPaymentProvider, disabledProvider } from '../../shared/billing/provi
 import { stoppableHttpClient, stripeProvider } from '../../shared/payments/stripe';
 import { runInvocation } from '../../shared/observability/invocation';
 import { ledgerState, listEvents } from '../domain/ledger-fixtures';
-import { jobBody, newBuyer, post, startBillingRuntime, type Buyer } from './billing-support';
+import { jobBody, newBuyer, newKey, post, startBillingRuntime, type Buyer } from './billing-support';
+import { acquire, fingerprint } from '../../shared/idempotency';
 import { startFakeStripe, type FakeStripe } from '../support/stripe-wire';
 import { waitFor, type TestRuntime } from '../support/harness';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
@@ -19,7 +20,7 @@ import { keys } from '../../shared/db/keys';
 import { Tx } from '../../shared/db/tx';
 import { newId } from '../../shared/ids';
 import { systemContext } from '../../shared/context';
-import { addSession } from '../../shared/billing/checkout';
+import { addSession, createCheckoutSession } from '../../shared/billing/checkout';
 import { runAutoTopUp, topUpSessionId } from '../../shared/billing/auto-top-up';
 import { getSession } from '../../shared/billing/checkout';
 import { RetryLater } from '../../shared/work/stage-message';
@@ -444,6 +445,24 @@ test('a test key purchase is test mode: completed at once, test balance only, St
   expect(await credits(b.test)).toBe(1_000);
   expect(await credits(b.live)).toBe(live);
   expect(stripe.requests).toEqual([]);
+});
+
+test('D11: a test-mode purchase records its response in the confirmation\'s transaction, so a retry after a crash replays it and credits once', async () => {
+  const b = await newBuyer(rt);
+  const idem = newKey();
+  const body = { amount_cents: 1_000 };
+  const path = '/v1/billing/credits/purchase';
+  // The request's first run: the key taken, the domain function run, then the function dies before
+  // its middleware could store anything.
+  const acquired = await acquire({ scope: `${b.orgId}#test`, key: idem, fingerprint: fingerprint('POST', path, JSON.stringify(body)), requestId: 'req_crash', successStatus: 200 });
+  if (acquired.kind !== 'acquired') throw new Error(`expected a fresh key, got ${acquired.kind}`);
+  const principal = { kind: 'api_key' as const, orgId: b.orgId, keyId: 'key_crash', env: 'test' as const, scopes: ['billing:write'], previousSecret: false };
+  const first = await createCheckoutSession({ actor: { type: 'api_key', id: 'key_crash' }, requestId: 'req_crash', idem: acquired.handle }, principal, 1_000);
+  expect(acquired.handle.recorded).toBe(true);
+  // The client's retry with the same key replays the first session; nothing is credited again.
+  const retry = await post(rt, b.test, path, body, idem);
+  expect([retry.status, retry.json.id, retry.json.status]).toEqual([200, first.id, 'paid']);
+  expect(await credits(b.test)).toBe(1_000);
 });
 
 describe('a deployment without payments (PAYMENTS_PROVIDER=disabled)', () => {

@@ -20,6 +20,9 @@ import { approve, ctx, ledgerState, listEvents, newBuyer, reject, useFreshTable,
 import { overrideSubmission } from '../../shared/work/override';
 import { getSubmissionItem } from '../../shared/work/reservations';
 import type { BuyerPrincipal } from '../../shared/types';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { db, tableName } from '../../shared/db/client';
+import { indexKeys } from '../../shared/db/keys';
 
 let stopS3: () => Promise<void>;
 beforeAll(async () => {
@@ -229,4 +232,20 @@ test('D33: the scheduled handler sweeps at the injectable clock\'s time', async 
   }
   const s = await ledgerState(p, []);
   expect([s.available, s.rows.filter((r) => r.type === 'expiration').map((r) => r.amount_cents)]).toEqual([0, [-120]]);
+});
+
+test('cancel rule 2: a cancel that read a test job before an approval committed reads it again, and job.cancelled reports the approvals the job ends with', async () => {
+  const p = await newBuyer('test');
+  const body = { type: 'data_collection' as const, description: 'Photos of storefronts', files_needed: 3, accepted_formats: ['image/jpeg'], price_per_file_cents: 50 };
+  const job = await createJob(ctx(), p, body);
+  const stale = (await getJobItem(job.id))!;
+  expect(Number(stale.escrow_remaining_cents ?? 0)).toBe(0); // a test job's escrow does not show the approval
+  expect(await approve(job.id, newId('submission'), 1)).toBe(true);
+  const cancelled = await cancelJob(ctx(), p, stale);
+  expect(cancelled).toMatchObject({ status: 'cancelled', files_approved: 1 });
+  const events = await db().send(
+    new QueryCommand({ TableName: tableName(), IndexName: indexKeys.tenantEvents(p.orgId, p.env).index, KeyConditionExpression: 'GSI1PK = :pk', ExpressionAttributeValues: { ':pk': indexKeys.tenantEvents(p.orgId, p.env).pk } }),
+  );
+  const data = (events.Items ?? []).filter((e) => e.type === 'job.cancelled').map((e) => (e.envelope as { data: { files_approved: number } }).data.files_approved);
+  expect(data).toEqual([1]);
 });
