@@ -4,7 +4,7 @@
  */
 import { Tx } from '../db/tx';
 import { keys } from '../db/keys';
-import { nowIso } from '../clock';
+import { now, nowIso } from '../clock';
 import { emit } from '../outbox';
 import { audit } from '../audit';
 import { logger } from '../logger';
@@ -74,6 +74,10 @@ export async function runAutoTopUp(orgId: string, env: Env, eventId: string): Pr
   const charged = str(session.charged_ref);
   const pending = str(session.pending_charge_ref);
   let chargePm = str(session.charge_payment_method);
+  // A charge an earlier run started whose answer never came back: once the processor's
+  // idempotency key may have expired, the same key would make a second charge; look it up first.
+  const startedAt = str(session.charge_started_at);
+  const keyMayHaveExpired = !!chargePm && !!startedAt && now().getTime() - new Date(startedAt).getTime() >= CHARGE_KEY_TRUSTED_MS;
   if (!charged && !pending && !chargePm) {
     // Nothing charged yet: the settings of now decide (D34).
     settings ??= await getSettings(orgId);
@@ -91,7 +95,8 @@ export async function runAutoTopUp(orgId: string, env: Env, eventId: string): Pr
       ? { ok: true, providerRef: charged } // an earlier run was paid and stopped before applying it
       : pending
         ? await provider.chargeStatus(pending) // accepted earlier, not settled then: ask again
-        : await provider.chargeSaved({ customerRef: (org?.stripe_customer_id as string | undefined) ?? null, paymentMethod: chargePm!, amountCents: amount, reference: id });
+        : ((keyMayHaveExpired ? await provider.findCharge(id) : null) ??
+          (await provider.chargeSaved({ customerRef: (org?.stripe_customer_id as string | undefined) ?? null, paymentMethod: chargePm!, amountCents: amount, reference: id })));
   let outcome: ConfirmOutcome;
   if (charge.ok) {
     // The payment is on the session before it is applied: a later run applies it without charging
@@ -106,6 +111,12 @@ export async function runAutoTopUp(orgId: string, env: Env, eventId: string): Pr
   logger.info('auto top-up', { org_id: orgId, amount_cents: amount, outcome, ...(charge.ok ? {} : { reason: charge.reason }) });
   return outcome;
 }
+
+/**
+ * How long after a charge started its idempotency key is trusted to answer the first charge again
+ * (Stripe keeps keys for at least 24 hours): past it, the charge is looked up before any new one.
+ */
+export const CHARGE_KEY_TRUSTED_MS = 23 * 60 * 60 * 1000;
 
 /** A top-up charge accepted by the processor and not settled yet: the message is retried later. */
 export class TopUpPending extends RetryLater {

@@ -46,6 +46,12 @@ export interface PaymentProvider {
   chargeSaved(input: { customerRef: string | null; paymentMethod: string; amountCents: number; reference: string }): Promise<ChargeResult>;
   /** The present state of a charge `chargeSaved` answered `pending` (its `providerRef`). */
   chargeStatus(providerRef: string): Promise<ChargeResult>;
+  /**
+   * The charge `chargeSaved` made for `reference`, if the processor has one, else null: asked
+   * before charging again once the processor's idempotency key may have expired, so a charge whose
+   * answer was lost is found rather than made twice.
+   */
+  findCharge(reference: string): Promise<ChargeResult | null>;
 }
 
 export class PaymentsUnavailable extends Error {
@@ -59,6 +65,8 @@ export const localProvider: PaymentProvider = {
   // The local test card on file: the local provider moves no money, like a processor's sandbox.
   chargeSaved: async ({ reference }) => ({ ok: true, providerRef: `local_charge_${reference}` }),
   chargeStatus: async (providerRef) => ({ ok: true, providerRef }),
+  // It keeps no charges: charging the same reference again answers the same result and moves nothing.
+  findCharge: async () => null,
 };
 
 export const disabledProvider: PaymentProvider = {
@@ -71,6 +79,7 @@ export const disabledProvider: PaymentProvider = {
   },
   chargeSaved: async () => ({ ok: false, reason: 'payments_unavailable', providerRef: null }),
   chargeStatus: async (providerRef) => ({ ok: false, reason: 'payments_unavailable', providerRef }),
+  findCharge: async () => null,
 };
 
 let override: PaymentProvider | null = null;

@@ -128,6 +128,7 @@ function stopsSurface(provider: StripeProvider): StripeProvider {
     startCheckout: surfaced(provider.startCheckout.bind(provider)),
     chargeSaved: surfaced(provider.chargeSaved.bind(provider)),
     chargeStatus: surfaced(provider.chargeStatus.bind(provider)),
+    findCharge: surfaced(provider.findCharge.bind(provider)),
     readWebhook: surfaced(provider.readWebhook.bind(provider)),
   };
 }
@@ -226,6 +227,14 @@ export function stripeProvider(opts: { wire?: StripeWire } = {}): StripeProvider
     async chargeStatus(providerRef) {
       const { stripe } = await client();
       return intentResult(await stripe.paymentIntents.retrieve(providerRef));
+    },
+    async findCharge(reference) {
+      // Search is eventually consistent (about a minute); it is asked only a day after the charge.
+      const { stripe } = await client();
+      const found = await stripe.paymentIntents.search({ query: `metadata['checkout_session_id']:'${reference.replace(/['\\]/g, '')}'`, limit: 10 });
+      const pis = found.data;
+      const best = pis.find((pi) => pi.status === 'succeeded') ?? pis.find((pi) => pi.status === 'processing') ?? pis[0];
+      return best ? intentResult(best) : null;
     },
     async readWebhook(rawBody, signature) {
       const { stripe, keys } = await client();

@@ -385,27 +385,65 @@ describe('an off-session top-up the bank has not settled yet (PaymentIntent proc
   });
 });
 
+/** What a run that opened the crossing's session and stopped leaves: the session, open, `extra` on it. */
+async function openedTopUp(b: Buyer, extra: Record<string, unknown> = {}) {
+  const eventId = newId('event');
+  const tx = new Tx();
+  addSession(tx, systemContext('auto_top_up').actor, null, { id: topUpSessionId(eventId), orgId: b.orgId, env: 'live', amount: 2_500, kind: 'auto_top_up', provider: 'stripe', checkoutUrl: null });
+  await tx.commit();
+  for (const [k, v] of Object.entries(extra)) {
+    await db().send(new UpdateCommand({ TableName: tableName(), Key: keys.checkoutSession(topUpSessionId(eventId)), UpdateExpression: 'SET #k = :v', ExpressionAttributeNames: { '#k': k }, ExpressionAttributeValues: { ':v': v } }));
+  }
+  return eventId;
+}
+
+async function buyerWithCard() {
+  const b = await newBuyer(rt);
+  const cs = await purchase(b, 1_000);
+  await deliver(completedEvent(cs, { paymentMethod: 'pm_card_visa' }));
+  await rt.request('PATCH', '/v1/organization/settings', { key: b.live, body: { auto_top_up_enabled: true, auto_top_up_amount_cents: 2_500 } });
+  return b;
+}
+
+describe('a top-up charge whose answer was lost, delivered again a day later (past Stripe\'s 24-hour idempotency keys)', () => {
+  const dayAgo = () => new Date(Date.now() - 25 * 60 * 60 * 1000).toISOString();
+
+  test('the charge is found at Stripe by the session it was made for and applied once: no second PaymentIntent', async () => {
+    const b = await buyerWithCard();
+    const before = await credits(b.live);
+    const eventId = await openedTopUp(b, { charge_payment_method: 'pm_card_visa', charge_started_at: dayAgo() });
+    // What Stripe kept of the first run's charge, whose answer never reached us.
+    stripe.intents.set('pi_lost_answer', { status: 'succeeded', payment_method: 'pm_card_visa', amount: 2_500, last_payment_error: null, metadata: { checkout_session_id: topUpSessionId(eventId) } });
+    stripe.requests.length = 0;
+    expect(await runAutoTopUp(b.orgId, 'live', eventId)).toBe('paid');
+    expect(stripe.requests.filter((r) => r.method === 'POST' && r.path === '/v1/payment_intents')).toEqual([]);
+    expect(stripe.requests.filter((r) => r.path === '/v1/payment_intents/search')).toHaveLength(1);
+    expect(await credits(b.live)).toBe(before + 2_625);
+    expect((await getSession(topUpSessionId(eventId)))?.payment_ref).toBe('pi_lost_answer');
+    await expectIdentities(b);
+  });
+
+  test('when Stripe has no charge for the session, it is charged then, once', async () => {
+    const b = await buyerWithCard();
+    const before = await credits(b.live);
+    const eventId = await openedTopUp(b, { charge_payment_method: 'pm_card_visa', charge_started_at: dayAgo() });
+    stripe.requests.length = 0;
+    expect(await runAutoTopUp(b.orgId, 'live', eventId)).toBe('paid');
+    expect(stripe.requests.filter((r) => r.method === 'POST' && r.path === '/v1/payment_intents')).toHaveLength(1);
+    expect(await credits(b.live)).toBe(before + 2_625);
+    await expectIdentities(b);
+  });
+
+  test('within the day the idempotency key answers for the first charge: Stripe is not searched', async () => {
+    const b = await buyerWithCard();
+    const eventId = await openedTopUp(b, { charge_payment_method: 'pm_card_visa', charge_started_at: new Date().toISOString() });
+    stripe.requests.length = 0;
+    expect(await runAutoTopUp(b.orgId, 'live', eventId)).toBe('paid');
+    expect(stripe.requests.map((r) => r.path)).toEqual(['/v1/payment_intents']);
+  });
+});
+
 describe('auto top-up turned off after the crossing', () => {
-  /** What a run that opened the crossing's session and stopped leaves: the session, open, `extra` on it. */
-  async function openedTopUp(b: Buyer, extra: Record<string, unknown> = {}) {
-    const eventId = newId('event');
-    const tx = new Tx();
-    addSession(tx, systemContext('auto_top_up').actor, null, { id: topUpSessionId(eventId), orgId: b.orgId, env: 'live', amount: 2_500, kind: 'auto_top_up', provider: 'stripe', checkoutUrl: null });
-    await tx.commit();
-    for (const [k, v] of Object.entries(extra)) {
-      await db().send(new UpdateCommand({ TableName: tableName(), Key: keys.checkoutSession(topUpSessionId(eventId)), UpdateExpression: 'SET #k = :v', ExpressionAttributeNames: { '#k': k }, ExpressionAttributeValues: { ':v': v } }));
-    }
-    return eventId;
-  }
-
-  async function buyerWithCard() {
-    const b = await newBuyer(rt);
-    const cs = await purchase(b, 1_000);
-    await deliver(completedEvent(cs, { paymentMethod: 'pm_card_visa' }));
-    await rt.request('PATCH', '/v1/organization/settings', { key: b.live, body: { auto_top_up_enabled: true, auto_top_up_amount_cents: 2_500 } });
-    return b;
-  }
-
   test('a session opened before auto top-up was turned off is cancelled when delivered again: no PaymentIntent reaches Stripe, nothing granted', async () => {
     const b = await buyerWithCard();
     const before = await credits(b.live);

@@ -9,6 +9,8 @@
  *   in `processing` answers a PaymentIntent in status `processing` (accepted, not settled yet).
  *   Every PaymentIntent created is kept in `intents`; GET answers its present state, so a test
  *   settles a processing one by changing its status there.
+ * - GET /v1/payment_intents/search: `metadata['checkout_session_id']:'<id>'` queries, answered from
+ *   `intents` (those created here keep their metadata) as a `search_result` list.
  * - `payment_method_types` on a Checkout Session or PaymentIntent creation answers 400
  *   `payment_method_types_no_longer_supported`, as the API version the SDK pins (2026-09-30.endive
  *   and later) does; `allowed_payment_method_types` is the parameter there.
@@ -30,6 +32,7 @@ export interface FakeIntent {
   payment_method: string | null;
   amount: number;
   last_payment_error: { type: string; code: string; decline_code?: string; message: string } | null;
+  metadata?: Record<string, string>;
 }
 
 export interface FakeStripe {
@@ -103,6 +106,12 @@ export async function startFakeStripe(): Promise<FakeStripe> {
           url: `https://checkout.stripe.com/c/pay/${cs}`,
         });
       }
+      if (r.method === 'GET' && r.path === '/v1/payment_intents/search') {
+        const m = /^metadata\['checkout_session_id'\]:'([^']*)'$/.exec(url.searchParams.get('query') ?? '');
+        if (!m) return send(res, 400, { error: { type: 'invalid_request_error', message: 'This fake answers metadata[checkout_session_id] queries only.' } });
+        const data = [...intents].filter(([, i]) => i.metadata?.checkout_session_id === m[1]).map(([piId, i]) => ({ id: piId, object: 'payment_intent', ...i }));
+        return send(res, 200, { object: 'search_result', data, has_more: false, next_page: null, url: '/v1/payment_intents/search' });
+      }
       const pi = /^\/v1\/payment_intents\/([^/]+)$/.exec(r.path);
       if (r.method === 'GET' && pi) {
         const known = intents.get(pi[1]!);
@@ -127,6 +136,7 @@ export async function startFakeStripe(): Promise<FakeStripe> {
           payment_method: form.payment_method ?? null,
           amount: Number(form.amount),
           last_payment_error: null,
+          metadata: Object.fromEntries(Object.entries(form).flatMap(([k, v]) => (/^metadata\[(.+)\]$/.exec(k) ? [[/^metadata\[(.+)\]$/.exec(k)![1]!, v]] : []))),
         };
         intents.set(piId, intent);
         return send(res, 200, { id: piId, object: 'payment_intent', ...intent });
