@@ -42,7 +42,15 @@ export async function completeUpload(
   ctx: MutationContext,
   subId: string,
   round: string,
-  opts: { checkObjects: boolean; known?: { sub: SubmissionItem; window: ReservationItem; job: JobItem | null } },
+  opts: {
+    checkObjects: boolean;
+    known?: { sub: SubmissionItem; window: ReservationItem; job: JobItem | null };
+    /**
+     * The pipeline's completion throws a failed verdict, so its message comes back and decides
+     * (the scoring stage completes and decides on a redelivery); the upload route logs it.
+     */
+    throwVerdictFailure?: boolean;
+  },
 ): Promise<ReturnType<typeof presentWorkerSubmission> | null> {
   let sub = opts.known?.sub ?? (await getSubmissionItem(subId));
   if (!sub || sub.round !== round) return null;
@@ -146,7 +154,10 @@ export async function completeUpload(
     throw conflict('The reservation ended before the upload completed.', 'reservation_expired');
   }
   if (decideHere) {
-    await tryVerdict(subId).catch((err: Error) => logger.error('fan-in after upload failed', { error: err, submission_id: subId }));
+    await tryVerdict(subId).catch((err: Error) => {
+      logger.error('fan-in after upload failed', { error: err, submission_id: subId });
+      if (opts.throwVerdictFailure) throw err;
+    });
   }
   return view;
 }
@@ -171,7 +182,7 @@ function notReadyCondition(fileIds: string[]): { condition: string; names: Recor
 /** Pipeline side of a pre-signed upload: the scoring stage calls this when an object lands. */
 export async function completeIfAllLanded(subId: string, round: string): Promise<void> {
   try {
-    await completeUpload(systemContext('pipeline'), subId, round, { checkObjects: true });
+    await completeUpload(systemContext('pipeline'), subId, round, { checkObjects: true, throwVerdictFailure: true });
   } catch (e) {
     if (e instanceof Error && (e as { status?: number }).status === 409) return; // expired meanwhile: the sweep ends it
     throw e;

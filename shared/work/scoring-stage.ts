@@ -124,6 +124,8 @@ export async function scoreObject(key: string): Promise<StageOutcome> {
   }
   const { sub, upload, part } = found;
   if (part.score) {
+    // A redelivery after the score was stored: a completion that failed after it is done now.
+    if (upload.mode === 'presigned' && awaitsFiles(sub)) await completeIfAllLanded(sub.id, sub.round!);
     await tryVerdictOn(sub);
     return 'skipped';
   }
@@ -133,6 +135,7 @@ export async function scoreObject(key: string): Promise<StageOutcome> {
 async function scoreBytes({ sub, upload, part }: Located): Promise<StageOutcome> {
   const bytes = await getObjectBytes(upload.key);
 
+  let refusedAfterCompletion: ScoreResult | null = null;
   if (upload.mode === 'presigned') {
     // D25 on the landed bytes: the signed Content-Length fixed the size; the magic bytes are checked here.
     const job = (await getJobItem(sub.job_id, false))!;
@@ -140,8 +143,14 @@ async function scoreBytes({ sub, upload, part }: Located): Promise<StageOutcome>
     if (!r.ok || bytes.length !== upload.size_bytes) {
       const first = r.ok ? { code: 'size_mismatch', message: `The object is ${bytes.length} bytes, not the declared ${upload.size_bytes}.` } : { code: r.errors[0]!.code!, message: r.errors[0]!.message };
       await deleteObjects([upload.key]); // nothing stays behind (D25)
-      await writePart(sub, upload.file_id, { upload_error: first });
-      return 'refused';
+      if (awaitsFiles(sub)) {
+        // The round is still open: the worker sees the error on the file and may send it again.
+        await writePart(sub, upload.file_id, { upload_error: first });
+        return 'refused';
+      }
+      // The round completed on its other files before this one was checked: no new upload is
+      // awaited, so the file is rejected by its pre-check and the fan-in decides (never stuck).
+      refusedAfterCompletion = precheckRejection([{ code: 'unreadable_media', reason: first.message }]);
     }
   }
 
@@ -151,13 +160,15 @@ async function scoreBytes({ sub, upload, part }: Located): Promise<StageOutcome>
   let transcription: TranscriptionState | undefined;
   let trustAttrs: Partial<TrustAttrs> = {};
   try {
-    metadata = plain(await measure(bytes, upload.content_type, sub.device ?? {}));
+    if (!refusedAfterCompletion) metadata = plain(await measure(bytes, upload.content_type, sub.device ?? {}));
   } catch (err) {
     // D66: a tool, the disk or a module failing is no verdict on the bytes: the message comes back.
     if (isMachineryFailure(err)) throw err;
     logger.info('measure failed: the bytes do not decode', { submission_id: sub.id, error: (err as Error).message });
   }
-  if (!metadata) {
+  if (refusedAfterCompletion) {
+    score = refusedAfterCompletion;
+  } else if (!metadata) {
     score = precheckRejection([{ code: 'unreadable_media', reason: `the file could not be decoded as ${upload.content_type}` }]);
   } else if (metadata.detected_content_type && metadata.detected_content_type !== metadata.content_type) {
     score = precheckRejection([{ code: 'unreadable_media', reason: `the file content is ${metadata.detected_content_type}, not the declared ${metadata.content_type}` }]);

@@ -1,6 +1,7 @@
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
 import { startTestRuntime, type TestRuntime } from '../support/harness';
+import type { ScoreResult } from '../../shared/scoring/types';
 import { accept, createJob, detailedJpeg, liveBuyer, queueClient, signupWorker, sqsRecord, takeMessage } from './support';
 
 // D54 fan-in: each stage decides on the submission as its own write left it (no second read), and
@@ -72,6 +73,52 @@ describe('fan-in: the verdict whatever order the stages and the upload completio
       annotate({ Records: [sqsRecord(t.bodies.annotation, 'a2')] }),
     ]);
     expect(out.flatMap((r) => r.batchItemFailures)).toEqual([]);
+    await expectOneApproval(t);
+  });
+
+  it('a pre-signed file that fails its check after the round completed on the other files is rejected by its pre-check: the submission is not left pending', async () => {
+    const buyer = await liveBuyer(rt);
+    const job = await createJob(rt, buyer.live, { files_needed: 2, files_per_submission: 2 });
+    const w = await signupWorker(rt);
+    const sub = (await accept(rt, w.token, job.id)).json.id as string;
+    const good = await detailedJpeg(211);
+    const bad = Buffer.alloc(4096, 0x41); // declared a JPEG, not one
+    const plan = await rt.request('POST', `/internal/worker/submissions/${sub}/upload`, {
+      key: w.token,
+      body: { files: [{ filename: 'a.jpg', content_type: 'image/jpeg', size_bytes: good.length }, { filename: 'b.jpg', content_type: 'image/jpeg', size_bytes: bad.length }] },
+    });
+    expect(plan.status).toBe(200);
+    const [ua, ub] = plan.json.uploads as { file_id: string; url: string; headers: Record<string, string> }[];
+    expect((await fetch(ua!.url, { method: 'PUT', body: good, headers: ua!.headers })).status).toBe(200);
+    expect((await fetch(ub!.url, { method: 'PUT', body: bad, headers: ub!.headers })).status).toBe(200);
+    // File a is scored first: both objects are there, so it completes the round before b is checked.
+    expect((await score({ Records: [sqsRecord(await takeMessage(rt, sqs, 'scoring', ua!.file_id), 'sa')] })).batchItemFailures).toEqual([]);
+    expect((await rt.request('GET', `/internal/worker/submissions/${sub}`, { key: w.token })).json.status).toBe('pending_score');
+    expect((await score({ Records: [sqsRecord(await takeMessage(rt, sqs, 'scoring', ub!.file_id), 'sb')] })).batchItemFailures).toEqual([]);
+    const after = (await rt.request('GET', `/internal/worker/submissions/${sub}`, { key: w.token })).json;
+    expect(after).toMatchObject({ status: 'rejected' });
+    expect(after.reason_codes).toContain('unreadable_media');
+    expect((await rt.request('GET', '/v1/billing/transactions?type=deduction', { key: buyer.live })).json.data).toEqual([]);
+  });
+
+  it('a scoring message delivered again after its completion failed completes the upload then', async () => {
+    const t = await presignedUpload(212);
+    // The first delivery stored the score and then failed to complete (its function stopped there):
+    // the score is on the file, the submission still awaits its upload.
+    const { scoreObject } = await import('../../shared/work/scoring-stage');
+    const { writePart } = await import('../../shared/work/stage-write');
+    const { getSubmissionItem } = await import('../../shared/work/reservations');
+    const key = JSON.parse(t.bodies.scoring).detail.object.key as string;
+    const sub = (await getSubmissionItem(t.sub))!;
+    const stored: ScoreResult = { ai_star_rating: 4, dimensions: { relevance: 4, quality: 4, instruction_compliance: 4 }, ai_reasoning: 'Sharp, well exposed storefront.', provider: 'local', model: 'test', reason_codes: [] };
+    const { measure } = await import('../../shared/media/metadata');
+    const { getObjectBytes } = await import('../../shared/storage/s3');
+    const metadata = JSON.parse(JSON.stringify(await measure(await getObjectBytes(key), 'image/jpeg', {})));
+    expect((await writePart(sub, sub.uploads[0]!.file_id, { metadata, score: stored }, 'score')).stored).toBe(true);
+    expect((await rt.request('GET', `/internal/worker/submissions/${t.sub}`, { key: t.w.token })).json.status).toBe('awaiting_upload');
+    expect(await scoreObject(key)).toBe('skipped');
+    expect((await rt.request('GET', `/internal/worker/submissions/${t.sub}`, { key: t.w.token })).json.status).toBe('pending_score');
+    expect((await annotate({ Records: [sqsRecord(t.bodies.annotation, 'a')] })).batchItemFailures).toEqual([]);
     await expectOneApproval(t);
   });
 });
