@@ -15,6 +15,10 @@
  *   skew above 15 minutes refused (`RequestTimeTooSkewed`).
  * - A stated body checksum (`x-amz-checksum-crc32|sha1|sha256` in a header or in the pre-signed
  *   query, or Content-MD5) must match the body: 400 `BadDigest` otherwise, as S3 answers.
+ * - A PutObject with `If-None-Match: *` (the pre-signed upload URLs sign it) is a conditional
+ *   write, as in S3: 412 `PreconditionFailed` when the key already holds an object, checked and
+ *   written under a per-key lock so two racing writes cannot both land; another If-None-Match value
+ *   is 501 `NotImplemented`.
  * - Anything else (anonymous) is 403 `AccessDenied`, as for a private bucket; CORS preflights pass.
  * Failures answer S3's XML error shape.
  *
@@ -339,8 +343,30 @@ function readAll(req: IncomingMessage): Promise<Buffer> {
   });
 }
 
+/** Does the emulator hold an object at this path (`/bucket/key`)? */
+function objectExists(opts: SigV4FrontOptions, path: string): Promise<boolean> {
+  return new Promise((resolve, reject) => {
+    const head = httpRequest({ host: opts.target.host, port: opts.target.port, method: 'HEAD', path }, (up) => {
+      up.resume();
+      resolve(up.statusCode === 200);
+    });
+    head.on('error', reject);
+    head.end();
+  });
+}
+
+/** A PutObject (no sub-resource such as `?tagging` or a multipart part) with If-None-Match: its object path. */
+function conditionalPut(req: IncomingMessage): string | null {
+  if (req.method !== 'PUT' || req.headers['if-none-match'] === undefined) return null;
+  const u = new URL(req.url ?? '/', 'http://local');
+  const subresource = [...u.searchParams.keys()].some((k) => !k.startsWith('X-Amz-') && k !== 'x-id');
+  return subresource ? null : u.pathname;
+}
+
 /** Starts the verifying front; its endpoint is the one clients and pre-signed URLs use. */
 export async function startSigV4Front(opts: SigV4FrontOptions): Promise<SigV4Front> {
+  // Conditional writes in flight, by object path: the next one on a key waits for the last.
+  const writing = new Map<string, Promise<void>>();
   const server = createServer((req, res) => {
     void (async () => {
       if (req.method === 'OPTIONS') return forward(opts, req, res, null); // CORS preflight: unsigned in S3 too
@@ -349,6 +375,41 @@ export async function startSigV4Front(opts: SigV4FrontOptions): Promise<SigV4Fro
       if (req.method === 'PUT' && req.headers['content-length'] === undefined && !req.headers['transfer-encoding']?.includes('chunked')) {
         return refuse(req, res, { ok: false, status: 411, code: 'MissingContentLength', message: 'You must provide the Content-Length HTTP header.' });
       }
+      const path = conditionalPut(req);
+      if (path !== null) {
+        if (req.headers['if-none-match'] !== '*') {
+          return refuse(req, res, { ok: false, status: 501, code: 'NotImplemented', message: 'A header you provided implies functionality that is not implemented', extra: { Header: 'If-None-Match' } });
+        }
+        const before = writing.get(path) ?? Promise.resolve();
+        let release!: () => void;
+        const mine = new Promise<void>((r) => (release = r));
+        const chain = before.then(() => mine);
+        writing.set(path, chain);
+        await before;
+        try {
+          if (await objectExists(opts, path)) {
+            return refuse(req, res, { ok: false, status: 412, code: 'PreconditionFailed', message: 'At least one of the pre-conditions you specified did not hold', extra: { Condition: 'If-None-Match' } });
+          }
+          const done = new Promise<void>((r) => {
+            res.once('finish', r);
+            res.once('close', r);
+          });
+          await pass(verdict);
+          await done;
+        } finally {
+          release();
+          if (writing.get(path) === chain) writing.delete(path);
+        }
+        return;
+      }
+      return pass(verdict);
+    })().catch((err: Error) => {
+      if (!res.headersSent) refuse(req, res, { ok: false, status: 500, code: 'InternalError', message: `We encountered an internal error: ${err.message}` });
+      else res.destroy();
+    });
+
+    /** The body's stated hashes checked, then the request goes to the emulator. */
+    async function pass(verdict: Extract<SigV4Verdict, { ok: true }>): Promise<void> {
       if (verdict.payloadSha256 || verdict.checksums.length) {
         const body = await readAll(req);
         if (verdict.payloadSha256 && createHash('sha256').update(body).digest('hex') !== verdict.payloadSha256) {
@@ -368,10 +429,7 @@ export async function startSigV4Front(opts: SigV4FrontOptions): Promise<SigV4Fro
         return forward(opts, req, res, body);
       }
       forward(opts, req, res, null);
-    })().catch((err: Error) => {
-      if (!res.headersSent) refuse(req, res, { ok: false, status: 500, code: 'InternalError', message: `We encountered an internal error: ${err.message}` });
-      else res.destroy();
-    });
+    }
   });
   await new Promise<void>((ok, fail) => {
     server.once('error', fail);

@@ -57,7 +57,7 @@ const multipartUpload = {
 
 const uploadSuccess: Record<number, Success> = {
   202: { description: 'Multipart upload stored; the submission is `pending_score`.', body: workerSubmission },
-  200: { description: 'JSON `{files:[…]}`: one pre-signed PUT per file; PUT the bytes with the signed Content-Type and Content-Length.', body: presignedUploads },
+  200: { description: 'JSON `{files:[…]}`: one pre-signed PUT per file; PUT the bytes with the signed headers it lists (Content-Type, Content-Length, If-None-Match: *). A URL writes once: a second PUT is 412.', body: presignedUploads },
 };
 
 export const OPERATIONS: Record<string, OperationDoc> = {

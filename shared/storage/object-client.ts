@@ -46,7 +46,7 @@ interface Call {
   body?: Buffer;
 }
 
-const SIGNED_UPLOAD_HEADERS = new Set(['content-type', 'content-length']);
+const SIGNED_UPLOAD_HEADERS = new Set(['content-type', 'content-length', 'if-none-match']);
 
 const md5 = (b: Buffer) => createHash('md5').update(b).digest('base64');
 
@@ -189,8 +189,10 @@ export class ObjectClient {
   }
 
   /**
-   * A pre-signed PutObject URL, as the SDK's presigner builds it: Content-Type and Content-Length
-   * signed, the payload unsigned, no checksum parameter. Signing is local (no call, no trace), but
+   * A pre-signed PutObject URL, as the SDK's presigner builds it: Content-Type, Content-Length and
+   * `If-None-Match: *` signed (a conditional write: S3 refuses it with 412 once the key holds an
+   * object, so the URL writes once and the bytes that were checked stay the bytes delivered), the
+   * payload unsigned, no checksum parameter. Signing is local (no call, no trace), but
    * the URL carries the function's grant, so the local runtime checks it as it checks a PutObject.
    */
   async presignPut(key: string, contentType: string, sizeBytes: number, expiresIn: number, signingDate: Date): Promise<string> {
@@ -200,7 +202,7 @@ export class ObjectClient {
       key,
       query: { 'x-id': 'PutObject' },
       // Named as the SDK's presigner names it: the header is hoisted into the query by that name.
-      headers: { 'content-type': contentType, 'content-length': String(sizeBytes), 'X-Amz-Content-Sha256': 'UNSIGNED-PAYLOAD' },
+      headers: { 'content-type': contentType, 'content-length': String(sizeBytes), 'if-none-match': '*', 'X-Amz-Content-Sha256': 'UNSIGNED-PAYLOAD' },
     });
     const signed = await this.calls.signer.presign(req, { expiresIn, signingDate, signableHeaders: SIGNED_UPLOAD_HEADERS, unsignableHeaders: new Set(['content-type']) });
     const port = signed.port !== undefined ? `:${signed.port}` : '';

@@ -136,7 +136,8 @@ export async function presignPut(key: string, contentType: string, sizeBytes: nu
   return {
     url,
     method: 'PUT',
-    headers: { 'Content-Type': contentType, 'Content-Length': String(sizeBytes) },
+    // Sent exactly as signed; If-None-Match makes the URL write once (a second PUT is 412).
+    headers: { 'Content-Type': contentType, 'Content-Length': String(sizeBytes), 'If-None-Match': '*' },
     expires_at: expires.toISOString(),
   };
 }

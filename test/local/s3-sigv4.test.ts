@@ -1,4 +1,4 @@
-import { HeadObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { clock, HOUR_MS } from '../../shared/clock';
 import { presignPut } from '../../shared/storage/s3';
@@ -40,12 +40,50 @@ describe('local S3 verifies SigV4 like S3', () => {
     expect(xml).toMatch(/<RequestId>[^<]+<\/RequestId>/);
   }
 
-  it('the app pre-signs Content-Type, Content-Length and Host, and no checksum parameter', async () => {
+  it('the app pre-signs Content-Type, Content-Length, Host and If-None-Match, and no checksum parameter', async () => {
     const { url, headers } = await presignPut(key(), 'image/jpeg', body.length);
     const q = new URL(url).searchParams;
-    expect(q.get('X-Amz-SignedHeaders')).toBe('content-length;content-type;host');
+    expect(q.get('X-Amz-SignedHeaders')).toBe('content-length;content-type;host;if-none-match');
     expect([...q.keys()].filter((k) => /checksum/i.test(k))).toEqual([]);
-    expect(headers).toEqual({ 'Content-Type': 'image/jpeg', 'Content-Length': String(body.length) });
+    expect(headers).toEqual({ 'Content-Type': 'image/jpeg', 'Content-Length': String(body.length), 'If-None-Match': '*' });
+  });
+
+  describe('an upload URL writes once (If-None-Match: *, a conditional write as in S3)', () => {
+    const read = async (k: string) => Buffer.from(await (await s3.send(new GetObjectCommand({ Bucket: rt.bucketName, Key: k }))).Body!.transformToByteArray());
+
+    it('a second PUT to the same URL is 412 PreconditionFailed and the first bytes stay', async () => {
+      const k = key();
+      const { url, headers } = await presignPut(k, 'image/jpeg', body.length);
+      expect((await fetch(url, { method: 'PUT', body, headers })).status).toBe(200);
+      const other = Buffer.from('y'.repeat(body.length));
+      await expectS3Error(await fetch(url, { method: 'PUT', body: other, headers }), 412, 'PreconditionFailed');
+      expect((await read(k)).equals(body)).toBe(true);
+    });
+
+    it('two PUTs racing on one URL: exactly one lands, the other is 412', async () => {
+      const k = key();
+      const { url, headers } = await presignPut(k, 'image/jpeg', body.length);
+      const bodies = [body, Buffer.from('z'.repeat(body.length))];
+      const statuses = await Promise.all(bodies.map((b) => fetch(url, { method: 'PUT', body: b, headers }).then((r) => r.status)));
+      expect([...statuses].sort()).toEqual([200, 412]);
+      expect((await read(k)).equals(bodies[statuses.indexOf(200)]!)).toBe(true);
+    });
+
+    it('a PUT without the signed If-None-Match is 403 SignatureDoesNotMatch and stores nothing', async () => {
+      const k = key();
+      const { url, headers } = await presignPut(k, 'image/jpeg', body.length);
+      const { 'If-None-Match': _dropped, ...rest } = headers;
+      await expectS3Error(await fetch(url, { method: 'PUT', body, headers: rest }), 403, 'SignatureDoesNotMatch');
+      expect(await exists(k)).toBe(false);
+    });
+
+    it('once the object is deleted (a file refused by its check), the URL writes again', async () => {
+      const k = key();
+      const { url, headers } = await presignPut(k, 'image/jpeg', body.length);
+      expect((await fetch(url, { method: 'PUT', body, headers })).status).toBe(200);
+      await s3.send(new DeleteObjectCommand({ Bucket: rt.bucketName, Key: k }));
+      expect((await fetch(url, { method: 'PUT', body, headers })).status).toBe(200);
+    });
   });
 
   it('the good PUT succeeds and stores the bytes', async () => {

@@ -37,7 +37,7 @@ describe('fan-in: the verdict whatever order the stages and the upload completio
     const plan = await rt.request('POST', `/internal/worker/submissions/${sub}/upload`, { key: w.token, body: { files: [{ filename: 'p.jpg', content_type: 'image/jpeg', size_bytes: bytes.length }] } });
     expect(plan.status).toBe(200);
     expect((await fetch(plan.json.uploads[0].url, { method: 'PUT', body: bytes, headers: plan.json.uploads[0].headers })).status).toBe(200);
-    return { buyer, job, w, sub, bodies: { scoring: await takeMessage(rt, sqs, 'scoring', sub), annotation: await takeMessage(rt, sqs, 'annotation', sub) } };
+    return { buyer, job, w, sub, bytes, upload: plan.json.uploads[0] as { url: string; headers: Record<string, string> }, bodies: { scoring: await takeMessage(rt, sqs, 'scoring', sub), annotation: await takeMessage(rt, sqs, 'annotation', sub) } };
   }
 
   async function expectOneApproval(t: Awaited<ReturnType<typeof presignedUpload>>) {
@@ -120,5 +120,17 @@ describe('fan-in: the verdict whatever order the stages and the upload completio
     expect((await rt.request('GET', `/internal/worker/submissions/${t.sub}`, { key: t.w.token })).json.status).toBe('pending_score');
     expect((await annotate({ Records: [sqsRecord(t.bodies.annotation, 'a')] })).batchItemFailures).toEqual([]);
     await expectOneApproval(t);
+  });
+
+  it('the bytes approved are the bytes delivered: the upload URL writes once, so a second PUT of other bytes is refused (412)', async () => {
+    const t = await presignedUpload(213);
+    expect((await score({ Records: [sqsRecord(t.bodies.scoring, 's')] })).batchItemFailures).toEqual([]);
+    expect((await annotate({ Records: [sqsRecord(t.bodies.annotation, 'a')] })).batchItemFailures).toEqual([]);
+    await expectOneApproval(t);
+    const other = Buffer.concat([t.bytes.subarray(0, 64), Buffer.alloc(t.bytes.length - 64, 0x42)]); // same length, other bytes
+    const again = await fetch(t.upload.url, { method: 'PUT', body: other, headers: t.upload.headers });
+    expect(again.status).toBe(412);
+    const [file] = (await rt.request('GET', `/v1/jobs/${t.job.id}/files`, { key: t.buyer.live })).json.data;
+    expect(Buffer.from(await (await fetch(file.download_url)).arrayBuffer()).equals(t.bytes)).toBe(true);
   });
 });

@@ -25,10 +25,10 @@ const signingDate = new Date('2026-11-26T12:00:00Z');
 
 describe('pre-signed upload URLs', () => {
   const sdkUrl = (s3: S3Client, bucket: string, key: string) =>
-    getSignedUrl(s3, new PutObjectCommand({ Bucket: bucket, Key: key, ContentType: 'image/jpeg', ContentLength: 1234 }), {
+    getSignedUrl(s3, new PutObjectCommand({ Bucket: bucket, Key: key, ContentType: 'image/jpeg', ContentLength: 1234, IfNoneMatch: '*' }), {
       expiresIn: 3600,
       signingDate,
-      signableHeaders: new Set(['content-type', 'content-length']),
+      signableHeaders: new Set(['content-type', 'content-length', 'if-none-match']),
     });
 
   const cases = ['us-east-1', 'eu-west-1', 'cn-north-1', 'us-gov-west-1'].flatMap((region) =>

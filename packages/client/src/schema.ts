@@ -5922,7 +5922,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description JSON `{files:[…]}`: one pre-signed PUT per file; PUT the bytes with the signed Content-Type and Content-Length. */
+            /** @description JSON `{files:[…]}`: one pre-signed PUT per file; PUT the bytes with the signed headers it lists (Content-Type, Content-Length, If-None-Match: *). A URL writes once: a second PUT is 412. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6095,7 +6095,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description JSON `{files:[…]}`: one pre-signed PUT per file; PUT the bytes with the signed Content-Type and Content-Length. */
+            /** @description JSON `{files:[…]}`: one pre-signed PUT per file; PUT the bytes with the signed headers it lists (Content-Type, Content-Length, If-None-Match: *). A URL writes once: a second PUT is 412. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
