@@ -11,11 +11,16 @@ import { audit } from '../audit';
 import { ConditionFailed, errors } from '../errors';
 import { recordResponse, type MutationContext } from '../context';
 import { getJobItem } from '../jobs';
+import { ACTIVE_STATUSES } from '../jobs/model';
 import type { WorkerPrincipal } from '../types';
 
 export async function flagJob(ctx: MutationContext, worker: WorkerPrincipal, jobId: string, reason: string) {
   for (let attempt = 0; attempt < 20; attempt++) {
     const job = (await getJobItem(jobId, true))!;
+    // Only a job still taking work can be flagged: a closed one is nothing a worker can take up.
+    if (!ACTIVE_STATUSES.includes(job.status)) {
+      throw errors.conflict(`The job is ${job.status}; only a job taking submissions can be flagged.`, [{ field: 'job_id', message: `job is ${job.status}`, code: `job_${job.status}` }]);
+    }
     const count = Number(job.flag_count ?? 0);
     const at = nowIso();
     const tx = new Tx();

@@ -144,10 +144,17 @@ export function presentWorkerSubmission(s: SubmissionItem) {
     payout_cents: (s.payout_cents as number | undefined) ?? null,
     submitted_at: s.submitted_at ?? null,
     scored_at: s.scored_at ?? null,
-    /** D71: the buyer's override of the verdict, or null */
-    override: (s.override as Record<string, unknown> | undefined) ?? null,
+    /** D71: the buyer's override of the verdict, or null; the buyer's private note is not shown */
+    override: workerOverride(s.override),
     created_at: s.created_at,
   };
+}
+
+/** What a worker sees of an override: the decision, its standard reason and when (not the buyer's note). */
+function workerOverride(o: unknown): Record<string, unknown> | null {
+  if (!o || typeof o !== 'object') return null;
+  const { note: _note, ...shown } = o as Record<string, unknown>;
+  return shown;
 }
 
 /** The buyer's view (spec "Submission"). `file_url` is set by the caller for approved submissions. */

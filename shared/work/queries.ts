@@ -19,7 +19,7 @@ import type { BuyerPrincipal, WorkerPrincipal } from '../types';
 
 type Item = Record<string, unknown>;
 
-/** D45: the worker view of a job. */
+/** D45: the worker view of a job (exactly D45's fields: the buyer's scoring criteria and minimum rating stay the buyer's). */
 export function presentWorkerJob(j: JobItem) {
   return {
     object: 'worker_job' as const,
@@ -35,8 +35,6 @@ export function presentWorkerJob(j: JobItem) {
     min_width: (j.min_width as number | null) ?? null,
     min_height: (j.min_height as number | null) ?? null,
     worker_guidelines: (j.worker_guidelines as string | null) ?? null,
-    scoring_criteria: (j.scoring_criteria as string | null) ?? null,
-    min_star_rating: Number(j.min_star_rating ?? 3),
     location: (j.location as object | null) ?? null,
     slots_available: Math.max(0, freeSlots(j)),
     created_at: j.created_at as string,

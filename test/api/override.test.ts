@@ -62,6 +62,9 @@ describe('D71: POST /v1/submissions/{id}/override', () => {
       file_url: null,
       override: { decision: 'reject', reason_code: 'low_quality', note: 'Blurry storefront sign.', overridden_at: expect.any(String) },
     });
+    // The worker sees the decision and its standard reason, not the buyer's note.
+    const seen = (await rt.request('GET', `/internal/worker/submissions/${sub.id}`, { key: worker.token })).json;
+    expect(seen.override).toEqual({ decision: 'reject', reason_code: 'low_quality', overridden_at: expect.any(String) });
 
     // Files withdrawn: no longer listed, no longer found, and the delivered URL stops working.
     expect((await rt.request('GET', `/v1/jobs/${j.id}/files?min_score=1`, { key: buyer.live })).json.data).toEqual([]);

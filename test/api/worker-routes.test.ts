@@ -25,6 +25,9 @@ describe('worker routes: job board, accept, withdraw, flag, reservation expiry',
     const w = await signupWorker(rt);
     const entry = (await board(w.token)).find((x) => x.id === j.id);
     expect(entry).toMatchObject({ object: 'worker_job', id: j.id, worker_payout_per_file_cents: 40, slots_available: 2, files_per_submission: 1, min_width: 100 });
+    // D45's fields only: the buyer's scoring criteria and minimum rating are not shown to workers.
+    expect(entry).not.toHaveProperty('scoring_criteria');
+    expect(entry).not.toHaveProperty('min_star_rating');
 
     const a = await accept(rt, w.token, j.id);
     expect(a.status).toBe(201);
@@ -108,6 +111,18 @@ describe('worker routes: job board, accept, withdraw, flag, reservation expiry',
     }
     // Strict body (D4).
     expect((await rt.request('POST', `/internal/worker/jobs/${j.id}/flag`, { key: w2.token, body: { reason: 'x', extra: 1 } })).status).toBe(400);
+  });
+
+  it('D35: a job no longer taking submissions cannot be flagged (409, no event)', async () => {
+    const buyer = await liveBuyer(rt);
+    const j = await createJob(rt, buyer.live);
+    const w = await signupWorker(rt);
+    expect((await rt.request('POST', `/v1/jobs/${j.id}/cancel`, { key: buyer.live, headers: { 'Idempotency-Key': `c-${j.id}` } })).status).toBe(200);
+    const f = await rt.request('POST', `/internal/worker/jobs/${j.id}/flag`, { key: w.token, body: { reason: 'Price too low' } });
+    expect([f.status, f.json.error?.details?.[0]?.code]).toEqual([409, 'job_cancelled']);
+    const events = await rt.request('GET', '/v1/webhook_events?type=job.flagged&limit=100', { key: buyer.live });
+    expect(events.status).toBe(200);
+    expect(events.json.data.filter((e: { data: { job_id: string } }) => e.data.job_id === j.id)).toEqual([]);
   });
 
   it('D9: worker routes refuse buyer keys; a job of another environment is 404', async () => {
