@@ -33,7 +33,7 @@ import { ConditionFailed } from '../errors';
 import { logger, withChildLogScope } from '../logger';
 import { addApprovalCharges, approvalAllowed } from '../ledger/escrow';
 import { summaryUpdate as summaryClauses } from './summary';
-import { categoryOf, type JobItem } from '../jobs/model';
+import { ACTIVE_STATUSES, categoryOf, type JobItem } from '../jobs/model';
 import { verdict, DEFAULT_THRESHOLD, type Verdict } from '../scoring/verdict';
 import { reasonCodesFromDimensions, sortReasonCodes, type Dimensions, type ReasonCode, type ScoreResult } from '../scoring/types';
 import { policyFinding, policyRejection } from '../scoring/policy';
@@ -164,7 +164,7 @@ async function decide(sub: SubmissionItem): Promise<Verdict | null> {
       if (v === 'approved' && !approvalAllowed(job, sub.uploads.length)) {
         return reject(sub, job, { ...c, reasoning: `${c.reasoning} The job no longer takes files (it is ${job.status}).` });
       }
-      if (v === 'retry_pending' && !['open', 'filled', 'in_progress'].includes(job.status)) v = 'rejected';
+      if (v === 'retry_pending' && !ACTIVE_STATUSES.includes(job.status)) v = 'rejected';
       const decided = { ...c, reasonCodes: finalCodes(v, c, threshold) };
       if (v === 'approved') return approve(sub, job, decided);
       if (v === 'retry_pending') return retryPending(sub, decided);
@@ -302,6 +302,13 @@ async function retryPending(sub: SubmissionItem, c: Combined): Promise<Verdict> 
   const until = addMs(now(), RESERVATION_MS).toISOString();
   submissionUpdate(tx, sub, 'retry_pending', c, { set: ['reserved_until = :ru'], values: { ':ru': until } });
   tx.create('reservation', reservationItem({ job_id: sub.job_id, worker_id: sub.worker_id, submission_id: sub.id, slots: 0, phase: 'retry', reserved_until: until }));
+  // Only while the job takes submissions: a cancel committing after the job was read fails this
+  // (label 'job'), and the retry reads the job again and rejects instead.
+  tx.check('job', keys.job(sub.job_id), {
+    condition: '#s IN (:js1, :js2, :js3)',
+    names: { '#s': 'status' },
+    values: { ':js1': ACTIVE_STATUSES[0], ':js2': ACTIVE_STATUSES[1], ':js3': ACTIVE_STATUSES[2] },
+  });
   scoredEvent(tx, sub, 'retry_pending', c);
   verdictAudit(tx, sub, 'submission.retry_pending', { ai_star_rating: c.stars });
   await tx.commit();
