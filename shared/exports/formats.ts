@@ -7,7 +7,8 @@
  * - CSV: a header row and one row per File of its scalar fields (device_info flattened to
  *   `device_info.*` columns); RFC 4180 quoting; a text cell that a spreadsheet would run as a
  *   formula (starting with = + - @, tab or CR) is prefixed with `'`.
- * - COCO: `info`, `licenses`, `images` (image Files), `annotations` (one per detected object with a
+ * - COCO: `info`, `licenses`, `images` (image Files, their size upright: EXIF orientation applied,
+ *   as the boxes are), `annotations` (one per detected object with a
  *   box: `bbox` [x, y, width, height] in pixels, `area`, `iscrowd` 0, `score` = the detector's
  *   confidence) and `categories` (one per label, ids in order of first appearance). Two passes over
  *   the Files: images first, then annotations, restricted to the images of the first pass.
@@ -32,11 +33,17 @@ export function encoder(format: ExportFormat, exp: ExportItem, pages: FilePages,
 
 const buf = (s: string) => Buffer.from(s, 'utf8');
 
+/**
+ * One JSONL record: JSON with U+2028, U+2029 and U+0085 escaped too (JSON allows them raw, but
+ * line-splitting readers such as Python's `splitlines()` would cut the record there).
+ */
+export const jsonLine = (v: unknown) => JSON.stringify(v).replace(/[\u2028\u2029\u0085]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+
 async function* jsonl(pages: FilePages, count: Counter): AsyncGenerator<Buffer> {
   for await (const page of pages()) {
     const files = await Promise.all(page.map(presentFile));
     count.files += files.length;
-    yield buf(files.map((f) => `${JSON.stringify(f)}\n`).join(''));
+    yield buf(files.map((f) => `${jsonLine(f)}\n`).join(''));
   }
 }
 
@@ -62,6 +69,8 @@ export const CSV_COLUMNS: { name: string; get: (f: FileObject) => unknown }[] = 
   { name: 'device_info.device_os', get: (f) => (f.device_info as Record<string, unknown> | null)?.device_os },
   { name: 'device_info.app_version', get: (f) => (f.device_info as Record<string, unknown> | null)?.app_version },
   { name: 'worker_region', get: (f) => f.worker_region },
+  { name: 'perceptual_hash', get: (f) => f.perceptual_hash },
+  { name: 'location_verified', get: (f) => f.location_verified },
   { name: 'download_url', get: (f) => f.download_url },
   { name: 'download_url_expires_at', get: (f) => f.download_url_expires_at },
   { name: 'created_at', get: (f) => f.created_at },
@@ -102,24 +111,28 @@ async function* coco(exp: ExportItem, pages: FilePages, count: Counter): AsyncGe
   yield buf(`{"info":${JSON.stringify(info)},"licenses":[],"images":[`);
   const imageIds = new Map<string, number>();
   for await (const page of pages()) {
-    const images = await Promise.all(page.filter(isImage).map(presentFile));
+    const items = page.filter(isImage);
+    const images = await Promise.all(items.map(presentFile));
     const parts: string[] = [];
-    for (const f of images) {
+    images.forEach((f, i) => {
       const id = imageIds.size + 1;
       imageIds.set(f.id, id);
+      // The boxes are in pixels of the upright image (EXIF orientation applied), as loaders that
+      // apply the orientation see it: its size is the stored one, sides swapped for 5–8.
+      const turned = Number(items[i]!.orientation ?? 1) >= 5;
       parts.push(
         JSON.stringify({
           id,
           file_name: f.original_filename,
-          width: f.width,
-          height: f.height,
+          width: turned ? f.height : f.width,
+          height: turned ? f.width : f.height,
           date_captured: f.captured_at,
           coco_url: f.download_url,
           file_id: f.id,
           content_hash: f.content_hash,
         }),
       );
-    }
+    });
     if (parts.length) yield buf(`${imageIds.size > parts.length ? ',' : ''}${parts.join(',')}`);
   }
   count.files = imageIds.size;

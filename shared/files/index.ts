@@ -41,6 +41,8 @@ export function fileItem(sub: SubmissionItem, upload: PlannedUpload, part: FileP
     duration_seconds: (m.duration_seconds as number | null) ?? null,
     width: (m.width as number | null) ?? null,
     height: (m.height as number | null) ?? null,
+    // Not shown on the File: the COCO export turns width and height upright with it.
+    orientation: (m.orientation as number | null | undefined) ?? null,
     content_hash: m.content_hash as string,
     captured_at: (m.captured_at as string | null) ?? null,
     device_info: {

@@ -186,7 +186,14 @@ async function annotateVideoAt(file: string, input: Buffer | string, opts: Annot
   const p = probeFields(await ffprobe(file));
   const unavailable: Record<string, string> = { actions: NOT_COMPUTED.actions! };
   for (const k of SPEECH_FIELDS.video) unavailable[k] = p.has_audio ? SPEECH_UNAVAILABLE : 'the video has no sound track';
-  const audioP = p.has_audio ? measureAudio(file).catch(() => null) : Promise.resolve(null);
+  // Caught at once (it is awaited later, after the keyframes): its error is kept for the reason.
+  let audioError: unknown = null;
+  const audioP = p.has_audio
+    ? measureAudio(file).catch((err: unknown) => {
+        audioError = err;
+        return null;
+      })
+    : Promise.resolve(null);
   let frames: ExtractedKeyframe[] | null = opts.keyframes ?? null;
   if (!frames && p.duration_seconds && p.has_video) {
     frames = await extractKeyframesUncached(file, p.duration_seconds, DEFAULT_FRACTIONS, DEFAULT_MAX_SIDE);
@@ -219,7 +226,17 @@ async function annotateVideoAt(file: string, input: Buffer | string, opts: Annot
   if (!objects) unavailable.objects = 'no keyframe was annotated';
   const faces = keyframes?.map((k) => k.annotations?.face_count).filter((n): n is number => typeof n === 'number') ?? [];
   const audio = await audioP;
-  if (!p.has_audio) unavailable.integrated_lufs = unavailable.noise_level = 'no audio stream';
+  if (audioError && isMachineryFailure(audioError)) throw audioError; // D66: no verdict on the bytes
+  const audioFailure = audioError ? `the sound track could not be measured: ${(audioError instanceof Error ? audioError.message : String(audioError)).slice(0, 300)}` : null;
+  // D58: a sound-track figure that was not measured says why.
+  if (!p.has_audio) unavailable.integrated_lufs = unavailable.mean_volume_db = unavailable.noise_level = 'no audio stream';
+  else if (!audio) unavailable.integrated_lufs = unavailable.mean_volume_db = unavailable.noise_level = audioFailure ?? 'the sound track could not be measured';
+  else {
+    const loudnessWhy = audio.failures.loudness ? `loudness measurement failed: ${audio.failures.loudness}` : null;
+    if (audio.loudness.integrated_lufs === null) unavailable.integrated_lufs = loudnessWhy ?? 'no loudness could be measured (the sound track is silent or too short)';
+    if (audio.loudness.mean_volume_db === null) unavailable.mean_volume_db = loudnessWhy ?? 'no volume could be measured';
+    if (!audio.noise?.noise_level) unavailable.noise_level = audio.failures.noise_level ? `noise measurement failed: ${audio.failures.noise_level}` : 'no noise level could be measured';
+  }
   const models = new Set(keyframes?.map((k) => k.annotations?.annotation_model).filter((m): m is string => !!m));
   return {
     type: 'video',

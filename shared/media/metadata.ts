@@ -30,8 +30,11 @@ export interface MediaMetadata {
   category: MediaCategory | null;
   size_bytes: number;
   content_hash: string;
+  /** As stored (EXIF orientation not applied). */
   width: number | null;
   height: number | null;
+  /** An image's EXIF orientation (1–8; 5–8 swap the sides when shown upright), null when it has none. */
+  orientation?: number | null;
   duration_seconds: number | null;
   channels: number | null;
   sample_rate: number | null;
@@ -339,6 +342,7 @@ export async function measure(input: Buffer | string, contentType: string, opts:
     const meta = await sharp(input, { failOn: 'none' }).metadata();
     md.width = meta.width ?? null;
     md.height = meta.pageHeight ?? meta.height ?? null;
+    md.orientation = meta.orientation ?? null;
     md.codec = meta.format ?? null;
     md.has_video = false;
     md.has_audio = false;

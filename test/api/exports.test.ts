@@ -49,6 +49,8 @@ interface SeedFile {
   contentType?: string;
   width?: number | null;
   height?: number | null;
+  /** EXIF orientation as measured (fileItem keeps it, the File does not show it) */
+  orientation?: number | null;
   annotations?: unknown;
 }
 
@@ -78,6 +80,7 @@ async function seedFiles(jobId: string, orgId: string, env: 'live' | 'test', fil
       duration_seconds: f.contentType?.startsWith('video/') ? 12.5 : null,
       width: f.width === undefined ? 640 : f.width,
       height: f.height === undefined ? 480 : f.height,
+      orientation: f.orientation ?? null,
       content_hash: `sha256:${'ab'.repeat(32)}`,
       captured_at: '2026-11-20T10:00:00.000Z',
       device_info: { device_model: 'Pixel 8', device_os: 'Android 15', app_version: null },
@@ -234,6 +237,39 @@ describe('COCO from object detections', () => {
       expect(ann.area).toBeCloseTo(w * h, 1);
       expect(ann.iscrowd).toBe(0);
     }
+  });
+
+  test('a photo stored sideways with EXIF orientation 6: its COCO size is upright, as its boxes are', async () => {
+    const sharp = (await import('sharp')).default;
+    const upright = readFileSync(packageFile('@vladmandic/human', 'assets/samples.jpg'));
+    // Stored turned a quarter to the left; orientation 6 tells viewers to turn it back.
+    const sideways = await sharp(upright).rotate(-90).withMetadata({ orientation: 6 }).jpeg().toBuffer();
+    const meta = await sharp(sideways).metadata();
+    const turned = await annotateImage(sideways, undefined, { provider: new LocalAnnotationProvider() });
+    expect(turned.objects!.length).toBeGreaterThan(0);
+    // Another organization's key, so the jobs these tests add stay within the first one's rate limit.
+    const job = await newJob(b.test);
+    await seedFiles(job, b.orgId, 'test', [{ stars: 5, filename: 'sideways.jpg', width: meta.width!, height: meta.height!, orientation: meta.orientation!, annotations: turned }]);
+    const coco = JSON.parse(await download((await exportAndWait(b.test, job, { format: 'coco' })).download_url));
+    const [image] = coco.images;
+    expect([image.width, image.height]).toEqual([meta.height, meta.width]);
+    for (const ann of coco.annotations) {
+      const [x, y, w, h] = ann.bbox;
+      expect(x + w).toBeLessThanOrEqual(image.width + 0.01);
+      expect(y + h).toBeLessThanOrEqual(image.height + 0.01);
+    }
+  });
+});
+
+describe('JSONL lines stay whole', () => {
+  test('a line separator in a worker\'s file name is escaped: one record per line for every line reader', async () => {
+    const job = await newJob(b.test);
+    await seedFiles(job, b.orgId, 'test', [{ stars: 4, filename: 'shop\u2028front\u2029\u0085.jpg' }]);
+    const text = await download((await exportAndWait(b.test, job, { format: 'jsonl' })).download_url);
+    expect(/[\u2028\u2029\u0085]/.test(text)).toBe(false);
+    const lines = text.trimEnd().split(/\r\n|[\n\r\u2028\u2029\u0085]/);
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0]!).original_filename).toBe('shop\u2028front\u2029\u0085.jpg');
   });
 });
 

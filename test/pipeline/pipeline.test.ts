@@ -309,7 +309,7 @@ describe('pipeline: from a worker upload to a delivered, charged File', () => {
       body: { files: [{ filename: 'big.jpg', content_type: 'image/jpeg', size_bytes: bytes.length }], device_model: 'Pixel 9' },
     });
     expect(plan.status).toBe(200);
-    expect(plan.json.uploads).toEqual([expect.objectContaining({ method: 'PUT', url: expect.any(String), expires_at: expect.any(String), headers: { 'Content-Type': 'image/jpeg', 'Content-Length': String(bytes.length) } })]);
+    expect(plan.json.uploads).toEqual([expect.objectContaining({ method: 'PUT', url: expect.any(String), expires_at: expect.any(String), headers: { 'Content-Type': 'image/jpeg', 'Content-Length': String(bytes.length), 'If-None-Match': '*' } })]);
     const put = await fetch(plan.json.uploads[0].url, { method: 'PUT', body: bytes, headers: plan.json.uploads[0].headers });
     expect(put.status).toBe(200);
     expect(await verdictOf(w1.token, a1.json.id)).toMatchObject({ status: 'approved' });

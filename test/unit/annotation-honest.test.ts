@@ -6,7 +6,7 @@
  */
 import type { ConverseCommandOutput } from '@aws-sdk/client-bedrock-runtime';
 import { analyzeImage } from '../../shared/media/image-quality';
-import { localSemantics, mergeImageAnnotations, parseAnnotationOutput } from '../../shared/media/annotation';
+import { localSemantics, mergeImageAnnotations, parseAnnotationOutput, withDetectorBoxes } from '../../shared/media/annotation';
 import type { ImageFacts } from '../../shared/media/annotation';
 import { annotateVideo } from '../../shared/media/annotate-image';
 import { parseConverseOutput } from '../../shared/scoring';
@@ -43,6 +43,44 @@ describe('honest annotation fields (D58)', () => {
     expect(a.unavailable?.text_extraction).toBe('OCR switched off');
     expect(a.safety.nsfw_score).toBeNull();
     expect(a.unavailable?.nsfw_score).toBe('nsfw classification switched off');
+  });
+
+  it('nothing looked for PII: pii_types is null with the reason, not an empty list; faces not looked at are named', async () => {
+    const q = await analyzeImage(await detailedJpeg(320, 240));
+    const base = { width: q.width, height: q.height, view_width: q.width, view_height: q.height, objects: [], nsfw: null };
+    const none = mergeImageAnnotations(q, { ...base, faces: null, text: null, failures: { faces: 'human failed: x', text: 'OCR switched off' } }, localSemantics({ ...base, faces: null, text: null, failures: {} }), 'local');
+    expect([none.safety.pii_detected, none.safety.pii_types]).toEqual([null, null]);
+    expect(none.unavailable?.pii_types).toBe('neither OCR nor face detection ran');
+    const textOnly = mergeImageAnnotations(q, { ...base, faces: null, text: { full_text: 'hello', words: [] } as never, failures: { faces: 'human failed: x' } }, localSemantics({ ...base, faces: null, text: null, failures: {} }), 'local');
+    expect(textOnly.safety.pii_types).toEqual([]);
+    expect(textOnly.unavailable?.['pii_types.face']).toMatch(/face detection did not run/);
+  });
+
+  it('a provider that names objects without boxes keeps the detector\'s boxes: detected objects first with pixel boxes, then the ones only the model named', () => {
+    const facts: ImageFacts = {
+      width: 800,
+      height: 600,
+      view_width: 640,
+      view_height: 480,
+      faces: [],
+      objects: [{ label: 'bicycle', confidence: 0.8, box: [0.1, 0.5, 0.2, 0.3] }],
+      text: null,
+      nsfw: null,
+      failures: {},
+    };
+    const named = [
+      { label: 'storefront', confidence: 0.92, position: 'center' as const, approximate_coverage: 0.55, bbox: null },
+      { label: 'Bicycle', confidence: 0.7, position: 'bottom-left' as const, approximate_coverage: 0.06, bbox: null },
+    ];
+    const out = withDetectorBoxes({ objects: named, scene: null, composition: null, model: 'bedrock:m', unavailable: { 'objects.bbox': 'by position' } }, facts);
+    expect(out.objects!.map((o) => [o.label, o.bbox])).toEqual([
+      ['bicycle', [80, 300, 160, 180]],
+      ['storefront', null],
+    ]);
+    expect(out.unavailable['objects.bbox']).toMatch(/did not find have no box/);
+    // No detector run: the model's objects as they are.
+    const noDetector = withDetectorBoxes({ objects: named, scene: null, composition: null, model: 'bedrock:m', unavailable: {} }, { ...facts, objects: null });
+    expect(noDetector.objects).toEqual(named);
   });
 
   it('text read by the model has no per-word confidence: each word null with the reason, never the block confidence', () => {

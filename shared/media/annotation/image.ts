@@ -180,7 +180,9 @@ export function mergeImageAnnotations(q: ImageQuality, facts: ImageFacts, sem: S
   const pii = new Set<PiiType>(text ? piiInText(text.full_text) : []);
   if (facts.faces && facts.faces.length > 0) pii.add('face');
   const piiKnown = text !== null || facts.faces !== null;
-  if (!piiKnown) unavailable.pii_detected = 'neither OCR nor face detection ran';
+  if (!piiKnown) unavailable.pii_detected = unavailable.pii_types = 'neither OCR nor face detection ran';
+  else if (facts.faces === null) unavailable['pii_types.face'] = `face detection did not run, so faces are not counted: ${facts.failures.faces ?? 'unknown'}`;
+  else if (!text) unavailable['pii_types.text'] = 'OCR did not run, so text (e-mail addresses, phone numbers) is not counted';
   const violence = sem.violence_score ?? null;
   if (violence !== null) delete unavailable.violence_score;
   const out: ImageAnnotations = {
@@ -198,7 +200,7 @@ export function mergeImageAnnotations(q: ImageQuality, facts: ImageFacts, sem: S
       nsfw_score: facts.nsfw ? nsfwScore(facts.nsfw) : null,
       violence_score: violence,
       pii_detected: piiKnown ? pii.size > 0 : null,
-      pii_types: [...pii].sort(),
+      pii_types: piiKnown ? [...pii].sort() : null,
       nsfw_classes: facts.nsfw,
     },
     annotation_model: sem.model === localAnnotatorOf(facts) ? sem.model : `${sem.model} + ${localAnnotatorOf(facts)}`,
@@ -206,6 +208,22 @@ export function mergeImageAnnotations(q: ImageQuality, facts: ImageFacts, sem: S
   };
   if (Object.keys(unavailable).length) out.unavailable = unavailable;
   return out;
+}
+
+/**
+ * A provider that names objects without boxes (Bedrock) keeps the object detector's boxes: the
+ * detector's objects come first, with their pixel boxes (what the COCO export's annotations are
+ * made of, D73), then the objects the provider named that the detector did not find, box null.
+ */
+export function withDetectorBoxes(sem: SemanticParts, facts: ImageFacts): SemanticParts {
+  if (!facts.objects || !sem.objects) return sem;
+  const detected = localSemantics(facts).objects ?? [];
+  const found = new Set(detected.map((o) => o.label.toLowerCase()));
+  const named = sem.objects.filter((o) => !found.has(o.label.toLowerCase()));
+  const unavailable = { ...sem.unavailable };
+  if (named.some((o) => o.bbox === null)) unavailable['objects.bbox'] = 'objects the model named that the box detector did not find have no box (the model places them by position and coverage)';
+  else delete unavailable['objects.bbox'];
+  return { ...sem, objects: [...detected, ...named], unavailable };
 }
 
 /** Full image annotations (D51 shape). */
@@ -221,7 +239,7 @@ export async function annotateImageFull(input: Buffer | string, quality: ImageQu
       .jpeg({ quality: 85 })
       .toBuffer());
   try {
-    return mergeImageAnnotations(q, facts, await provider.describeImage({ jpeg: jpegOf, facts }), provider.name);
+    return mergeImageAnnotations(q, facts, withDetectorBoxes(await provider.describeImage({ jpeg: jpegOf, facts }), facts), provider.name);
   } catch (err) {
     const sem = localSemantics(facts);
     sem.unavailable.provider = `${provider.name} failed, local rules used: ${why(err)}`;

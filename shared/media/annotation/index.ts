@@ -17,7 +17,7 @@ export * from './types';
 export * from './derive';
 export { LocalAnnotationProvider, LOCAL_ANNOTATOR, localAnnotatorOf, localSemantics } from './local';
 export { BedrockAnnotationProvider, AnnotationOutputSchema, buildAnnotationRequest, parseAnnotationOutput } from './bedrock';
-export { measureImageFacts, mergeImageAnnotations, annotateImageFull, FACE_MIN_CONFIDENCE, OBJECT_MIN_CONFIDENCE, type AnnotateImageOptions, type Detectors } from './image';
+export { measureImageFacts, mergeImageAnnotations, annotateImageFull, withDetectorBoxes, FACE_MIN_CONFIDENCE, OBJECT_MIN_CONFIDENCE, type AnnotateImageOptions, type Detectors } from './image';
 export { measureAudio, measureNoise, parseLoudness, spectralFlatness, noiseLevelOfAudio, SPEECH_UNAVAILABLE, type Loudness, type AudioNoise } from './audio';
 export { warmUp, shutdownModels, loadHuman, loadNsfw, loadOcr } from './models';
 

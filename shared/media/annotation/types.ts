@@ -26,7 +26,8 @@ export interface Safety {
   violence_score: number | null;
   /** null only when neither OCR nor face detection ran */
   pii_detected: boolean | null;
-  pii_types: PiiType[];
+  /** null when neither OCR nor face detection ran (nothing was looked for) */
+  pii_types: PiiType[] | null;
   nsfw_classes: Partial<Record<NsfwClass, number>> | null;
 }
 
