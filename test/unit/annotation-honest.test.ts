@@ -98,6 +98,12 @@ describe('honest annotation fields (D58)', () => {
     expect(() => parseAnnotationOutput(empty, 'm')).toThrow(/model returned no text/);
   });
 
+  it('a video without a sound track gives each sound figure null with that reason', async () => {
+    const v = await annotateVideo(videoFixtures.mov(2), { annotateKeyframes: false });
+    expect([v.integrated_lufs, v.mean_volume_db, v.noise_level]).toEqual([null, null, null]);
+    for (const k of ['integrated_lufs', 'mean_volume_db', 'noise_level']) expect(v.unavailable[k]).toBe('no audio stream');
+  });
+
   it('a video whose keyframes were not annotated names no keyframe model', async () => {
     const v = await annotateVideo(videoFixtures.mp4(2), { annotateKeyframes: false });
     expect(v.annotation_model).not.toMatch(/keyframes|local-annotator|tesseract|nsfwjs|human/);
