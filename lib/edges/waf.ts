@@ -17,12 +17,27 @@ const anyOf = (statements: wafv2.CfnWebACL.StatementProperty[]): wafv2.CfnWebACL
 
 const RATE_LIMITED_BODY = 'rate_limited';
 
+/** Rules of AWSManagedRulesCommonRuleSet set to count (see apiWaf): the body rules and the User-Agent rule. */
+export const BODY_AND_AGENT_RULES_COUNTED = [
+  'SizeRestrictions_BODY',
+  'CrossSiteScripting_BODY',
+  'GenericLFI_BODY',
+  'GenericRFI_BODY',
+  'EC2MetaDataSSRF_BODY',
+  'NoUserAgent_HEADER',
+] as const;
+
 /**
  * A regional web ACL on the API stage:
  * 1. signup routes (manifest `rateLimit: signup_*`, unauthenticated): a tight per-IP rate;
  * 2. every route: a per-IP flood ceiling (the per-key limits of D13 stay in the handlers);
  * 3. AWS managed common rules (OWASP-style), except on binary upload bodies, where body
  *    signatures fire on random bytes and the 8 KB body-size rule would refuse every upload.
+ *    On the other routes the rules that read the JSON body, and the one that wants a User-Agent,
+ *    only count (BODY_AND_AGENT_RULES_COUNTED): they would refuse requests the API accepts and the
+ *    local runtime serves (a 9 KB job, a Stripe event over 8 KB, a description quoting `<script>`
+ *    or `../`, a webhook URL with an IP address, a server client that sends no User-Agent). Every
+ *    body is validated by its route's schema instead; the header, query and path rules block.
  * Rate-based blocks answer 429 in the API's error envelope.
  */
 export function apiWaf(scope: Construct, id: string, o: { stage: apigw.Stage; limits: Limits }): wafv2.CfnWebACL {
@@ -64,6 +79,7 @@ export function apiWaf(scope: Construct, id: string, o: { stage: apigw.Stage; li
     managedRuleGroupStatement: {
       vendorName: 'AWS',
       name: 'AWSManagedRulesCommonRuleSet',
+      ruleActionOverrides: BODY_AND_AGENT_RULES_COUNTED.map((name) => ({ name, actionToUse: { count: {} } })),
       scopeDownStatement: uploadPaths.length > 0 ? { notStatement: { statement: anyOf([...new Set(uploadPaths)].map(endsWith)) } } : undefined,
     },
   };

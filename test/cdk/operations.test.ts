@@ -139,6 +139,14 @@ describe('edges', () => {
     expect(JSON.stringify(assoc.Properties.ResourceArn)).toContain(`"/stages/",{"Ref":"${stageId}"}`);
   });
 
+  test('the common rules only count on what the API accepts: the JSON body rules (an 8 KB+ job or Stripe event, text quoting <script>) and the User-Agent rule', () => {
+    const [, acl] = ofType('AWS::WAFv2::WebACL')[0]!;
+    const common = (acl.Properties.Rules as any[]).find((r) => r.Statement.ManagedRuleGroupStatement?.Name === 'AWSManagedRulesCommonRuleSet')!;
+    const overrides = common.Statement.ManagedRuleGroupStatement.RuleActionOverrides as { Name: string; ActionToUse: Record<string, unknown> }[];
+    expect(overrides.map((o) => o.Name).sort()).toEqual(['CrossSiteScripting_BODY', 'EC2MetaDataSSRF_BODY', 'GenericLFI_BODY', 'GenericRFI_BODY', 'NoUserAgent_HEADER', 'SizeRestrictions_BODY']);
+    for (const o of overrides) expect(o.ActionToUse).toEqual({ Count: {} });
+  });
+
   test('execution logs at ERROR without request bodies, access logs on', () => {
     template.hasResourceProperties('AWS::ApiGateway::Stage', {
       MethodSettings: Match.arrayWith([Match.objectLike({ LoggingLevel: 'ERROR', DataTraceEnabled: false })]),
