@@ -30,6 +30,22 @@ import { countMessages, readSnapshot, removeSnapshot, restoreSnapshot, takeSnaps
 import { createQueues, defaultConsumerConcurrency, localSqsClient, QueuePoller, queueSender, queueUrlEnvName, startSqsEmulator, type LocalQueue } from './sqs';
 import { fileCheckpoints, localStreamsClient, memoryCheckpoints, StreamPipes } from './streams';
 import { ModelWorkerPool } from './model-pool';
+import { longPollTimeoutSeconds } from '../shared/manifest/timeouts';
+
+/**
+ * The long-poll budget a default deployment has: `LOCAL_LONG_POLL_SECONDS`, else the context value
+ * `longPollSeconds` of cdk.json (what `cdk deploy` reads), else 25 as lib/stack.ts defaults it.
+ */
+export function deployedLongPollSeconds(): number {
+  const fromEnv = process.env.LOCAL_LONG_POLL_SECONDS;
+  if (fromEnv) return Number(fromEnv);
+  try {
+    const ctx = (JSON.parse(readFileSync(resolve(__dirname, '..', 'cdk.json'), 'utf8')) as { context?: Record<string, unknown> }).context ?? {};
+    return ctx.longPollSeconds === undefined ? 25 : Number(ctx.longPollSeconds);
+  } catch {
+    return 25;
+  }
+}
 import { imageAnalysisOffload, setImageAnalysisOffload } from '../shared/media/offload';
 
 export interface RuntimeOptions {
@@ -60,6 +76,12 @@ export interface RuntimeOptions {
   streamPollIntervalMs?: number;
   /** Integration time-outs of the HTTP front (API Gateway's 29 s by default); tests pass short ones. */
   integrationTimeouts?: Partial<IntegrationTimeouts>;
+  /**
+   * D20 long-poll budget in seconds, 1..60, as a deployment's context `longPollSeconds` sets it:
+   * default `LOCAL_LONG_POLL_SECONDS`, else cdk.json's value (25), so a long poll is held and
+   * announced locally as the default deployment holds it.
+   */
+  longPollSeconds?: number;
   /**
    * Concurrent consumer invocations per queue, as Lambda's event source mapping runs them: one
    * number for every queue, or per queue name. Default: the queue's `maxConcurrency` in the wiring,
@@ -195,7 +217,8 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     // Bind the port first (PUBLIC_BASE_URL needs it); requests wait until the environment is set.
     let markReady!: () => void;
     const ready = new Promise<void>((r) => (markReady = r));
-    const server = createHttpServer({ log, ready, timeouts: opts.integrationTimeouts });
+    const longPollSeconds = opts.longPollSeconds ?? deployedLongPollSeconds();
+    const server = createHttpServer({ log, ready, timeouts: { longPollMs: longPollTimeoutSeconds(longPollSeconds).integration * 1000, ...opts.integrationTimeouts } });
     // The local payment provider's hosted checkout page (D32).
     stops.push(registerLocalPage(localCheckoutPage));
     // D60: signed download URLs under <url>/cdn, checked as CloudFront checks them.
@@ -233,6 +256,8 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       // D60: download URLs are signed for the local CDN (local/cdn.ts) with the persisted key.
       CDN_BASE_URL: `${(opts.publicBaseUrl ?? url).replace(/\/+$/, '')}/cdn`,
       CDN_KEY_PAIR_ID: secrets.values['cdn-key-pair-id']!,
+      // What the stack gives the long-poll routes (lib/domain-stack.ts): the wait is clamped to it.
+      LONG_POLL_MAX_SECONDS: String(longPollSeconds),
     };
     for (const q of queues.values()) env[queueUrlEnvName(q.def.name)] = q.url;
     if (sandboxDelay !== undefined) env.SANDBOX_DELAY_SECONDS = String(sandboxDelay);
