@@ -33,19 +33,24 @@ import { ModelWorkerPool } from './model-pool';
 import { longPollTimeoutSeconds } from '../shared/manifest/timeouts';
 
 /**
- * The long-poll budget a default deployment has: `LOCAL_LONG_POLL_SECONDS`, else the context value
- * `longPollSeconds` of cdk.json (what `cdk deploy` reads), else 25 as lib/stack.ts defaults it.
+ * A setting as a default deployment has it: the environment variable `env` when set, else the
+ * context value `key` of cdk.json (what `cdk deploy` reads), else the stack's default.
  */
-export function deployedLongPollSeconds(): number {
-  const fromEnv = process.env.LOCAL_LONG_POLL_SECONDS;
+function deployedSetting(env: string, key: string, stackDefault: number): number {
+  const fromEnv = process.env[env];
   if (fromEnv) return Number(fromEnv);
   try {
     const ctx = (JSON.parse(readFileSync(resolve(__dirname, '..', 'cdk.json'), 'utf8')) as { context?: Record<string, unknown> }).context ?? {};
-    return ctx.longPollSeconds === undefined ? 25 : Number(ctx.longPollSeconds);
+    return ctx[key] === undefined ? stackDefault : Number(ctx[key]);
   } catch {
-    return 25;
+    return stackDefault;
   }
 }
+
+/** The long-poll budget (lib/stack.ts: context `longPollSeconds`, default 25); `LOCAL_LONG_POLL_SECONDS`. */
+export const deployedLongPollSeconds = () => deployedSetting('LOCAL_LONG_POLL_SECONDS', 'longPollSeconds', 25);
+/** A long-poll function's reserved concurrency (lib/settings.ts, default 20); `LOCAL_LONG_POLL_CONCURRENCY`. */
+export const deployedLongPollConcurrency = () => deployedSetting('LOCAL_LONG_POLL_CONCURRENCY', 'longPollReservedConcurrency', 20);
 import { imageAnalysisOffload, setImageAnalysisOffload } from '../shared/media/offload';
 
 export interface RuntimeOptions {
@@ -82,6 +87,8 @@ export interface RuntimeOptions {
    * announced locally as the default deployment holds it.
    */
   longPollSeconds?: number;
+  /** Reserved concurrency of a long-poll route's function: default `LOCAL_LONG_POLL_CONCURRENCY`, else cdk.json's (20). */
+  longPollConcurrency?: number;
   /**
    * Concurrent consumer invocations per queue, as Lambda's event source mapping runs them: one
    * number for every queue, or per queue name. Default: the queue's `maxConcurrency` in the wiring,
@@ -218,7 +225,12 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     let markReady!: () => void;
     const ready = new Promise<void>((r) => (markReady = r));
     const longPollSeconds = opts.longPollSeconds ?? deployedLongPollSeconds();
-    const server = createHttpServer({ log, ready, timeouts: { longPollMs: longPollTimeoutSeconds(longPollSeconds).integration * 1000, ...opts.integrationTimeouts } });
+    const server = createHttpServer({
+      log,
+      ready,
+      timeouts: { longPollMs: longPollTimeoutSeconds(longPollSeconds).integration * 1000, ...opts.integrationTimeouts },
+      longPollConcurrency: opts.longPollConcurrency ?? deployedLongPollConcurrency(),
+    });
     // The local payment provider's hosted checkout page (D32).
     stops.push(registerLocalPage(localCheckoutPage));
     // D60: signed download URLs under <url>/cdn, checked as CloudFront checks them.
