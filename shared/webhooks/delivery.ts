@@ -71,6 +71,10 @@ export async function attemptDelivery(ev: Item, endpointId: string, ep: Item | u
   if (!ep || ep.status !== 'enabled') {
     status = 'failed';
     error = ep ? 'endpoint_disabled' : 'endpoint_deleted';
+  } else if (!subscribes(ep, ev.type as string)) {
+    // The buyer took this event type off the endpoint since: it is not sent any more.
+    status = 'failed';
+    error = 'endpoint_unsubscribed';
   } else {
     const body = JSON.stringify(ev.envelope);
     const { current, previous } = await signingSecrets(ep, at);
@@ -126,7 +130,7 @@ export async function attemptDelivery(ev: Item, endpointId: string, ep: Item | u
     });
   }
 
-  const counted = result !== null; // a skipped attempt (endpoint gone/disabled) is not an attempt
+  const counted = result !== null; // a skipped attempt (endpoint gone, disabled or unsubscribed) is not an attempt
   const entry: DeliveryEntry = {
     status,
     attempts: plan.expect + (counted ? 1 : 0),
@@ -165,20 +169,22 @@ export async function attemptDelivery(ev: Item, endpointId: string, ep: Item | u
 export async function fanOut(image: Item, token: string, post: Post = postWebhook): Promise<void> {
   const eventId = image.id as string;
   const type = image.type as string;
-  const targets = (await allEndpoints(image.org_id as string, image.environment as Env)).filter((e) => e.status === 'enabled' && subscribes(e, type));
-  if (!targets.length) return markNothingToDeliver(eventId);
-  if (!(await ensureEntries(eventId, targets.map((t) => t.id as string), now(), token))) return;
+  const endpoints = await allEndpoints(image.org_id as string, image.environment as Env);
+  const targets = endpoints.filter((e) => e.status === 'enabled' && subscribes(e, type));
+  if (!targets.length) await markNothingToDeliver(eventId); // a no-op once entries exist
+  if (targets.length && !(await ensureEntries(eventId, targets.map((t) => t.id as string), now(), token))) return;
   const ev = await getEvent(eventId);
   if (!ev) return;
   const deliveries = (ev.deliveries ?? {}) as Record<string, DeliveryEntry>;
+  // Every never-attempted delivery this fan-out claimed, also one whose endpoint was disabled,
+  // deleted or unsubscribed since an earlier run of this fan-out created it: that attempt records
+  // it failed instead of leaving it pending for ever. A second fan-out starts no second chain.
+  // (An entry written before claims existed has no token: the fan-out that finds it attempts it.)
+  const claimed = Object.entries(deliveries).filter(([, d]) => d.status === 'pending' && d.attempts === 0 && (d.next_token === token || d.next_token === null));
   await settleAll(
-    targets.map(async (ep) => {
-      const d = deliveries[ep.id as string];
-      // Only never-attempted deliveries this fan-out claimed: a second fan-out starts no second chain.
-      // (An entry written before claims existed has no token: the fan-out that finds it attempts it.)
-      if (!d || d.status !== 'pending' || d.attempts !== 0 || (d.next_token !== token && d.next_token !== null)) return;
-      await attemptDelivery(ev, ep.id as string, ep, { expect: 0, token: d.next_token, retryIndex: 0, replay: false }, post);
-    }),
+    claimed.map(([endpointId, d]) =>
+      attemptDelivery(ev, endpointId, endpoints.find((e) => e.id === endpointId), { expect: 0, token: d.next_token, retryIndex: 0, replay: false }, post),
+    ),
   );
 }
 
@@ -197,6 +203,15 @@ export async function onAttemptMessage(msg: AttemptMessage, post: Post = postWeb
   const notVisibleYet = !d || d.attempts < msg.expect_attempts || (d.attempts === msg.expect_attempts && d.next_token !== msg.token);
   if (notVisibleYet && Date.now() - msg.created_ms < NOT_YET_VISIBLE_MS) return sendAttempt(msg, 1);
   // Superseded (another copy ran, a replay took over, or the write that made it live never committed).
+  // If this copy's own run wrote its outcome and then failed before the follow-up writes, they are
+  // done now: the event's status (idempotent, version-guarded) and a 410's disabling.
+  if (d) {
+    await writeAggregate(ev);
+    if (d.attempts === msg.expect_attempts + 1 && d.last_status_code === 410) {
+      const ep = await getEndpoint(msg.org_id, msg.environment, msg.endpoint_id);
+      if (ep && ep.status === 'enabled') await disableEndpoint(ep, 'gone');
+    }
+  }
 }
 
 /** Settles all, then rethrows the first failure (so the message is redelivered). */
