@@ -174,7 +174,15 @@ export async function acquire(opts: {
           ExpressionAttributeValues: { ':now': t, ':inprog': 'in_progress', ':stale': t - STALE_LOCK_MS },
         }),
       );
-      const sealing = opts.sealer ? await opts.sealer.prepare() : null;
+      let sealing = null;
+      try {
+        sealing = opts.sealer ? await opts.sealer.prepare() : null;
+      } catch (e) {
+        // No key to seal the response with (KMS refused or throttled): the request fails with a
+        // 5xx, and a 5xx leaves the key free for the retry, not locked for minutes (D11).
+        await new IdempotencyHandle(opts.scope, keyHash, opts.requestId, opts.successStatus, null).release().catch(() => undefined);
+        throw e;
+      }
       return { kind: 'acquired', handle: new IdempotencyHandle(opts.scope, keyHash, opts.requestId, opts.successStatus, sealing) };
     } catch (err) {
       if (!(err instanceof ConditionalCheckFailedException)) throw err;

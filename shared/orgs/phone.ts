@@ -39,6 +39,11 @@ export const CODE_TTL_MS = 10 * 60_000;
 export const MAX_ATTEMPTS = 5;
 /** Verification starts (codes sent) per organization per clock hour. */
 export const MAX_STARTS_PER_HOUR = 5;
+/**
+ * Codes sent to one phone number per clock hour, whatever the organization: new organizations
+ * cannot multiply the SMS a number receives, nor the guesses made at its codes.
+ */
+export const MAX_STARTS_PER_NUMBER_PER_HOUR = 5;
 
 async function org(orgId: string) {
   const out = await db().send(new GetCommand({ TableName: tableName(), Key: keys.organization(orgId), ConsistentRead: true }));
@@ -52,6 +57,9 @@ export async function startVerification(ctx: MutationContext, p: BuyerPrincipal,
   // Counted before the SMS goes out: the limit bounds both the codes sent and the guesses made.
   const starts = await consume(`PV#${p.orgId}`, { perMinute: Number.MAX_SAFE_INTEGER, perHour: MAX_STARTS_PER_HOUR });
   if (!starts.allowed) throw errors.rateLimited(starts.retryAfter);
+  // The number's own count (its hash: no phone number in a key).
+  const toNumber = await consume(`PVN#${sha256hex(`phone:${phone}`)}`, { perMinute: Number.MAX_SAFE_INTEGER, perHour: MAX_STARTS_PER_NUMBER_PER_HOUR });
+  if (!toNumber.allowed) throw errors.rateLimited(toNumber.retryAfter);
   const code = config().localFixedOtp ?? String(randomInt(0, 1_000_000)).padStart(6, '0');
   const expiresAt = addMs(now(), CODE_TTL_MS).toISOString();
   const tx = new Tx();

@@ -171,6 +171,14 @@ describe('the response recorded in a transaction counts only once that transacti
     expect(handle.recorded).toBe(false);
   });
 
+  test('D11: when no sealing key can be had (KMS refused or throttled), the key is left free for the retry, not locked', async () => {
+    const scope = `org_idem${Date.now()}#test`;
+    const key = idemKey();
+    const failing = { prepare: async () => Promise.reject(new Error('KMS throttled')) } as never;
+    await expect(acquire({ scope, key, fingerprint: 'f', requestId: 'req_a', successStatus: 200, sealer: failing })).rejects.toThrow(/KMS throttled/);
+    expect((await acquire({ scope, key, fingerprint: 'f', requestId: 'req_b', successStatus: 200 })).kind).toBe('acquired');
+  });
+
   test('a transaction that commits records the response', async () => {
     const handle = await acquired();
     const tx = new Tx();

@@ -73,6 +73,30 @@ describe('starts per organization', () => {
     expect((await start(other.live, randomPhone())).status).toBe(202);
   });
 
+  test('codes sent to one phone number are bounded across organizations: a sixth organization starting for it within the hour is 429', async () => {
+    const phone = randomPhone();
+    for (let i = 0; i < 5; i++) expect((await start((await signupBuyer(rt)).live, phone)).status).toBe(202);
+    const sixth = await start((await signupBuyer(rt)).live, phone);
+    expect([sixth.status, sixth.json.error.type]).toEqual([429, 'rate_limit_exceeded']);
+    expect(Number(sixth.headers['retry-after'])).toBeGreaterThan(0);
+    // Another number is not affected.
+    expect((await start((await signupBuyer(rt)).live, randomPhone())).status).toBe(202);
+  });
+
+  test('a 429 is not stored under its Idempotency-Key: the same key retried after the wait is served, not replayed', async () => {
+    const org = await signupBuyer(rt);
+    for (let i = 0; i < 5; i++) await start(org.live, randomPhone());
+    const key = idemKey();
+    const again = (phone: string) => rt.request('POST', '/v1/auth/phone_verification', { key: org.live, body: { phone }, headers: { 'Idempotency-Key': key } });
+    const phone = randomPhone();
+    const refused = await again(phone);
+    expect(refused.status).toBe(429);
+    clock.advance(HOUR_MS);
+    const served = await again(phone);
+    expect(served.status).toBe(202);
+    expect(served.headers['idempotent-replayed']).toBeUndefined();
+  });
+
   test('starts are allowed again in the next hour', async () => {
     const org = await signupBuyer(rt);
     const phone = randomPhone();

@@ -88,9 +88,10 @@ export function idempotency(route: RouteDef, sealer?: () => Sealer): middy.Middl
       }
       if (!s.idem) return;
       const err = toApiError(request.error);
-      // A 409 that asks for a retry (Retry-After: contention, a stale snapshot) is not an outcome:
-      // storing it would replay "retry" to the retry forever, so the key is released like a 5xx.
-      const retryLater = err.status === 409 && err.headers?.['Retry-After'] !== undefined;
+      // An answer that asks for a retry later (Retry-After: a 409 for contention or a stale
+      // snapshot, a 429 for a limit the handler counts) is not an outcome: storing it would replay
+      // "retry" with a frozen Retry-After to the retry itself, so the key is released like a 5xx.
+      const retryLater = err.headers?.['Retry-After'] !== undefined;
       try {
         if (err.status >= 500 || retryLater) await s.idem.release();
         else
