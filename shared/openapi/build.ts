@@ -222,7 +222,7 @@ export function buildOpenApi(): Json {
         'X-RateLimit-Limit': header('Requests allowed in the window that binds first.'),
         'X-RateLimit-Remaining': header('Requests left in that window.'),
         'X-RateLimit-Reset': header('Unix time (seconds) when that window resets.'),
-        'X-Service-Credits-Remaining': header('available_cents of the key’s environment.'),
+        'X-Service-Credits-Remaining': header('available_cents of the key’s environment as read, strongly consistent, when the request began: a request that moves credits (a job’s escrow, a refund) answers with the balance before its change; GET /v1/billing/credits or the next response shows the balance after.'),
         'Retry-After': header('Seconds to wait before retrying.'),
         'Idempotent-Replayed': header('`true` when this is the stored answer of an earlier request with the same Idempotency-Key.'),
         'Preference-Applied': header('`wait=N`: the wait that was applied.'),

@@ -1284,7 +1284,7 @@ export interface components {
         "X-RateLimit-Remaining": string;
         /** @description Unix time (seconds) when that window resets. */
         "X-RateLimit-Reset": string;
-        /** @description available_cents of the key’s environment. */
+        /** @description available_cents of the key’s environment as read, strongly consistent, when the request began: a request that moves credits (a job’s escrow, a refund) answers with the balance before its change; GET /v1/billing/credits or the next response shows the balance after. */
         "X-Service-Credits-Remaining": string;
         /** @description Seconds to wait before retrying. */
         "Retry-After": string;
