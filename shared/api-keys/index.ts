@@ -197,7 +197,17 @@ export async function rotateKey(ctx: MutationContext, orgId: string, key: Item):
       await tx.commit();
       return view;
     } catch (e) {
-      if (e instanceof ConditionFailed && e.reasons.includes('old_secret') && !e.reasons.includes('api_key') && attempt < ROTATE_ATTEMPTS) continue;
+      if (e instanceof ConditionFailed && e.reasons.includes('old_secret') && !e.reasons.includes('api_key') && attempt < ROTATE_ATTEMPTS) {
+        // Requests on the old secret moved its count: read again after a jittered pause, so a
+        // key under heavy traffic still gets rotated.
+        await new Promise((r) => setTimeout(r, Math.random() * Math.min(200, 10 * 2 ** attempt)));
+        continue;
+      }
+      // Only the old secret's count kept moving: a retry can succeed (Retry-After frees the
+      // Idempotency-Key instead of storing this answer).
+      if (e instanceof ConditionFailed && !e.reasons.includes('api_key')) {
+        throw errors.conflict('The key was in heavy use while rotating; retry in a moment.', undefined, { 'Retry-After': '1' });
+      }
       if (e instanceof ConditionFailed) throw errors.conflict('The key changed while rotating (rotated or revoked concurrently); fetch it and retry.');
       throw e;
     }
