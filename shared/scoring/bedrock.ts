@@ -15,8 +15,10 @@
  * must be a number 1..5 (non-integers are rounded; out of range, missing or non-numeric →
  * BedrockOutputError); `completeness` is accepted for `instruction_compliance` (spec variant).
  * Star rule: s = round(mean of the three), clamped 1..5, and capped at
- * min(relevance, instruction_compliance) + 1 — off-topic content or a broken strict requirement
- * cannot be approved on looks alone.
+ * min(relevance, instruction_compliance) + 1 — off-topic content cannot be approved on looks
+ * alone — and, when instruction_compliance is 2 or less (the prompt's mark of a clear violation of
+ * a strict requirement), capped at instruction_compliance itself, so such a file stays below the
+ * default threshold (3) whatever its looks.
  * The client is injected (`{send}`), so tests drive it with Converse replies written to the published format, without network.
  */
 import type { ContentBlock, ConverseCommandInput, ConverseCommandOutput } from '@aws-sdk/client-bedrock-runtime';
@@ -74,7 +76,8 @@ export function parseConverseOutput(out: ConverseCommandOutput, modelId: string,
 
 export function starFromDimensions(d: Dimensions): { ai_star_rating: number; dimensions: Dimensions } {
   const mean = (d.relevance + d.quality + d.instruction_compliance) / 3;
-  const star = Math.min(clampStar(mean), Math.min(d.relevance, d.instruction_compliance) + 1);
+  const violation = d.instruction_compliance <= 2 ? d.instruction_compliance : 5;
+  const star = Math.min(clampStar(mean), Math.min(d.relevance, d.instruction_compliance) + 1, violation);
   return { ai_star_rating: clampStar(star), dimensions: { ...d } };
 }
 

@@ -204,6 +204,13 @@ describe('D28 bedrock provider (converseReplies Converse responses, no network)'
     expect(starFromDimensions({ relevance: 5, quality: 5, instruction_compliance: 5 }).ai_star_rating).toBe(5);
   });
 
+  it('a clear violation of a strict requirement (instruction_compliance ≤ 2) caps the rating at that value: never approved at the default threshold', () => {
+    expect(starFromDimensions({ relevance: 3, quality: 3, instruction_compliance: 2 }).ai_star_rating).toBe(2);
+    expect(starFromDimensions({ relevance: 5, quality: 5, instruction_compliance: 2 }).ai_star_rating).toBe(2);
+    expect(starFromDimensions({ relevance: 5, quality: 5, instruction_compliance: 1 }).ai_star_rating).toBe(1);
+    expect(starFromDimensions({ relevance: 4, quality: 4, instruction_compliance: 3 }).ai_star_rating).toBe(4);
+  });
+
   it('a reasoning that escapes U+FFFF or half a surrogate pair is kept with U+FFFD in their place (it could be neither stored nor sent)', async () => {
     const reply = structuredClone(converseReplies.good) as { output: { message: { content: { text: string }[] } } };
     reply.output.message.content[0]!.text = '{"relevance": 4, "quality": 4, "instruction_compliance": 4, "reasoning": "Sharp\\uffff shop \\ud83d sign \\ud83d\\udcf7"}';
