@@ -36,7 +36,8 @@ import { giveUpAt, objectBudget } from './object-budget';
 import { retryInFlight, type FilePart, type PlannedUpload, type SubmissionItem } from './model';
 import { tagIfNeverDelivered, type Located } from './locate';
 import { locate, writePart } from './stage-write';
-import type { StageOutcome } from './stage-message';
+import { RetryLater, type StageOutcome } from './stage-message';
+import { lateTranscription } from './transcript-output';
 
 export function scoringJob(job: JobItem): ScoringJob {
   return {
@@ -183,10 +184,17 @@ async function scoreBytes({ sub, upload, part }: Located): Promise<StageOutcome>
       // D65: audio and video sound tracks are scored with their transcript; the provider waits for it.
       transcription = await transcriptionFor(sub, upload, part, metadata);
       if (transcription.status === 'pending') {
-        await writeTranscription(sub, upload.file_id, transcription, metadata);
-        if (upload.mode === 'presigned' && awaitsFiles(sub)) await completeIfAllLanded(sub.id, sub.round!);
-        logger.info('scoring waits for the transcript', { submission_id: sub.id, job_name: transcription.job_name });
-        return 'deferred';
+        if (part.transcription?.status !== 'pending') {
+          await writeTranscription(sub, upload.file_id, transcription, metadata);
+          if (upload.mode === 'presigned' && awaitsFiles(sub)) await completeIfAllLanded(sub.id, sub.round!);
+          logger.info('scoring waits for the transcript', { submission_id: sub.id, job_name: transcription.job_name });
+        }
+        // The job's state-change event resumes scoring. This message also comes back (backoff):
+        // EventBridge delivers Transcribe's events on a best-effort basis, and a lost one must not
+        // leave the file waiting for ever (transcript-output.ts `lateTranscription`).
+        const late = await lateTranscription(sub, upload, transcription);
+        if (!late) throw new RetryLater(`waiting for transcription job ${transcription.job_name}`);
+        transcription = late;
       }
       const scorer = scorerOverride ? scorerOverride(sub.environment) : scorerFor(sub.environment, config().runtime);
       const category = categoryOf(upload.content_type);

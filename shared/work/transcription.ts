@@ -13,16 +13,11 @@
  * An event that arrives before the scoring stage recorded the job it started is retried
  * (`RetryLater`), never dropped.
  */
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { config } from '../config';
-import { db, tableName } from '../db/client';
-import { keys } from '../db/keys';
 import { logger } from '../logger';
 import { sendMessage } from '../queues';
-import { categoryOf } from '../media/sniff';
-import { getObjectBytes } from '../storage/s3';
-import { deriveFromTranscript, parseJobName, parseTranscribeOutput, transcriptKeyFor, type SpeechDerived, type TranscriptionState } from '../speech';
+import { parseJobName, type TranscriptionState } from '../speech';
+import { completedFromOutput, recordTranscription } from './transcript-output';
 import { locateFile } from './locate';
 import { jsonBody, PoisonMessage, RetryLater, type StageOutcome } from './stage-message';
 
@@ -52,13 +47,6 @@ export function objectCreatedEvent(key: string) {
   };
 }
 
-const NO_DERIVATION: SpeechDerived = {
-  topics: null,
-  keywords: null,
-  emotion_tone: null,
-  model: null,
-  unavailable: {},
-};
 
 export async function transcriptionDone(ev: TranscribeJobEvent): Promise<StageOutcome> {
   const ref = parseJobName(ev.jobName);
@@ -77,12 +65,7 @@ export async function transcriptionDone(ev: TranscribeJobEvent): Promise<StageOu
   }
   let state: TranscriptionState;
   if (ev.status === 'COMPLETED') {
-    const doc = JSON.parse((await getObjectBytes(transcriptKeyFor(ev.jobName))).toString('utf8')) as unknown;
-    const speech = parseTranscribeOutput(doc);
-    const derived = categoryOf(upload.content_type) === 'audio' ? await deriveFromTranscript(speech) : NO_DERIVATION;
-    const models = ['amazon-transcribe (language identification, speaker diarization)'];
-    if (derived.model) models.push(`${derived.model} (topics, keywords, emotion_tone)`);
-    state = { status: 'completed', provider: 'transcribe', job_name: ev.jobName, speech, derived, models };
+    state = await completedFromOutput(upload, ev.jobName);
   } else {
     state = { status: 'unavailable', reason: `Amazon Transcribe could not transcribe the file: ${ev.failureReason ?? 'no reason given in its event'}` };
   }
@@ -92,22 +75,3 @@ export async function transcriptionDone(ev: TranscribeJobEvent): Promise<StageOu
   return written ? 'stored' : 'skipped';
 }
 
-/** Writes the result only while this job is the file's pending transcription of the current round. */
-async function recordTranscription(subId: string, round: string, fileId: string, jobName: string, state: TranscriptionState): Promise<boolean> {
-  try {
-    await db().send(
-      new UpdateCommand({
-        TableName: tableName(),
-        Key: keys.submission(subId),
-        UpdateExpression: 'SET #p.#f.#t = :state',
-        ConditionExpression: '#r = :r AND #p.#f.#t.#s = :pending AND #p.#f.#t.#j = :job',
-        ExpressionAttributeNames: { '#p': 'parts', '#f': fileId, '#t': 'transcription', '#r': 'round', '#s': 'status', '#j': 'job_name' },
-        ExpressionAttributeValues: { ':state': JSON.parse(JSON.stringify(state)), ':r': round, ':pending': 'pending', ':job': jobName },
-      }),
-    );
-    return true;
-  } catch (e) {
-    if (e instanceof ConditionalCheckFailedException || (e as Error).name === 'ConditionalCheckFailedException') return false;
-    throw e;
-  }
-}

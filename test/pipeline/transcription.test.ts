@@ -7,6 +7,8 @@ import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness'
 import { BedrockScorer } from '../../shared/scoring';
 import { setScorerFactory } from '../../shared/work/scoring-stage';
 import { RetryLater } from '../../shared/work/stage-message';
+import { LATE_TRANSCRIPT_CHECK_MS, LATE_TRANSCRIPT_GIVE_UP_MS } from '../../shared/work/transcript-output';
+import { clock } from '../../shared/clock';
 import { parseTranscribeEvent, transcriptionDone } from '../../shared/work/transcription';
 import { TranscribeTranscriber, setSpeechModelClient, setTranscriberFactory, transcriptKeyFor } from '../../shared/speech';
 import { RULES, matchesPattern } from '../../shared/manifest/wiring';
@@ -185,5 +187,48 @@ describe('pipeline: audio is scored and annotated with its Amazon Transcribe tra
     expect(done.status).toBe('approved');
     const f = (await rt.request('GET', `/v1/jobs/${job.id}/files`, { key: buyer.live })).json.data[0];
     expect(f.annotations.unavailable.transcript).toBe('Amazon Transcribe could not transcribe the file: Failed to parse audio file.');
+  });
+
+  describe('a state-change event that never comes (EventBridge delivers Transcribe events best effort)', () => {
+    afterEach(() => clock.reset());
+    const uploaded = async (name: string) => {
+      const buyer = await liveBuyer(rt);
+      const job = await createJob(rt, buyer.live, { files_needed: 1, accepted_formats: ['audio/wav'], price_per_file_cents: 30 });
+      const w = await signupWorker(rt);
+      const a = await accept(rt, w.token, job.id);
+      const before = started.length;
+      expect((await uploadFile(rt, w.token, a.json.id, audioFixtures.wav(2), 'audio/wav', name)).status).toBe(202);
+      await waitFor(() => started.length > before, { timeoutMs: 60_000, intervalMs: 200 });
+      return { buyer, job, w, subId: a.json.id as string, jobName: started[before].TranscriptionJobName as string };
+    };
+    const verdict = (t: Awaited<ReturnType<typeof uploaded>>) =>
+      waitFor(
+        async () => {
+          const r = await rt.request('GET', `/internal/worker/submissions/${t.subId}`, { key: t.w.token });
+          return r.json.status !== 'pending_score' ? r.json : null;
+        },
+        { timeoutMs: 60_000, intervalMs: 500 },
+      );
+
+    it('the scoring message comes back and, once the job is 10 minutes old, takes the transcript from Transcribe\'s output', async () => {
+      const t = await uploaded('lost-event.wav');
+      const doc = readFileSync(join(__dirname, '..', 'fixtures', 'transcribe-output.published-format.two-speakers.json'));
+      await s3.send(new PutObjectCommand({ Bucket: rt.bucketName, Key: transcriptKeyFor(t.jobName), Body: doc, ContentType: 'application/json' }));
+      clock.advance(LATE_TRANSCRIPT_CHECK_MS + 60_000); // no event is sent
+      expect(await verdict(t)).toMatchObject({ status: 'approved', ai_star_rating: 4 });
+      expect(prompts[prompts.length - 1]).toContain('Two croissants, please.');
+      const f = (await rt.request('GET', `/v1/jobs/${t.job.id}/files`, { key: t.buyer.live })).json.data[0];
+      expect(f.annotations).toMatchObject({ speaker_count: 2, language: 'en' });
+    });
+
+    it('with no output either, after 40 minutes the file is scored without its transcript, and the reason says so', async () => {
+      const t = await uploaded('no-result.wav');
+      clock.advance(LATE_TRANSCRIPT_GIVE_UP_MS + 60_000);
+      expect((await verdict(t)).status).toBe('approved');
+      expect(prompts[prompts.length - 1]).toMatch(/No transcript is available \(Amazon Transcribe reported no result within 40 minutes/);
+      const f = (await rt.request('GET', `/v1/jobs/${t.job.id}/files`, { key: t.buyer.live })).json.data[0];
+      expect(f.annotations.transcript).toBeNull();
+      expect(f.annotations.unavailable.transcript).toMatch(/^Amazon Transcribe reported no result within 40 minutes/);
+    });
   });
 });

@@ -1,0 +1,85 @@
+/**
+ * A Transcribe job's result as the file's part records it (D65), read from the output document
+ * Transcribe writes to the bucket. Used by the transcription stage when the job's state-change
+ * event arrives, and by the scoring stage when that event is late: EventBridge delivers
+ * Transcribe's events on a best-effort basis, so a scoring message for a file whose transcript is
+ * pending keeps coming back (with the stage's backoff) and, once the job is old enough, reads the
+ * output itself (`lateTranscription`), so no file waits for ever on an event that was lost.
+ */
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { db, tableName } from '../db/client';
+import { keys } from '../db/keys';
+import { now } from '../clock';
+import { logger } from '../logger';
+import { categoryOf } from '../media/sniff';
+import { getObjectBytes, headObject } from '../storage/s3';
+import { deriveFromTranscript, parseTranscribeOutput, transcriptKeyFor, type SpeechDerived, type TranscriptionState } from '../speech';
+import type { PlannedUpload, SubmissionItem } from './model';
+
+const NO_DERIVATION: SpeechDerived = {
+  topics: null,
+  keywords: null,
+  emotion_tone: null,
+  model: null,
+  unavailable: {},
+};
+
+/** How old a pending transcription is before a scoring message looks for its output itself. */
+export const LATE_TRANSCRIPT_CHECK_MS = 10 * 60 * 1000;
+/**
+ * How long a transcription may stay pending with no output before the file is scored without its
+ * transcript (the reason says so). Below the time the scoring queue's eight receives span with
+ * the default backoff (about 45 minutes), so the message never reaches the dead-letter queue for it.
+ */
+export const LATE_TRANSCRIPT_GIVE_UP_MS = 40 * 60 * 1000;
+
+/** The completed transcription of `jobName` from its output document (and, for audio, what the text model derives). */
+export async function completedFromOutput(upload: PlannedUpload, jobName: string): Promise<TranscriptionState> {
+  const doc = JSON.parse((await getObjectBytes(transcriptKeyFor(jobName))).toString('utf8')) as unknown;
+  const speech = parseTranscribeOutput(doc);
+  const derived = categoryOf(upload.content_type) === 'audio' ? await deriveFromTranscript(speech) : NO_DERIVATION;
+  const models = ['amazon-transcribe (language identification, speaker diarization)'];
+  if (derived.model) models.push(`${derived.model} (topics, keywords, emotion_tone)`);
+  return { status: 'completed', provider: 'transcribe', job_name: jobName, speech, derived, models };
+}
+
+/** Writes the result only while this job is the file's pending transcription of the current round. */
+export async function recordTranscription(subId: string, round: string, fileId: string, jobName: string, state: TranscriptionState): Promise<boolean> {
+  try {
+    await db().send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: keys.submission(subId),
+        UpdateExpression: 'SET #p.#f.#t = :state',
+        ConditionExpression: '#r = :r AND #p.#f.#t.#s = :pending AND #p.#f.#t.#j = :job',
+        ExpressionAttributeNames: { '#p': 'parts', '#f': fileId, '#t': 'transcription', '#r': 'round', '#s': 'status', '#j': 'job_name' },
+        ExpressionAttributeValues: { ':state': JSON.parse(JSON.stringify(state)), ':r': round, ':pending': 'pending', ':job': jobName },
+      }),
+    );
+    return true;
+  } catch (e) {
+    if (e instanceof ConditionalCheckFailedException || (e as Error).name === 'ConditionalCheckFailedException') return false;
+    throw e;
+  }
+}
+
+/**
+ * A pending transcription whose event has not come: null while the job is young; once it is
+ * older than LATE_TRANSCRIPT_CHECK_MS its output document if Transcribe wrote one, and past
+ * LATE_TRANSCRIPT_GIVE_UP_MS with none, `unavailable` with the reason. The result is recorded as
+ * the event's would be.
+ */
+export async function lateTranscription(sub: SubmissionItem, upload: PlannedUpload, pending: Extract<TranscriptionState, { status: 'pending' }>): Promise<TranscriptionState | null> {
+  const age = now().getTime() - Date.parse(pending.started_at);
+  if (!(age >= LATE_TRANSCRIPT_CHECK_MS)) return null;
+  let state: TranscriptionState | null = null;
+  if (await headObject(transcriptKeyFor(pending.job_name))) state = await completedFromOutput(upload, pending.job_name);
+  else if (age >= LATE_TRANSCRIPT_GIVE_UP_MS) {
+    state = { status: 'unavailable', reason: `Amazon Transcribe reported no result within ${LATE_TRANSCRIPT_GIVE_UP_MS / 60_000} minutes of the job's start` };
+  }
+  if (!state) return null;
+  await recordTranscription(sub.id, sub.round!, upload.file_id, pending.job_name, state);
+  logger.warn('transcription taken without its state-change event', { submission_id: sub.id, job_name: pending.job_name, status: state.status, age_ms: age });
+  return state;
+}
