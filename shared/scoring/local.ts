@@ -142,7 +142,10 @@ export class LocalScorer implements Scorer {
       ai_reasoning: parts.join(' '),
       provider: 'local',
       model: LOCAL_RULES_VERSION,
-      reason_codes: star >= (job.min_star_rating ?? 3) ? [] : reasonCodesFromDimensions(dims, job.min_star_rating),
+      // D58/D68: the neutral relevance (3) is no judgement, so it is never a reason; a relevance
+      // of 1 (no usable content) is one.
+      reason_codes:
+        star >= (job.min_star_rating ?? 3) ? [] : reasonCodesFromDimensions(dims, job.min_star_rating).filter((c) => c !== 'low_relevance' || dims.relevance !== 3),
     };
   }
 
