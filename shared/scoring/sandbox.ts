@@ -1,7 +1,7 @@
 /**
  * `sandbox` scoring provider (D28, D40): 4 stars, dimensions 4/4/4, no analysis. The `mixed`
- * sandbox scenario (docs/sandbox.md, beyond the spec) asks for a 2-star first attempt (→
- * retry_pending under the default threshold) or a 1-star rejection through `sandboxDirective`.
+ * sandbox scenario (docs/sandbox.md, beyond the spec) asks for a first attempt one star below the
+ * job's threshold (→ retry_pending) or a 1-star rejection through `sandboxDirective`.
  */
 import { reasonCodesFromDimensions, type SandboxDirective, type ScoreResult, type Scorer, type ScoringInput } from './types';
 
@@ -14,9 +14,11 @@ const RESULTS: Record<SandboxDirective, { stars: number; reasoning: string }> = 
 export class SandboxScorer implements Scorer {
   readonly name = 'sandbox' as const;
   async score(input?: ScoringInput): Promise<ScoreResult> {
-    const r = RESULTS[input?.sandboxDirective ?? 'approve'];
-    const dimensions = { relevance: r.stars, quality: r.stars, instruction_compliance: r.stars };
     const threshold = input?.job.min_star_rating ?? 3;
+    const base = RESULTS[input?.sandboxDirective ?? 'approve'];
+    // The retry is one star below the job's threshold, whatever it is (D27: retry_pending).
+    const r = input?.sandboxDirective === 'retry' ? { stars: Math.max(1, threshold - 1), reasoning: `Sandbox scenario "mixed": a synthetic result one star below the threshold (${Math.max(1, threshold - 1)}), so the simulated worker retries once.` } : base;
+    const dimensions = { relevance: r.stars, quality: r.stars, instruction_compliance: r.stars };
     return {
       ai_star_rating: r.stars,
       dimensions,

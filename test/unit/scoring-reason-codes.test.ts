@@ -86,6 +86,14 @@ describe('reason codes by provider (D68)', () => {
     expect(retry.reason_codes.length).toBeGreaterThan(0);
   });
 
+  it('sandbox "mixed": the retry scores one star below the job\'s threshold, whatever it is (so it is retry_pending)', async () => {
+    const file = { content_type: 'image/jpeg', metadata: { content_type: 'image/jpeg', width: 1, height: 1, duration_seconds: null } };
+    for (const t of [2, 3, 4, 5]) {
+      const r = await new SandboxScorer().score({ job: { ...job, min_star_rating: t }, sandboxDirective: 'retry', file });
+      expect([t, r.ai_star_rating]).toEqual([t, t - 1]);
+    }
+  });
+
   it('pre-checks: resolution, duration, duplicate, each its code; several at once all listed', () => {
     const md = { content_type: 'video/mp4', width: 320, height: 240, duration_seconds: 90, content_hash: 'sha256:ab' };
     const r = precheck({ ...job, accepted_formats: ['video/mp4'], min_width: 640, max_duration_seconds: 60 }, md, ['sha256:ab'])!;
