@@ -82,7 +82,7 @@ async function main(): Promise<void> {
     host: process.env.HOST ?? '127.0.0.1',
     dataDir: process.env.DATA_DIR ?? 'data',
     publicBaseUrl: process.env.PUBLIC_BASE_URL || undefined,
-    logLevel: (process.env.LOG_LEVEL as LogLevel | undefined) ?? 'info',
+    logLevel: ((process.env.LOG_LEVEL?.toLowerCase() || undefined) as LogLevel | undefined) ?? 'info',
     consumerConcurrency: concurrency,
   });
   console.info(banner(runtime));

@@ -162,7 +162,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     summary: 'Revoke a key, immediately',
     tag: 'API keys',
     success: { 204: { description: 'Revoked' } },
-    errors: { 409: 'The key is the calling key or already revoked.' },
+    errors: {},
   },
 
   'webhook_endpoints.create': {

@@ -970,7 +970,7 @@ export interface components {
             download_url: string;
             /** @description ISO 8601 UTC timestamp with milliseconds, e.g. 2026-11-21T12:00:00.000Z */
             download_url_expires_at: string;
-            /** @description Labels by content type (see the README); null for policy violations */
+            /** @description Labels by content type (see docs/annotations.md); null for policy violations */
             annotations: {
                 [key: string]: unknown;
             } | null;
@@ -3752,7 +3752,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key is the calling key or already revoked. Same Idempotency-Key with another body (`idempotency_conflict`), or while the first request runs (`details[0].code = idempotency_key_in_use`, with Retry-After). */
+            /** @description Same Idempotency-Key with another body (`idempotency_conflict`), or while the first request runs (`details[0].code = idempotency_key_in_use`, with Retry-After). */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

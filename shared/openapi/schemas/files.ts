@@ -48,7 +48,7 @@ export const file = z
       .describe("true: GPS inside the job's radius; false: the file has no GPS; null: the job has no point and radius"),
     download_url: z.string().describe('Signed URL, valid until download_url_expires_at (7 days)'),
     download_url_expires_at: ts,
-    annotations: z.looseObject({}).nullable().describe('Labels by content type (see the README); null for policy violations'),
+    annotations: z.looseObject({}).nullable().describe('Labels by content type (see docs/annotations.md); null for policy violations'),
     keyframes: z.array(keyframe).nullable(),
     created_at: ts,
   })
