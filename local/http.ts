@@ -230,6 +230,12 @@ export function createHttpServer(opts: HttpServerOptions): Server {
     });
   });
 
+  // An idle keep-alive connection stays open longer than Node's 5 s default: a client reusing one
+  // just as the server closed it sees "other side closed" on a busy machine (API Gateway keeps
+  // idle client connections far longer than that).
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+
   // Errors Node finds while parsing (headers too large, malformed request): answer in the
   // envelope instead of Node's bare status line, then let the client finish sending.
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
