@@ -104,6 +104,13 @@ export class ApiGateway extends Construct {
         throttlingBurstLimit: 400,
       },
     });
+    // API Gateway writes execution logs to a group it names itself and would create with no
+    // expiry: created here first (the stage waits for it) with the access logs' retention.
+    const executionLogs = new logs.LogGroup(this, 'ExecutionLogs', {
+      logGroupName: `API-Gateway-Execution-Logs_${this.restApi.restApiId}/${STAGE_NAME}`,
+      retention: logs.RetentionDays.ONE_MONTH,
+    });
+    this.restApi.deploymentStage.node.addDependency(executionLogs);
     this.addGatewayResponses();
     acknowledge(this.restApi, 'AwsSolutions-APIG2', 'Requests are validated by zod in the handlers, which answer the API error envelope with field details.');
     acknowledge(this.restApi, 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]', 'The account-level role API Gateway needs to write access and execution logs.');

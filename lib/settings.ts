@@ -1,3 +1,4 @@
+import { Annotations, Stack, Token } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
 import { DEFAULT_BEDROCK_MODEL_ID } from '../shared/scoring/bedrock';
 import type { QueueDef } from '../shared/manifest/wiring';
@@ -72,5 +73,22 @@ export function modelsFromContext(scope: Construct): ModelSettings {
   for (const id of [bedrockModelId, annotationModelId]) {
     if (!/^[a-z0-9.:-]+$/i.test(id)) throw new Error(`Bedrock model ids are like amazon.nova-pro-v1:0, got ${id}`);
   }
+  // Amazon Nova's on-demand throughput is offered in us-east-1; elsewhere its model ids are called
+  // through a cross-region inference profile (e.g. eu.amazon.nova-pro-v1:0). Say so at synth time.
+  const region = Stack.of(scope).region;
+  const bare = [bedrockModelId, annotationModelId].filter((id) => id.startsWith('amazon.nova-'));
+  if (!Token.isUnresolved(region) && region !== 'us-east-1' && bare.length) {
+    Annotations.of(scope).addWarningV2(
+      'media:bedrock-model-region',
+      `${bare.join(', ')} is called on demand in us-east-1; in ${region} set -c bedrockModelId (and annotationModelId) to an inference profile such as ${geoPrefix(region)}.${bare[0]}, or every Bedrock call will fail and end in the dead-letter queues.`,
+    );
+  }
   return { bedrockModelId, annotationModelId };
+}
+
+/** The geography prefix of the region's Bedrock cross-region inference profiles. */
+function geoPrefix(region: string): string {
+  if (region.startsWith('eu-')) return 'eu';
+  if (region.startsWith('ap-')) return 'apac';
+  return 'us';
 }

@@ -685,6 +685,28 @@ describe('native pieces (wiring `native`, lib/constructs/native.ts)', () => {
     );
   });
 
+  test('outside us-east-1 a bare Amazon Nova model id warns at synth: it needs an inference profile there', () => {
+    const report = jest.spyOn(console, 'error').mockImplementation(() => undefined);
+    try {
+      const eu = synthStack({}, { env: { region: 'eu-west-1' } });
+      const w = Annotations.fromStack(eu).findWarning('*', Match.stringLikeRegexp('inference profile such as eu\\.amazon\\.nova-pro-v1:0'));
+      expect(w).toHaveLength(1);
+      const profiled = synthStack({ bedrockModelId: 'eu.amazon.nova-pro-v1:0' }, { env: { region: 'eu-west-1' } });
+      expect(Annotations.fromStack(profiled).findWarning('*', Match.stringLikeRegexp('inference profile'))).toHaveLength(0);
+    } finally {
+      report.mockRestore();
+    }
+  });
+
+  test('API Gateway execution logs go to a group the stack creates with a retention, before the stage', () => {
+    const stack = synthStack({});
+    const res = Template.fromStack(stack).toJSON().Resources as Record<string, Resource>;
+    const [id, group] = Object.entries(res).find(([, r]) => r.Type === 'AWS::Logs::LogGroup' && JSON.stringify(r.Properties.LogGroupName ?? '').includes('API-Gateway-Execution-Logs_'))!;
+    expect(group.Properties.RetentionInDays).toBe(30);
+    const stage = Object.values(res).find((r) => r.Type === 'AWS::ApiGateway::Stage')!;
+    expect([stage.DependsOn].flat()).toContain(id);
+  });
+
   test('a layer in another region than the stack is refused (layers are regional)', () => {
     expect(() => synthStack({}, { env: { region: 'us-east-1' } })).toThrow(/is in eu-west-1 but the stack deploys to us-east-1/);
   });
