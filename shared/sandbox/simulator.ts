@@ -245,15 +245,9 @@ export async function tick(jobId: string, seq: number): Promise<TickResult> {
   // New submissions: one per idle simulated worker, up to `wanted`.
   const fps = Number(job.files_per_submission ?? 1);
   const free = freeSlots(job);
-  // Fewer slots left than one submission fills, and nothing in flight or reserved that could free
-  // more: no worker can accept this job again (files_needed is not a multiple of
-  // files_per_submission), so the chain ends instead of ticking for ever.
-  if (free > 0 && free < fps && flying.length === 0 && Number(job.files_pending ?? 0) === 0 && Number(job.slots_reserved ?? 0) === 0) {
-    await advance(state, { finished: 'cannot_complete' });
-    logger.info('sandbox: the slots left are fewer than one submission fills', { job_id: jobId, free_slots: free, files_per_submission: fps });
-    return { next: null, reason: `${free} slot(s) left, fewer than files_per_submission ${fps}` };
-  }
-  const slots = Math.floor(free / fps);
+  // Whole submissions, and one more that takes the slots left when fewer than files_per_submission
+  // remain (acceptJob reserves what is left; the upload sends that many files).
+  const slots = Math.floor(free / fps) + (free % fps > 0 ? 1 : 0);
   const newUploads = state.scenario === 'slow' ? Math.min(1, slots) : Math.min(BATCH, slots);
   const wanted = Math.min(newUploads, maxAttempts - state.attempts);
   const workers = await ensureWorkers(state, Math.max(wanted, state.workers.length));

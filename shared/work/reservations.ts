@@ -102,13 +102,17 @@ export async function acceptJob(ctx: MutationContext, worker: WorkerPrincipal, j
       await releaseReservation(systemContext('reservation-sweep'), existing, 'expired');
       throw new ConditionFailed(['job']);
     }
-    if (freeSlots(job) < fps) throw noSlots(job, fps);
+    // D23: a submission reserves files_per_submission slots; when fewer are left (files_needed not a
+    // multiple of it, or a submission that sent fewer files), the last one takes what is left, so
+    // the job can still be completed.
+    const take = Math.min(fps, freeSlots(job));
+    if (take < 1) throw noSlots(job, fps);
 
     const at = nowIso();
     const reservedUntil = addMs(now(), RESERVATION_MS).toISOString();
     const tx = new Tx();
-    tx.create('reservation', reservationItem({ job_id: job.id, worker_id: worker.workerId, submission_id: subId, slots: fps, phase: 'upload', reserved_until: reservedUntil }));
-    addSlotChange(tx, job, { reserved: fps });
+    tx.create('reservation', reservationItem({ job_id: job.id, worker_id: worker.workerId, submission_id: subId, slots: take, phase: 'upload', reserved_until: reservedUntil }));
+    addSlotChange(tx, job, { reserved: take });
     const base = { id: subId, org_id: job.org_id, environment: job.environment, job_id: job.id, worker_id: worker.workerId };
     const sub: SubmissionItem & { PK: string; SK: string } = {
       ...keys.submission(subId),
@@ -118,7 +122,7 @@ export async function acceptJob(ctx: MutationContext, worker: WorkerPrincipal, j
       job_type: job.type,
       status: 'awaiting_upload',
       attempt: 1,
-      files_expected: fps,
+      files_expected: take,
       reserved_until: reservedUntil,
       round: null,
       uploads: [],
@@ -143,7 +147,7 @@ export async function acceptJob(ctx: MutationContext, worker: WorkerPrincipal, j
       resource: { type: 'submission', id: subId },
       jobId: job.id,
       requestId: ctx.requestId,
-      data: { worker_id: worker.workerId, slots: fps, reserved_until: reservedUntil },
+      data: { worker_id: worker.workerId, slots: take, reserved_until: reservedUntil },
     });
     const view = presentWorkerSubmission(sub);
     recordResponse(ctx, tx, view, 201);

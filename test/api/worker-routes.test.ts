@@ -94,6 +94,20 @@ describe('worker routes: job board, accept, withdraw, flag, reservation expiry',
     expect((await accept(rt, w.token, j.id)).status).toBe(201);
   });
 
+  it('D23: when fewer slots are left than files_per_submission, the last acceptance takes the slots left (the job can still be completed)', async () => {
+    const buyer = await liveBuyer(rt);
+    const j = await createJob(rt, buyer.live, { files_needed: 3, files_per_submission: 2 });
+    const [w1, w2, w3] = await Promise.all([signupWorker(rt), signupWorker(rt), signupWorker(rt)]);
+    const first = await accept(rt, w1.token, j.id);
+    expect([first.status, first.json.files_expected]).toEqual([201, 2]);
+    expect((await board(w2.token)).find((x) => x.id === j.id)?.slots_available).toBe(1);
+    const last = await accept(rt, w2.token, j.id);
+    expect([last.status, last.json.files_expected]).toEqual([201, 1]);
+    const none = await accept(rt, w3.token, j.id);
+    expect([none.status, none.json.error?.details?.[0]?.code]).toEqual([409, 'no_free_slots']);
+    expect((await job(buyer.live, j.id)).status).toBe('filled');
+  });
+
   it('D35: flagging a job emits job.flagged once per worker; a second flag is 409', async () => {
     const buyer = await liveBuyer(rt);
     const j = await createJob(rt, buyer.live);
