@@ -76,11 +76,15 @@ it('the redelivered fan-out message keeps its claim and completes what a crash c
   expect((await getEvent(id))!.delivery_status).toBe('delivered');
 });
 
-it('an endpoint disabled between a crashed fan-out and its redelivery ends failed: the event does not stay pending', async () => {
-  const b = await signupBuyer(rt, 'Claim gone');
-  const made = await rt.request('POST', '/v1/webhook_endpoints', { key: b.live, body: { url: `${rx.url}/gone-1`, events: ['*'] }, headers: { 'Idempotency-Key': idemKey() } });
+/**
+ * One endpoint subscribed to `events`, an event of type job.completed, and a first fan-out that
+ * crashes before sending: the endpoint is then changed by `patch`, and the fan-out message comes back.
+ */
+async function crashThenChange(tag: string, events: string[], patch: Record<string, unknown>) {
+  const b = await signupBuyer(rt, `Claim ${tag}`);
+  const made = await rt.request('POST', '/v1/webhook_endpoints', { key: b.live, body: { url: `${rx.url}/${tag}-1`, events }, headers: { 'Idempotency-Key': idemKey() } });
   const tx = new Tx();
-  const id = emit(tx, { orgId: b.orgId, env: 'live', type: 'job.completed', data: { job_id: 'job_gone' } }).id;
+  const id = emit(tx, { orgId: b.orgId, env: 'live', type: 'job.completed', data: { job_id: `job_${tag}` } }).id;
   await tx.commit();
   const record = await streamRecord(id);
   const dying = createDispatcher({
@@ -89,31 +93,21 @@ it('an endpoint disabled between a crashed fan-out and its redelivery ends faile
     },
   });
   expect((await dying({ Records: [record] })).batchItemFailures).toHaveLength(1);
-  // Meanwhile the buyer disables the endpoint; then the fan-out message comes back.
-  expect((await rt.request('PATCH', `/v1/webhook_endpoints/${made.json.id}`, { key: b.live, body: { status: 'disabled' }, headers: { 'Idempotency-Key': idemKey() } })).status).toBe(200);
+  expect((await rt.request('PATCH', `/v1/webhook_endpoints/${made.json.id}`, { key: b.live, body: patch, headers: { 'Idempotency-Key': idemKey() } })).status).toBe(200);
   expect(await handler({ Records: [record] })).toEqual({ batchItemFailures: [] });
   const ev = (await getEvent(id))!;
-  expect((ev.deliveries as Record<string, { status: string; last_error: string }>)[made.json.id]).toMatchObject({ status: 'failed', last_error: 'endpoint_disabled' });
+  return { ev, delivery: (ev.deliveries as Record<string, { status: string; last_error: string }>)[made.json.id], received: rx.at(`/${tag}-1`) };
+}
+
+it('an endpoint disabled between a crashed fan-out and its redelivery ends failed: the event does not stay pending', async () => {
+  const { ev, delivery, received } = await crashThenChange('gone', ['*'], { status: 'disabled' });
+  expect(delivery).toMatchObject({ status: 'failed', last_error: 'endpoint_disabled' });
   expect(ev.delivery_status).toBe('failed');
-  expect(rx.at('/gone-1')).toEqual([]);
+  expect(received).toEqual([]);
 });
 
 it('an endpoint that no longer subscribes to the event type gets no retry of it: the delivery ends failed (endpoint_unsubscribed)', async () => {
-  const b = await signupBuyer(rt, 'Claim unsub');
-  const made = await rt.request('POST', '/v1/webhook_endpoints', { key: b.live, body: { url: `${rx.url}/unsub-1`, events: ['job.completed'] }, headers: { 'Idempotency-Key': idemKey() } });
-  const tx = new Tx();
-  const id = emit(tx, { orgId: b.orgId, env: 'live', type: 'job.completed', data: { job_id: 'job_unsub' } }).id;
-  await tx.commit();
-  const record = await streamRecord(id);
-  const dying = createDispatcher({
-    post: async () => {
-      throw new Error('the Lambda died before sending');
-    },
-  });
-  expect((await dying({ Records: [record] })).batchItemFailures).toHaveLength(1);
-  expect((await rt.request('PATCH', `/v1/webhook_endpoints/${made.json.id}`, { key: b.live, body: { events: ['job.cancelled'] }, headers: { 'Idempotency-Key': idemKey() } })).status).toBe(200);
-  expect(await handler({ Records: [record] })).toEqual({ batchItemFailures: [] });
-  const ev = (await getEvent(id))!;
-  expect((ev.deliveries as Record<string, { status: string; last_error: string }>)[made.json.id]).toMatchObject({ status: 'failed', last_error: 'endpoint_unsubscribed' });
-  expect(rx.at('/unsub-1')).toEqual([]);
+  const { delivery, received } = await crashThenChange('unsub', ['job.completed'], { events: ['job.cancelled'] });
+  expect(delivery).toMatchObject({ status: 'failed', last_error: 'endpoint_unsubscribed' });
+  expect(received).toEqual([]);
 });
