@@ -12,7 +12,17 @@ import {
 } from 'aws-cdk-lib';
 import { Construct } from 'constructs';
 import { routeLogicalName } from '../shared/manifest/routes';
-import { PIPES, QUEUES, RULES, type EventPattern, type PipeDef, type QueueDef, type RuleDef } from '../shared/manifest/wiring';
+import {
+  QUEUES,
+  RULES,
+  STREAM_RULES,
+  TABLE_STREAM,
+  streamRulePattern,
+  type EventPattern,
+  type QueueDef,
+  type RuleDef,
+  type StreamRuleDef,
+} from '../shared/manifest/wiring';
 import { dlqAlarm } from './monitoring/alarms';
 import { acknowledge } from './constructs/nag';
 
@@ -35,22 +45,24 @@ export interface PlumbingProps {
 
 /**
  * The asynchronous plumbing from `shared/manifest/wiring.ts` (the definitions the local runtime
- * runs too): every queue with its dead-letter queue and alarms, the EventBridge rules and the
- * stream pipes. It lives in the root stack, next to the table and bucket it connects; the
+ * runs too): every queue with its dead-letter queue and alarms, the EventBridge rules, and the
+ * table stream's one pipe with its bus and rules. It lives in the root stack, next to the table and bucket it connects; the
  * functions that consume and send are in the domain stacks.
  */
 export class Plumbing extends Construct {
   readonly queues = new Map<string, sqs.Queue>();
   readonly deadLetterQueues = new Map<string, sqs.Queue>();
-  /** Every DLQ of the plumbing (queues, rule deliveries, pipes), by a readable name. */
+  /** Every DLQ of the plumbing (queues, rule deliveries, the pipe), by a readable name. */
   readonly allDeadLetterQueues = new Map<string, sqs.Queue>();
   readonly rules = new Map<string, events.Rule>();
+  /** The bus the table stream's pipe puts records on (routed by the stream rules). */
+  streamBus!: events.EventBus;
 
   constructor(scope: Construct, id: string, private readonly props: PlumbingProps) {
     super(scope, id);
     for (const q of QUEUES) this.addQueue(q);
     for (const r of RULES) this.addRule(r);
-    for (const p of PIPES) this.addPipe(p);
+    this.addTableStream();
   }
 
   queue(name: string): sqs.Queue {
@@ -93,23 +105,31 @@ export class Plumbing extends Construct {
   }
 
   private addRule(def: RuleDef): void {
-    const id = pascal(def.name);
+    this.rules.set(def.name, this.ruleToQueues(def.name, def.description, this.eventPattern(def), def.targets));
+  }
+
+  /**
+   * A rule that sends its events to queues, each delivery retried for 24 h, then kept in the
+   * rule's dead-letter queue. `input`: what of the event the queue gets (default: all of it).
+   */
+  private ruleToQueues(name: string, description: string, eventPattern: events.EventPattern, queues: string[], opts: { eventBus?: events.IEventBus; input?: events.RuleTargetInput } = {}): events.Rule {
+    const id = pascal(name);
     // Failed deliveries from EventBridge to the queue (e.g. throttling beyond retries) land here.
     const deliveryDlq = deadLetterQueue(this, `${id}RuleDlq`);
-    acknowledge(deliveryDlq, 'AwsSolutions-SQS3', `This is the dead-letter queue of the ${def.name} rule's deliveries.`);
-    this.allDeadLetterQueues.set(`${def.name} rule`, deliveryDlq);
+    acknowledge(deliveryDlq, 'AwsSolutions-SQS3', `This is the dead-letter queue of the ${name} rule's deliveries.`);
+    this.allDeadLetterQueues.set(`${name} rule`, deliveryDlq);
     dlqAlarm(this, `${id}RuleDlqAlarm`, deliveryDlq, this.props.alarmAction, {
       threshold: 1,
-      description: `EventBridge could not deliver ${def.name} events to their queue (docs/operations.md: redrive)`,
+      description: `EventBridge could not deliver ${name} events to their queue (docs/operations.md: redrive)`,
     });
-    const rule = new events.Rule(this, `${id}Rule`, {
-      description: def.description,
-      eventPattern: this.eventPattern(def),
-      targets: def.targets.map(
-        (name) => new targets.SqsQueue(this.queue(name), { deadLetterQueue: deliveryDlq, retryAttempts: 185, maxEventAge: Duration.hours(24) }),
+    return new events.Rule(this, `${id}Rule`, {
+      description,
+      eventBus: opts.eventBus,
+      eventPattern,
+      targets: queues.map(
+        (q) => new targets.SqsQueue(this.queue(q), { deadLetterQueue: deliveryDlq, retryAttempts: 185, maxEventAge: Duration.hours(24), message: opts.input }),
       ),
     });
-    this.rules.set(def.name, rule);
   }
 
   /** The wiring's pattern; bucket events are restricted to the media bucket (the default bus carries every bucket's). */
@@ -125,29 +145,37 @@ export class Plumbing extends Construct {
     };
   }
 
-  private addPipe(def: PipeDef): void {
-    const id = pascal(def.name);
-    const target = this.queue(def.target);
+  /**
+   * The table stream's one reader (AWS advises at most two per shard): a pipe that puts the
+   * inserts some stream rule takes on a bus of its own, and one rule per stream rule that sends the
+   * stream record (the event's detail) to its queue.
+   */
+  private addTableStream(): void {
+    const id = pascal(TABLE_STREAM.name);
+    const bus = new events.EventBus(this, 'StreamBus', { description: `Table stream records from the ${TABLE_STREAM.name} pipe, routed by the stream rules` });
+    this.streamBus = bus;
+    for (const def of STREAM_RULES) this.addStreamRule(def, bus);
+
     const dlq = deadLetterQueue(this, `${id}PipeDlq`);
-    acknowledge(dlq, 'AwsSolutions-SQS3', `This is the dead-letter queue of the ${def.name} pipe.`);
-    this.allDeadLetterQueues.set(`${def.name} pipe`, dlq);
+    acknowledge(dlq, 'AwsSolutions-SQS3', `This is the dead-letter queue of the ${TABLE_STREAM.name} pipe.`);
+    this.allDeadLetterQueues.set(`${TABLE_STREAM.name} pipe`, dlq);
     dlqAlarm(this, `${id}PipeDlqAlarm`, dlq, this.props.alarmAction, {
       threshold: 1,
-      description: `The ${def.name} pipe could not deliver table stream records (docs/operations.md: redrive)`,
+      description: `The ${TABLE_STREAM.name} pipe could not put table stream records on the stream bus (docs/operations.md: redrive)`,
     });
 
     const stack = Stack.of(this);
     const role = new iam.Role(this, `${id}PipeRole`, {
-      description: `EventBridge Pipe ${def.name}: read the table stream, send to ${def.target}`,
+      description: `EventBridge Pipe ${TABLE_STREAM.name}: read the table stream, put events on the stream bus`,
       assumedBy: new iam.ServicePrincipal('pipes.amazonaws.com', { conditions: { StringEquals: { 'aws:SourceAccount': stack.account } } }),
     });
     this.props.table.grantStreamRead(role);
     acknowledge(role, 'AwsSolutions-IAM5[Resource::*]', 'dynamodb:ListStreams has no resource ARN (CDK grantStreamRead).');
-    target.grantSendMessages(role);
+    bus.grantPutEventsTo(role);
     dlq.grantSendMessages(role);
 
     const pipe = new pipes.CfnPipe(this, `${id}Pipe`, {
-      description: def.description,
+      description: TABLE_STREAM.description,
       roleArn: role.roleArn,
       source: this.props.table.tableStreamArn!,
       sourceParameters: {
@@ -159,12 +187,24 @@ export class Plumbing extends Construct {
           onPartialBatchItemFailure: 'AUTOMATIC_BISECT',
           deadLetterConfig: { arn: dlq.queueArn },
         },
-        filterCriteria: { filters: [{ pattern: JSON.stringify(def.filter) }] },
+        filterCriteria: { filters: [{ pattern: JSON.stringify(TABLE_STREAM.filter) }] },
       },
-      // The message body is the DynamoDB stream record as JSON (eventName, dynamodb.NewImage, ...).
-      target: target.queueArn,
+      // Each record becomes one event, the stream record as JSON its detail (up to EVENT_MAX_BYTES).
+      target: bus.eventBusArn,
+      targetParameters: { eventBridgeEventBusParameters: { source: TABLE_STREAM.source, detailType: TABLE_STREAM.detailType } },
     });
     // The pipe validates its permissions on creation: the role's policy must exist first.
     pipe.node.addDependency(role);
+  }
+
+  /** A stream rule: its queue gets the stream record (the event's detail), as a pipe to SQS would send it. */
+  private addStreamRule(def: StreamRuleDef, bus: events.IEventBus): void {
+    const { source, 'detail-type': detailType, detail } = streamRulePattern(def);
+    const pattern = { source: source as string[], detailType: detailType as string[], detail: detail as events.EventPattern['detail'] };
+    const rule = this.ruleToQueues(def.name, def.description, pattern, [def.target], {
+      eventBus: bus,
+      input: events.RuleTargetInput.fromEventPath('$.detail'),
+    });
+    this.rules.set(def.name, rule);
   }
 }

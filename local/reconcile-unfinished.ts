@@ -31,7 +31,7 @@ import { marshall } from '@aws-sdk/util-dynamodb';
 import { randomUUID } from 'node:crypto';
 import { db, tableName } from '../shared/db/client';
 import { keys } from '../shared/db/keys';
-import { matchesPattern, PIPES } from '../shared/manifest/wiring';
+import { matchesPattern, STREAM_RULES, streamEvent, streamRulePattern, TABLE_STREAM } from '../shared/manifest/wiring';
 import { headObject } from '../shared/storage/s3';
 import { topUpSessionId } from '../shared/billing/auto-top-up';
 import { writeAggregate, type DeliveryEntry } from '../shared/webhooks/delivery-store';
@@ -78,7 +78,7 @@ export function objectCreatedEvent(ctx: Pick<ReconcileContext, 'bucketName' | 'a
   };
 }
 
-/** The stream record a pipe delivers for the INSERT of `item`. */
+/** The stream record the stream rules deliver for the INSERT of `item`. */
 function insertRecord(item: Item) {
   return {
     eventID: randomUUID(),
@@ -93,12 +93,14 @@ function insertRecord(item: Item) {
   };
 }
 
-/** Sends `item`'s INSERT record to the pipes that match it (optionally only to `only`). */
+/** Sends `item`'s INSERT record to the stream rules that take it (optionally only to the queue `only`). */
 async function replayInsert(ctx: ReconcileContext, item: Item, only?: string): Promise<number> {
   const record = insertRecord(item);
-  const pipes = PIPES.filter((p) => (!only || p.target === only) && matchesPattern(p.filter, record));
-  for (const p of pipes) await ctx.send(p.target, JSON.stringify(record));
-  return pipes.length;
+  if (!matchesPattern(TABLE_STREAM.filter, record)) return 0;
+  const event = streamEvent(record);
+  const rules = STREAM_RULES.filter((r) => (!only || r.target === only) && matchesPattern(streamRulePattern(r), event));
+  for (const r of rules) await ctx.send(r.target, JSON.stringify(record));
+  return rules.length;
 }
 
 export const uploadsReconciler: Reconciler = {
@@ -195,7 +197,7 @@ type EventData = { decision?: string; submission_id?: string; auto_top_up_enable
 
 /**
  * A reconciler that sends the INSERT record of every event of `type` (created since `since`, when
- * given) whose work `unfinished` says is not done to the pipe's queue `queue` again.
+ * given) whose work `unfinished` says is not done to the stream rule's queue `queue` again.
  */
 function eventReplay(o: { name: string; type: string; queue: string; what: string; since?: () => string; unfinished(data: EventData, ev: Item): Promise<boolean> }): Reconciler {
   return {

@@ -1,6 +1,6 @@
 /**
  * The embedded local runtime: DynamoDB Local, the S3 and SQS emulators, the EventBridge rules,
- * stream pipes, schedules and queue pollers of the wiring, and the HTTP API of the route manifest,
+ * table stream's pipe and rules, schedules and queue pollers of the wiring, and the HTTP API of the route manifest,
  * all in one process tree. The handler modules run in this process with RUNTIME=local.
  */
 import { randomBytes } from 'node:crypto';
@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { resetClients } from '../shared/db/client';
 import { resetConfig } from '../shared/config';
-import { PIPES, QUEUES, type PipeDef, type ScheduleDef } from '../shared/manifest/wiring';
+import { QUEUES, STREAM_RULES, type ScheduleDef, type StreamRuleDef } from '../shared/manifest/wiring';
 import { ensureTable, localDynamoClient, startDynamoDbLocal, type DynamoDbLocal } from './dynamodb';
 import { createEventRouter } from './eventbridge';
 import { createHttpServer, registerLocalPage, type IntegrationTimeouts } from './http';
@@ -119,7 +119,8 @@ export interface Runtime {
   consumerConcurrency: Record<string, number>;
   /** The model worker threads (null: the models run on the main thread). */
   modelWorkers: ModelWorkerPool | null;
-  pipes: readonly PipeDef[];
+  /** The stream rules the table stream's poller routes to (none when streams are off). */
+  streamRules: readonly StreamRuleDef[];
   schedules: ScheduleDef[];
   stop(): Promise<void>;
 }
@@ -381,7 +382,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       polledQueues,
       consumerConcurrency,
       modelWorkers,
-      pipes: opts.enableStreams ?? true ? PIPES : [],
+      streamRules: opts.enableStreams ?? true ? STREAM_RULES : [],
       schedules: scheduler?.active ?? [],
       stop: stopAll,
     };

@@ -18,6 +18,7 @@ import { JavaMissingError } from './dynamodb';
 import type { LogLevel } from './log';
 import { checkPrerequisites, PrerequisitesMissingError } from './prerequisites';
 import { startRuntime, type Runtime } from './runtime';
+import { TABLE_STREAM } from '../shared/manifest/wiring';
 
 /** A mistake in the environment the user can fix; printed as its one line. */
 class UsageError extends Error {}
@@ -30,7 +31,7 @@ function banner(rt: Runtime): string {
     const atOnce = polled ? `${rt.consumerConcurrency[q.def.name]} at once, ` : '';
     return `    ${q.def.name.padEnd(12)} → ${consumer}  [${atOnce}dlq ${q.def.name}-dlq after ${q.def.maxReceiveCount} receives]`;
   });
-  const pipeLines = rt.pipes.map((p) => `    ${p.name.padEnd(20)} → ${p.target}`);
+  const streamLines = rt.streamRules.map((r) => `    ${r.name.padEnd(20)} → ${r.target}`);
   const scheduleLines = rt.schedules.map((s) => `    ${s.name.padEnd(20)} every ${s.everyMinutes} min → ${s.handler}`);
   return [
     '',
@@ -39,8 +40,8 @@ function banner(rt: Runtime): string {
     `  S3 (s3rver)      ${rt.s3Endpoint}  bucket ${rt.bucketName}, data ${join(dataDir, 's3')}`,
     `  SQS (fauxqs)     ${rt.sqsEndpoint}  queued messages saved to ${join(dataDir, 'sqs-snapshot.json')} on Ctrl-C; queues:`,
     ...queueLines,
-    `  Stream pipes (DynamoDB stream → queue):`,
-    ...(pipeLines.length ? pipeLines : ['    (none)']),
+    `  Table stream (one reader, pipe ${TABLE_STREAM.name}) → stream rules → queue:`,
+    ...(streamLines.length ? streamLines : ['    (none)']),
     `  Schedules:`,
     ...(scheduleLines.length ? scheduleLines : ['    (none with a handler yet)']),
     '',

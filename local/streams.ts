@@ -1,9 +1,12 @@
 /**
- * EventBridge Pipes locally: polls the table's DynamoDB stream (DynamoDB Local implements the
- * Streams API) and sends each record matching a pipe's filter to the pipe's target queue, with the
- * stream record JSON as the message body, as a pipe with an SQS target does. A record whose send
- * keeps failing is retried a bounded number of times, then dead-lettered (a log line and
- * `<data dir>/stream-dead-letters.jsonl`), and the stream goes on with the next record.
+ * The table stream's pipe, bus and stream rules locally: polls the table's DynamoDB stream
+ * (DynamoDB Local implements the Streams API) as the one reader, keeps the records the pipe's
+ * filter keeps (`TABLE_STREAM`), makes each the event the pipe would put on the stream bus, and
+ * sends the stream record JSON to the queue of every stream rule whose pattern matches that event,
+ * as the rule's `$.detail` target does. An event over EventBridge's size limit is refused as the
+ * bus refuses it; a send that keeps failing is retried a bounded number of times. Either way the
+ * record is dead-lettered (a log line and `<data dir>/stream-dead-letters.jsonl`), and the stream
+ * goes on with the next record.
  */
 import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import {
@@ -18,7 +21,7 @@ import {
   type ShardIteratorType,
 } from '@aws-sdk/client-dynamodb-streams';
 import type { DynamoDBRecord } from 'aws-lambda';
-import { matchesPattern, PIPES, type PipeDef } from '../shared/manifest/wiring';
+import { EVENT_MAX_BYTES, matchesPattern, STREAM_RULES, streamEvent, streamRulePattern, TABLE_STREAM, type StreamRuleDef } from '../shared/manifest/wiring';
 import { localRegion } from './lambda';
 import type { Log } from './log';
 import type { QueueSender } from './sqs';
@@ -94,19 +97,23 @@ export interface StreamPipesOptions {
   send: QueueSender;
   log: Log;
   checkpoints: CheckpointStore;
-  pipes?: readonly PipeDef[];
+  rules?: readonly StreamRuleDef[];
   intervalMs?: number;
-  /** Sends per record and pipe before it is dead-lettered. Default STREAM_MAX_ATTEMPTS. */
+  /** Sends per record and rule before it is dead-lettered. Default STREAM_MAX_ATTEMPTS. */
   maxAttempts?: number;
   /** Where dead-lettered records are appended (one JSON line each); kept in memory only when absent. */
   deadLetterFile?: string;
 }
 
-/** Sends of one record to one pipe's queue before it is dead-lettered (about 3 s of retries). */
+/** Sends of one record to one rule's queue before it is dead-lettered (about 3 s of retries). */
 export const STREAM_MAX_ATTEMPTS = 5;
 
 export interface StreamDeadLetter {
-  pipe: string;
+  /** Where it failed: the pipe (the event was refused by the bus) or a stream rule (its queue refused it). */
+  stage: 'pipe' | 'rule';
+  /** The pipe's or the rule's name. */
+  name: string;
+  /** The stream bus, or the rule's queue. */
   target: string;
   failed_at: string;
   attempts: number;
@@ -232,40 +239,60 @@ export class StreamPipes {
   }
 
   /**
-   * Sends the record to each matching pipe's queue. A send that keeps failing is retried a bounded
-   * number of times (with backoff), then the record is dead-lettered for that pipe with a log line,
-   * and the stream moves on: one poison record never stops the others (as a pipe's
-   * MaximumRetryAttempts and dead-letter queue do).
+   * Sends the record to the queue of each stream rule whose pattern matches its event. A record
+   * whose event is over EventBridge's limit is dead-lettered by the pipe (the bus refuses the
+   * PutEvents entry). A send that keeps failing is retried a bounded number of times (with
+   * backoff), then the record is dead-lettered for that rule with a log line, and the stream moves
+   * on: one poison record never stops the others (as the pipe's retries and the rules' dead-letter
+   * queues do).
    */
   private async forward(record: DynamoDBRecord): Promise<number> {
-    const matching = (this.opts.pipes ?? PIPES).filter((p) => matchesPattern(p.filter, record));
-    if (!matching.length) return 0; // most records (every MODIFY) match no pipe
+    if (!matchesPattern(TABLE_STREAM.filter, record)) return 0; // most records (every MODIFY) are not the pipe's
     const body = JSON.stringify(record);
-    const sent = await Promise.all(matching.map((p) => this.sendWithRetries(p, record, body)));
+    const event = streamEvent(record);
+    const bytes = eventEntryBytes(body);
+    if (bytes > EVENT_MAX_BYTES) {
+      this.deadLetter({ stage: 'pipe', name: TABLE_STREAM.name, target: 'stream bus' }, record, 1, `the event is ${bytes} bytes, over EventBridge's ${EVENT_MAX_BYTES}`);
+      return 0;
+    }
+    const matching = (this.opts.rules ?? STREAM_RULES).filter((r) => matchesPattern(streamRulePattern(r), event));
+    const sent = await Promise.all(matching.map((r) => this.sendWithRetries(r, record, body)));
     return sent.filter(Boolean).length;
   }
 
-  private async sendWithRetries(pipe: PipeDef, record: DynamoDBRecord, body: string): Promise<boolean> {
+  private async sendWithRetries(rule: StreamRuleDef, record: DynamoDBRecord, body: string): Promise<boolean> {
     const attempts = this.opts.maxAttempts ?? STREAM_MAX_ATTEMPTS;
     let lastError: Error | null = null;
     for (let attempt = 1; attempt <= attempts; attempt++) {
       try {
-        await this.opts.send(pipe.target, body);
-        this.opts.log.debug(`streams: ${record.eventName} → pipe ${pipe.name} → ${pipe.target}`);
+        await this.opts.send(rule.target, body);
+        this.opts.log.debug(`streams: ${record.eventName} → rule ${rule.name} → ${rule.target}`);
         return true;
       } catch (err) {
         lastError = err as Error;
         if (attempt < attempts) await new Promise((r) => setTimeout(r, Math.min(2_000, 100 * 2 ** (attempt - 1))));
       }
     }
-    const seq = record.dynamodb?.SequenceNumber ?? '?';
-    this.opts.log.error(
-      `streams: pipe ${pipe.name} gave up on record ${seq} after ${attempts} attempts (${lastError?.message ?? 'unknown error'}); ` +
-        `dead-lettered${this.opts.deadLetterFile ? ` to ${this.opts.deadLetterFile}` : ''}, moving on`,
-    );
-    const entry = { pipe: pipe.name, target: pipe.target, failed_at: new Date().toISOString(), attempts, error: lastError?.message ?? null, record };
-    if (this.opts.deadLetterFile) appendFileSync(this.opts.deadLetterFile, `${JSON.stringify(entry)}\n`);
-    this.deadLetters.push(entry);
+    this.deadLetter({ stage: 'rule', name: rule.name, target: rule.target }, record, attempts, lastError?.message ?? 'unknown error');
     return false;
   }
+
+  private deadLetter(where: Pick<StreamDeadLetter, 'stage' | 'name' | 'target'>, record: DynamoDBRecord, attempts: number, error: string): void {
+    const seq = record.dynamodb?.SequenceNumber ?? '?';
+    this.opts.log.error(
+      `streams: ${where.stage} ${where.name} gave up on record ${seq} after ${attempts} attempt${attempts === 1 ? '' : 's'} (${error}); ` +
+        `dead-lettered${this.opts.deadLetterFile ? ` to ${this.opts.deadLetterFile}` : ''}, moving on`,
+    );
+    const entry: StreamDeadLetter = { ...where, failed_at: new Date().toISOString(), attempts, error, record };
+    if (this.opts.deadLetterFile) appendFileSync(this.opts.deadLetterFile, `${JSON.stringify(entry)}\n`);
+    this.deadLetters.push(entry);
+  }
+}
+
+/**
+ * The size EventBridge counts for the pipe's PutEvents entry: source, detail type, the detail (the
+ * record's JSON) and the 14 bytes of its time, in UTF-8.
+ */
+export function eventEntryBytes(detailJson: string): number {
+  return Buffer.byteLength(TABLE_STREAM.source) + Buffer.byteLength(TABLE_STREAM.detailType) + Buffer.byteLength(detailJson) + 14;
 }

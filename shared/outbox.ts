@@ -1,7 +1,7 @@
 /**
  * The outbox (D35): an event record is added to the transaction of the state change it describes,
  * so no state change exists without its event and no event without its state change. The table
- * stream carries every new event to the webhook dispatcher (PIPES in shared/manifest/wiring.ts).
+ * stream carries every new event to the webhook dispatcher (STREAM_RULES in shared/manifest/wiring.ts).
  */
 import { keys, gsi } from './db/keys';
 import { newId } from './ids';

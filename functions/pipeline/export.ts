@@ -9,6 +9,7 @@ import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { buildExport } from '../../shared/exports/build';
 import type { BuildMessage } from '../../shared/exports';
 import { logger } from '../../shared/logger';
+import { streamRecordOf } from '../../shared/manifest/stream-event';
 
 type Message = Partial<BuildMessage> & { eventName?: string; dynamodb?: { NewImage?: { entity?: { S?: string }; id?: { S?: string } } } };
 
@@ -24,7 +25,7 @@ export const handler = async (event: SQSEvent): Promise<SQSBatchResponse> => {
   const failures: SQSBatchResponse['batchItemFailures'] = [];
   for (const record of event.Records) {
     try {
-      const exportId = exportIdOf(JSON.parse(record.body) as Message);
+      const exportId = exportIdOf(streamRecordOf(JSON.parse(record.body) as Message));
       if (!exportId) {
         logger.warn('export: unrecognised message dropped', { body: record.body.slice(0, 200) });
         continue;

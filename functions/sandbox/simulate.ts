@@ -10,6 +10,7 @@ import { getJobItem } from '../../shared/jobs';
 import { markTickSent, startChain, tick } from '../../shared/sandbox/simulator';
 import { sendMessage } from '../../shared/queues';
 import { logger, withInvocationScope } from '../../shared/logger';
+import { streamRecordOf } from '../../shared/manifest/stream-event';
 
 interface TickMessage {
   kind: 'sandbox.tick';
@@ -18,7 +19,7 @@ interface TickMessage {
 }
 
 async function handleRecord(body: string): Promise<void> {
-  const msg = JSON.parse(body) as Partial<TickMessage> & { dynamodb?: { NewImage?: Record<string, AttributeValue> } };
+  const msg = streamRecordOf(JSON.parse(body) as Partial<TickMessage> & { dynamodb?: { NewImage?: Record<string, AttributeValue> } });
   let jobId: string;
   let seq: number;
   if (msg.kind === 'sandbox.tick' && typeof msg.job_id === 'string' && typeof msg.seq === 'number') {

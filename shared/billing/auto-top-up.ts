@@ -18,6 +18,7 @@ import { jsonBody, PoisonMessage, RetryLater } from '../work/stage-message';
 import { paymentProvider, type ChargeResult } from './provider';
 import { derivedId, isId } from '../ids';
 import type { Env } from '../types';
+import { streamRecordOf } from '../manifest/stream-event';
 
 type Item = Record<string, unknown>;
 type Settings = Awaited<ReturnType<typeof getSettings>>;
@@ -278,7 +279,7 @@ interface StreamImage {
  * event is read from the table.
  */
 export async function topUpRequestOf(body: string): Promise<{ orgId: string; env: Env; eventId: string }> {
-  const msg = jsonBody<{ eventName: string; dynamodb: { NewImage?: StreamImage }; kind: string; event_id: unknown }>(body);
+  const msg = streamRecordOf(jsonBody<{ eventName: string; dynamodb: { NewImage?: StreamImage }; kind: string; event_id: unknown }>(body));
   if (msg?.kind === 'auto_top_up') {
     const ev = typeof msg.event_id === 'string' && isId('event', msg.event_id) ? await getEventItem(msg.event_id) : undefined;
     if (!ev || ev.type !== 'credits.low_balance') throw new PoisonMessage('auto_top_up names no credits.low_balance event');

@@ -2,13 +2,16 @@
  * Event wiring: the one definition of every queue, EventBridge rule, stream pipe and schedule.
  *
  * The CDK stack builds SQS queues (each with a dead-letter queue and a depth alarm), EventBridge
- * rules, EventBridge Pipes and schedules from it; the local runtime builds the same queues in the
- * SQS emulator, routes S3 events through the same rule patterns (see `local/eventbridge`), polls
- * the DynamoDB Local stream through the same pipe filters and fires the same schedules. What runs
- * locally is what deploys.
+ * rules, the table stream's pipe with its bus and rules, and schedules from it; the local runtime
+ * builds the same queues in the SQS emulator, routes S3 events through the same rule patterns (see
+ * `local/eventbridge`), polls the DynamoDB Local stream through the same pipe filter and stream
+ * rules and fires the same schedules. What runs locally is what deploys.
  */
 
 import type { BucketAccess, KeyAccess } from './access';
+import { STREAM_EVENT_DETAIL_TYPE, STREAM_EVENT_SOURCE } from './stream-event';
+
+export { streamRecordOf } from './stream-event';
 
 /** A subset of the EventBridge event-pattern language, enough for our rules (exact, prefix). */
 export type PatternValue = string | number | boolean | { prefix: string } | { 'anything-but': string[] };
@@ -98,11 +101,19 @@ export interface RuleDef {
   targets: string[]; // queue names
 }
 
-/** DynamoDB stream → queue, filtered (EventBridge Pipes in the stack, a stream poller locally). */
-export interface PipeDef {
+/**
+ * DynamoDB stream record → queue, filtered. The table's stream has one reader (AWS advises at most
+ * two per shard, or reads are throttled): the `TABLE_STREAM` pipe puts each record it keeps on a
+ * custom event bus, and one EventBridge rule per definition sends the matching records to its
+ * queue, the record itself as the message body. Locally a stream poller does the same.
+ */
+export interface StreamRuleDef {
   name: string;
   description: string;
-  /** Filter on the stream record, in EventBridge Pipes filter syntax on `dynamodb.NewImage`. */
+  /**
+   * Filter on the stream record, in EventBridge pattern syntax (`eventName`, `dynamodb.NewImage`).
+   * Its `eventName` and `dynamodb.NewImage.entity` must be among the pipe's (`TABLE_STREAM`).
+   */
   filter: EventPattern;
   target: string; // queue name
 }
@@ -330,7 +341,7 @@ export const RULES: readonly RuleDef[] = [
   },
 ];
 
-export const PIPES: readonly PipeDef[] = [
+export const STREAM_RULES: readonly StreamRuleDef[] = [
   {
     name: 'outbox-to-webhooks',
     description: 'Every event written by the outbox goes to the webhook dispatcher',
@@ -399,6 +410,47 @@ export const PIPES: readonly PipeDef[] = [
   },
 ];
 
+/** The largest event EventBridge takes (PutEvents entry: source, detail-type and detail, in bytes). */
+export const EVENT_MAX_BYTES = 256 * 1024;
+
+/**
+ * The one pipe reading the table's stream (EventBridge Pipes in the stack, the stream poller
+ * locally). It keeps inserts of the entities some rule routes (an event the pipe would send to the
+ * bus and no rule takes costs money and nothing else), and puts each as an event with this source
+ * and detail type, the stream record as its `detail`, on the stream bus. A record whose event is
+ * over `EVENT_MAX_BYTES` fails there, so it goes to the pipe's dead-letter queue.
+ */
+export const TABLE_STREAM = {
+  name: 'table-stream',
+  description: 'The one reader of the table stream: inserted events and exports go to the stream bus, where the stream rules route them',
+  source: STREAM_EVENT_SOURCE,
+  detailType: STREAM_EVENT_DETAIL_TYPE,
+  filter: {
+    eventName: ['INSERT'],
+    dynamodb: { NewImage: { entity: { S: [...new Set(STREAM_RULES.flatMap((r) => streamRuleEntities(r)))] } } },
+  } satisfies EventPattern,
+} as const;
+
+/** The entity values a stream rule's filter takes (`dynamodb.NewImage.entity.S`). */
+function streamRuleEntities(rule: StreamRuleDef): string[] {
+  const image = (rule.filter.dynamodb as EventPattern | undefined)?.NewImage as EventPattern | undefined;
+  const entities = (image?.entity as EventPattern | undefined)?.S;
+  if (!Array.isArray(entities) || !entities.every((e) => typeof e === 'string')) {
+    throw new Error(`stream rule ${rule.name}: its filter must name the entities it takes (dynamodb.NewImage.entity.S)`);
+  }
+  return entities as string[];
+}
+
+/** The EventBridge event the table-stream pipe puts on the bus for `record`. */
+export function streamEvent(record: unknown): { source: string; 'detail-type': string; detail: unknown } {
+  return { source: TABLE_STREAM.source, 'detail-type': TABLE_STREAM.detailType, detail: record };
+}
+
+/** The pattern of a stream rule on the bus: the pipe's events whose record matches the rule's filter. */
+export function streamRulePattern(rule: StreamRuleDef): EventPattern {
+  return { source: [TABLE_STREAM.source], 'detail-type': [TABLE_STREAM.detailType], detail: rule.filter };
+}
+
 export const SCHEDULES: readonly ScheduleDef[] = [
   {
     name: 'reservation-sweep',
@@ -426,7 +478,7 @@ export function queueByName(name: string): QueueDef {
 
 /**
  * Evaluate an event pattern against an event (exact values, `prefix`, `anything-but`; nested
- * objects). Shared by the local EventBridge router and the local stream pipes, and unit-tested
+ * objects). Shared by the local EventBridge router and the local stream poller, and unit-tested
  * against the patterns above so both sides agree.
  */
 export function matchesPattern(pattern: EventPattern, event: unknown): boolean {

@@ -28,6 +28,7 @@ import { logger } from '../logger';
 import { ATTEMPT_TIMEOUT_MS, postWebhook } from './sender';
 import { sendAttempt, type AttemptMessage } from './queue';
 import { fanOut, fanOutToken, onAttemptMessage, type Post } from './delivery';
+import { streamRecordOf } from '../manifest/stream-event';
 
 export { aggregateStatus, getEvent, newEntry, type DeliveryEntry, type DeliveryStatus } from './delivery-store';
 export { attemptDelivery } from './delivery';
@@ -49,7 +50,7 @@ interface StreamRecordBody {
 type Parsed = { kind: 'attempt'; msg: AttemptMessage } | { kind: 'fanout'; image: Record<string, unknown>; recordId: string | null } | { kind: 'unknown' };
 
 function parse(record: SQSRecord): Parsed {
-  const body = JSON.parse(record.body) as Partial<AttemptMessage> & StreamRecordBody;
+  const body = streamRecordOf(JSON.parse(record.body) as Partial<AttemptMessage> & StreamRecordBody);
   if (body.kind === 'webhook.attempt') return { kind: 'attempt', msg: body as AttemptMessage };
   const image = body.dynamodb?.NewImage;
   if (body.eventName === 'INSERT' && image) {

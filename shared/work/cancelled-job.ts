@@ -43,6 +43,7 @@ import { addSlotChange, withJobRetry } from './slots';
 import { getReservation, getRetryWindow, getSubmissionItem, releaseReservation, type ReservationItem } from './reservations';
 import { jsonBody, PoisonMessage, type StageOutcome } from './stage-message';
 import type { SubmissionItem } from './model';
+import { streamRecordOf } from '../manifest/stream-event';
 
 const ACTOR = 'job-cancellation';
 /** Tries per submission: each failed try means it changed meanwhile (an upload, a verdict). */
@@ -59,7 +60,7 @@ interface StreamImage {
  * `{"kind":"job.cancelled","job_id":"job_…"}` (an operator's redrive, docs/operations.md).
  */
 export function cancelledJobOf(body: string): string {
-  const record = jsonBody<{ eventName: string; dynamodb: { NewImage?: StreamImage }; kind: string; job_id: unknown }>(body);
+  const record = streamRecordOf(jsonBody<{ eventName: string; dynamodb: { NewImage?: StreamImage }; kind: string; job_id: unknown }>(body));
   if (record?.kind === 'job.cancelled') {
     if (typeof record.job_id !== 'string' || !isId('job', record.job_id)) throw new PoisonMessage('job.cancelled names no job');
     return record.job_id;

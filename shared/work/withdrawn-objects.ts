@@ -16,6 +16,7 @@ import { nowIso } from '../clock';
 import { isId } from '../ids';
 import { deleteObjects } from '../storage/s3';
 import { jsonBody, PoisonMessage, type StageOutcome } from './stage-message';
+import { streamRecordOf } from '../manifest/stream-event';
 
 interface StreamImage {
   entity?: { S?: string };
@@ -29,7 +30,7 @@ interface StreamImage {
  * docs/operations.md). Null: an override that withdrew nothing.
  */
 export function withdrawnSubmissionOf(body: string): string | null {
-  const record = jsonBody<{ eventName: string; dynamodb: { NewImage?: StreamImage }; kind: string; submission_id: unknown }>(body);
+  const record = streamRecordOf(jsonBody<{ eventName: string; dynamodb: { NewImage?: StreamImage }; kind: string; submission_id: unknown }>(body));
   if (record?.kind === 'withdrawal.delete') {
     if (typeof record.submission_id !== 'string' || !isId('submission', record.submission_id)) throw new PoisonMessage('withdrawal.delete names no submission');
     return record.submission_id;

@@ -4,7 +4,7 @@
  */
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { ROUTES, type RouteDef } from '../../shared/manifest/routes';
-import { PIPES, QUEUES, RULES, SCHEDULES } from '../../shared/manifest/wiring';
+import { QUEUES, RULES, SCHEDULES, STREAM_RULES } from '../../shared/manifest/wiring';
 import { TABLE_DEF } from '../../shared/db/table';
 import { METRIC, METRICS_NAMESPACE } from '../../shared/observability/metrics';
 import { maxConcurrencyContextKey, QUOTA_BOUND_DEFAULT_CONCURRENCY } from '../../lib/settings';
@@ -65,9 +65,9 @@ describe('alarms reach someone', () => {
     expect(JSON.stringify(throttle.Properties.Metrics)).toContain('ReadThrottleEvents');
   });
 
-  test('every dead-letter queue (queues, rules, pipes, schedules) has a depth alarm, and every queue an age alarm', () => {
+  test('every dead-letter queue (queues, rules, stream rules, the pipe, schedules) has a depth alarm, and every queue an age alarm', () => {
     const dlqs = ofType('AWS::SQS::Queue').filter(([id]) => /Dlq/.test(id));
-    expect(dlqs).toHaveLength(QUEUES.length + RULES.length + PIPES.length + SCHEDULES.length);
+    expect(dlqs).toHaveLength(QUEUES.length + RULES.length + STREAM_RULES.length + 1 + SCHEDULES.length);
     for (const [id] of dlqs) {
       const on = alarmsOn({ Name: 'QueueName', Value: { 'Fn::GetAtt': [id, 'QueueName'] } });
       expect([id, on.map((a) => a.Properties.MetricName)]).toEqual([id, ['ApproximateNumberOfMessagesVisible']]);

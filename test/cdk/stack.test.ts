@@ -8,7 +8,7 @@ import { App } from 'aws-cdk-lib';
 import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import { MarketplaceStack, type MarketplaceStackProps } from '../../lib/stack';
 import { ROUTES, routeById, routeLogicalName, type RouteDef } from '../../shared/manifest/routes';
-import { PIPES, QUEUES, RULES, SCHEDULES, TRANSCRIBE_JOB_PREFIX, queueByName } from '../../shared/manifest/wiring';
+import { STREAM_RULES, TABLE_STREAM, streamRulePattern, QUEUES, RULES, SCHEDULES, TRANSCRIBE_JOB_PREFIX, queueByName } from '../../shared/manifest/wiring';
 import { DEFAULT_BEDROCK_MODEL_ID } from '../../shared/scoring/bedrock-reply';
 import { TABLE_DEF } from '../../shared/db/table';
 import { ROUTE_FUNCTION_TIMEOUT_SECONDS } from '../../shared/manifest/timeouts';
@@ -547,25 +547,41 @@ describe('pipeline', () => {
     });
   });
 
-  test('the stream pipes exist with the wiring filters, start at LATEST, retry a bounded number of times into a DLQ', () => {
+  test('the table stream has one reader (AWS advises at most two per shard): a pipe with the wiring filter, from LATEST, retrying a bounded number of times into a DLQ, onto the stream bus', () => {
     const pipes = ofType('AWS::Pipes::Pipe');
-    expect(pipes).toHaveLength(PIPES.length);
-    for (const def of PIPES) {
-      const found = pipes.filter(([, p]) => p.Properties.Description === def.description);
+    expect(pipes).toHaveLength(1);
+    const props = pipes[0]![1].Properties;
+    expect(props.Source).toEqual({ 'Fn::GetAtt': [expect.stringMatching(/^DataTable/), 'StreamArn'] });
+    const [busId] = ofType('AWS::Events::EventBus')[0]!;
+    expect(ofType('AWS::Events::EventBus')).toHaveLength(1);
+    expect(props.Target).toEqual({ 'Fn::GetAtt': [busId, 'Arn'] });
+    expect(props.TargetParameters).toEqual({ EventBridgeEventBusParameters: { Source: TABLE_STREAM.source, DetailType: TABLE_STREAM.detailType } });
+    expect(props.SourceParameters.FilterCriteria).toEqual({ Filters: [{ Pattern: JSON.stringify(TABLE_STREAM.filter) }] });
+    expect(props.SourceParameters.DynamoDBStreamParameters).toMatchObject({
+      StartingPosition: 'LATEST',
+      MaximumRetryAttempts: expect.any(Number),
+      DeadLetterConfig: { Arn: expect.anything() },
+    });
+    // Nothing else reads the stream (no Lambda event source mapping on it either).
+    expect(JSON.stringify(ofType('AWS::Lambda::EventSourceMapping'))).not.toContain('StreamArn');
+  });
+
+  test('each stream rule sends the stream record (the event detail) from the stream bus to its queue, with a dead-letter queue', () => {
+    const [busId] = ofType('AWS::Events::EventBus')[0]!;
+    for (const def of STREAM_RULES) {
+      const found = ofType('AWS::Events::Rule').filter(([, r]) => r.Properties.Description === def.description);
       expect(found).toHaveLength(1);
       const props = found[0]![1].Properties;
-      expect(props.Source).toEqual({ 'Fn::GetAtt': [expect.stringMatching(/^DataTable/), 'StreamArn'] });
-      expect(props.Target).toEqual({ 'Fn::GetAtt': [queueLogicalId(def.target), 'Arn'] });
-      expect(props.SourceParameters.FilterCriteria).toEqual({ Filters: [{ Pattern: JSON.stringify(def.filter) }] });
-      expect(props.SourceParameters.DynamoDBStreamParameters).toMatchObject({
-        StartingPosition: 'LATEST',
-        MaximumRetryAttempts: expect.any(Number),
-        DeadLetterConfig: { Arn: expect.anything() },
-      });
+      expect(props.EventBusName).toEqual({ Ref: busId });
+      const p = streamRulePattern(def);
+      expect(props.EventPattern).toEqual(p);
+      expect(props.Targets).toEqual([
+        expect.objectContaining({ Arn: { 'Fn::GetAtt': [queueLogicalId(def.target), 'Arn'] }, InputPath: '$.detail', DeadLetterConfig: { Arn: expect.anything() } }),
+      ]);
     }
   });
 
-  test('pipe roles may read the stream and send to their queues, nothing else', () => {
+  test('the pipe role may read the stream and put events on the stream bus, nothing else', () => {
     for (const [, pipe] of ofType('AWS::Pipes::Pipe')) {
       const roleId = pipe.Properties.RoleArn['Fn::GetAtt'][0] as string;
       expect(resources[roleId]!.Properties.AssumeRolePolicyDocument.Statement[0].Principal).toEqual({
@@ -575,8 +591,8 @@ describe('pipeline', () => {
         .filter(([, p]) => JSON.stringify(p.Properties.Roles) === JSON.stringify([{ Ref: roleId }]))
         .flatMap(([, p]) => p.Properties.PolicyDocument.Statement)
         .flatMap((s: { Action: string | string[] }) => [s.Action].flat());
-      expect(actions).toEqual(expect.arrayContaining(['dynamodb:GetRecords', 'sqs:SendMessage']));
-      for (const a of actions) expect(a).toMatch(/^(dynamodb:(ListStreams|DescribeStream|GetRecords|GetShardIterator)|sqs:(SendMessage|GetQueueAttributes|GetQueueUrl))$/);
+      expect(actions).toEqual(expect.arrayContaining(['dynamodb:GetRecords', 'events:PutEvents', 'sqs:SendMessage']));
+      for (const a of actions) expect(a).toMatch(/^(dynamodb:(ListStreams|DescribeStream|GetRecords|GetShardIterator)|events:PutEvents|sqs:(SendMessage|GetQueueAttributes|GetQueueUrl))$/);
     }
   });
 

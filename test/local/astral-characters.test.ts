@@ -154,7 +154,7 @@ describe('one poison stream record never stops the others', () => {
       await waitFor(() => sent.includes('EVT#evt_after'));
       expect(poisonAttempts).toBe(3);
       expect(pipes.deadLetters.map((d) => d.record.dynamodb?.Keys?.PK?.S)).toEqual(['EVT#evt_poison']);
-      expect(errors).toEqual([expect.stringMatching(/pipe outbox-to-webhooks gave up on record .* after 3 attempts \(InvalidMessageContents\); dead-lettered, moving on/)]);
+      expect(errors).toEqual([expect.stringMatching(/rule outbox-to-webhooks gave up on record .* after 3 attempts \(InvalidMessageContents\); dead-lettered, moving on/)]);
     } finally {
       await pipes.stop();
       ddb.destroy();

@@ -1,11 +1,13 @@
 import { PutItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ReceiveMessageCommand, SQSClient, type Message } from '@aws-sdk/client-sqs';
 import { localDynamoClient } from '../../local/dynamodb';
+import { localStreamsClient, memoryCheckpoints, StreamPipes } from '../../local/streams';
+import { silentLog } from '../../local/log';
 import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
 
-// D35/D40: the outbox pipe sends every inserted event item to the webhook dispatcher, and the
-// sandbox pipe sends test-environment job.created events to the simulated worker.
-describe('stream pipes forward inserted event items to their queues, like EventBridge Pipes', () => {
+// D35/D40: the outbox rule sends every inserted event item to the webhook dispatcher, and the
+// sandbox rule sends test-environment job.created events to the simulated worker.
+describe('the table stream forwards inserted event items to their queues, like its pipe, bus and rules', () => {
   let rt: TestRuntime;
   let ddb: DynamoDBClient;
   let sqs: SQSClient;
@@ -77,5 +79,52 @@ describe('stream records keep the AWS attribute-value shape', () => {
     );
     expect(record.dynamodb!.NewImage!.data).toEqual({ M: { empty: { M: {} }, list: { L: [{ M: {} }] } } });
     expect(unmarshall(record.dynamodb!.NewImage as never)).toEqual({ data: { empty: {}, list: [{}] } });
+  });
+});
+
+// The pipe puts each record on the stream bus as one event, and EventBridge refuses an event over
+// 256 KB: locally the record is dead-lettered as the pipe would (its DLQ), not delivered.
+describe('a stream record whose event is over EventBridge\'s 256 KB is dead-lettered by the pipe, as deployed', () => {
+  let rt: TestRuntime;
+  beforeAll(async () => {
+    rt = await startTestRuntime({ enablePollers: false, enableStreams: false });
+  });
+  afterAll(async () => {
+    await rt?.stop();
+  });
+
+  it('an event item of 300 KB reaches no queue, is dead-lettered at the pipe with a log line, and the next record goes through', async () => {
+    const ddb = localDynamoClient(rt.dynamoEndpoint);
+    const sent: string[] = [];
+    const errors: string[] = [];
+    const pipes = new StreamPipes({
+      client: localStreamsClient(rt.dynamoEndpoint),
+      tableName: rt.tableName,
+      log: { ...silentLog, error: (msg: string) => errors.push(msg) },
+      checkpoints: memoryCheckpoints(),
+      intervalMs: 50,
+      send: async (_queue, body) => {
+        sent.push(JSON.parse(body).dynamodb.Keys.PK.S);
+      },
+    });
+    await pipes.start();
+    try {
+      const put = (pk: string, padding: string) =>
+        ddb.send(
+          new PutItemCommand({
+            TableName: rt.tableName,
+            Item: { PK: { S: pk }, SK: { S: 'EVT' }, entity: { S: 'event' }, type: { S: 'job.completed' }, environment: { S: 'live' }, padding: { S: padding } },
+          }),
+        );
+      await put('EVT#evt_large', 'x'.repeat(300 * 1024));
+      await put('EVT#evt_after', 'x'.repeat(200 * 1024));
+      await waitFor(() => sent.includes('EVT#evt_after'));
+      expect(sent).toEqual(['EVT#evt_after']);
+      expect(pipes.deadLetters.map((d) => [d.stage, d.name, d.record.dynamodb?.Keys?.PK?.S])).toEqual([['pipe', 'table-stream', 'EVT#evt_large']]);
+      expect(errors).toEqual([expect.stringMatching(/pipe table-stream gave up on record .* after 1 attempt \(the event is \d+ bytes, over EventBridge's 262144\)/)]);
+    } finally {
+      await pipes.stop();
+      ddb.destroy();
+    }
   });
 });

@@ -6,6 +6,7 @@ import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness'
 import { idemKey } from '../support/buyers';
 import { accept, createJob, detailedJpeg, flatPng, liveBuyer, queueClient, signupWorker, sqsRecord, takeMessage, uploadFile } from './support';
 import { cancelledJobOf } from '../../shared/work/cancelled-job';
+import { TABLE_STREAM } from '../../shared/manifest/wiring';
 
 // Spec, job status table: cancelling a job rejects its pending submissions (and notifies the
 // workers: their submissions change status). The `cancellations` queue is fed by the cancel's own
@@ -141,6 +142,9 @@ describe('cancel: pending submissions are rejected at once', () => {
     const record = (type: string) =>
       JSON.stringify({ eventName: 'INSERT', dynamodb: { NewImage: { entity: { S: 'event' }, type: { S: type }, envelope: { M: { data: { M: { job_id: { S: 'job_01J0000000000000000000000A' } } } } } } } });
     expect(cancelledJobOf(record('job.cancelled'))).toBe('job_01J0000000000000000000000A');
+    // A message moved back by hand from the stream rule's dead-letter queue: the whole bus event.
+    const busEvent = { version: '0', source: TABLE_STREAM.source, 'detail-type': TABLE_STREAM.detailType, detail: JSON.parse(record('job.cancelled')) };
+    expect(cancelledJobOf(JSON.stringify(busEvent))).toBe('job_01J0000000000000000000000A');
     expect(cancelledJobOf(JSON.stringify({ kind: 'job.cancelled', job_id: 'job_01J0000000000000000000000A' }))).toBe('job_01J0000000000000000000000A');
     expect(() => cancelledJobOf(record('job.completed'))).toThrow('not the INSERT record');
     expect(() => cancelledJobOf(JSON.stringify({ kind: 'job.cancelled', job_id: 'sub_x' }))).toThrow('names no job');

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROUTES, matchRoute, routeLogicalName } from '../../shared/manifest/routes';
-import { QUEUES, RULES, PIPES, SCHEDULES, matchesPattern } from '../../shared/manifest/wiring';
+import { QUEUES, RULES, STREAM_RULES, SCHEDULES, TABLE_STREAM, matchesPattern, streamRecordOf } from '../../shared/manifest/wiring';
 import { routeWithoutIdempotencyKey } from '../../shared/http/route-without-key';
 
 const root = join(__dirname, '..', '..');
@@ -71,7 +71,7 @@ describe('event wiring', () => {
   });
 
   test('the outbox pipe takes inserted events only', () => {
-    const pipe = PIPES.find((p) => p.name === 'outbox-to-webhooks')!;
+    const pipe = STREAM_RULES.find((p) => p.name === 'outbox-to-webhooks')!;
     const rec = (eventName: string, entity: string) => ({ eventName, dynamodb: { NewImage: { entity: { S: entity } } } });
     expect(matchesPattern(pipe.filter, rec('INSERT', 'event'))).toBe(true);
     expect(matchesPattern(pipe.filter, rec('MODIFY', 'event'))).toBe(false);
@@ -79,7 +79,7 @@ describe('event wiring', () => {
   });
 
   test('the sandbox pipe takes test-environment job.created events only (D40)', () => {
-    const pipe = PIPES.find((p) => p.name === 'sandbox-jobs')!;
+    const pipe = STREAM_RULES.find((p) => p.name === 'sandbox-jobs')!;
     const rec = (type: string, environment: string) => ({
       eventName: 'INSERT',
       dynamodb: { NewImage: { entity: { S: 'event' }, type: { S: type }, environment: { S: environment } } },
@@ -90,7 +90,7 @@ describe('event wiring', () => {
   });
 
   test('the exports pipe takes inserted exports only: an export is queued by the commit that accepts it (D73)', () => {
-    const pipe = PIPES.find((p) => p.name === 'exports-requested')!;
+    const pipe = STREAM_RULES.find((p) => p.name === 'exports-requested')!;
     const rec = (eventName: string, entity: string) => ({ eventName, dynamodb: { NewImage: { entity: { S: entity }, id: { S: 'exp_1' } } } });
     expect(pipe.target).toBe('exports');
     expect(matchesPattern(pipe.filter, rec('INSERT', 'export'))).toBe(true);
@@ -99,7 +99,7 @@ describe('event wiring', () => {
   });
 
   test('the withdrawals pipe takes the overrides that withdraw Files: their deletion is queued by the commit that withdraws them (D71)', () => {
-    const pipe = PIPES.find((p) => p.name === 'files-withdrawn')!;
+    const pipe = STREAM_RULES.find((p) => p.name === 'files-withdrawn')!;
     const rec = (eventName: string, type: string, decision: string) => ({
       eventName,
       dynamodb: { NewImage: { entity: { S: 'event' }, type: { S: type }, envelope: { M: { data: { M: { submission_id: { S: 'sub_1' }, decision: { S: decision } } } } } } },
@@ -112,7 +112,7 @@ describe('event wiring', () => {
   });
 
   test('the auto top-up pipe takes the crossings with auto top-up on: the commit that crosses the threshold queues the top-up (D34)', () => {
-    const pipe = PIPES.find((p) => p.name === 'auto-top-up')!;
+    const pipe = STREAM_RULES.find((p) => p.name === 'auto-top-up')!;
     const rec = (eventName: string, type: string, enabled: boolean) => ({
       eventName,
       dynamodb: { NewImage: { entity: { S: 'event' }, type: { S: type }, envelope: { M: { data: { M: { balance_cents: { N: '900' }, auto_top_up_enabled: { BOOL: enabled } } } } } } },
@@ -132,10 +132,29 @@ describe('event wiring', () => {
     for (const q of QUEUES) expect([q.name, q.visibilityTimeoutSeconds >= 6 * q.consumerTimeoutSeconds]).toEqual([q.name, true]);
   });
 
-  test('every pipe and rule targets a defined queue', () => {
+  test('every rule and stream rule targets a defined queue', () => {
     const names = new Set(QUEUES.map((q) => q.name));
     for (const r of RULES) for (const t of r.targets) expect(names.has(t)).toBe(true);
-    for (const p of PIPES) expect(names.has(p.target)).toBe(true);
+    for (const p of STREAM_RULES) expect(names.has(p.target)).toBe(true);
+  });
+
+  test('the table stream has one reader, whose filter keeps every record some stream rule takes', () => {
+    const rec = (entity: string) => ({ eventName: 'INSERT', dynamodb: { NewImage: { entity: { S: entity } } } });
+    for (const r of STREAM_RULES) {
+      const entities = ((r.filter.dynamodb as { NewImage: { entity: { S: string[] } } }).NewImage.entity.S);
+      expect(r.filter.eventName).toEqual(['INSERT']);
+      for (const e of entities) expect([r.name, e, matchesPattern(TABLE_STREAM.filter, rec(e))]).toEqual([r.name, e, true]);
+    }
+    expect(matchesPattern(TABLE_STREAM.filter, rec('submission'))).toBe(false); // nothing routes it: not put on the bus
+    expect(matchesPattern(TABLE_STREAM.filter, { eventName: 'MODIFY', dynamodb: { NewImage: { entity: { S: 'event' } } } })).toBe(false);
+  });
+
+  test('a stream record moved back from a stream rule\'s dead-letter queue as the whole bus event is unwrapped to the record', () => {
+    const record = { eventName: 'INSERT', dynamodb: { NewImage: { entity: { S: 'event' } } } };
+    expect(streamRecordOf(record)).toBe(record);
+    expect(streamRecordOf({ version: '0', source: TABLE_STREAM.source, 'detail-type': TABLE_STREAM.detailType, detail: record })).toBe(record);
+    const other = { source: 'aws.s3', 'detail-type': 'Object Created', detail: { x: 1 } };
+    expect(streamRecordOf(other)).toBe(other);
   });
 
   test('every handler module named by the manifest and the wiring exists', () => {
