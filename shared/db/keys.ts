@@ -55,6 +55,12 @@ export const keys = {
   submission: (subId: string): Key => ({ PK: `SUB#${subId}`, SK: 'SUB' }),
   /** D27 retry window of a `retry_pending` submission; swept like reservations (gsi.reservationExpiry). */
   retryWindow: (subId: string): Key => ({ PK: `SUB#${subId}`, SK: 'RETRY' }),
+  /**
+   * A round completed after both stages had written (complete-upload.ts): its insert queues the
+   * verdict through the table stream (rule `fan-in-due`), so the verdict cannot be lost with the
+   * function that committed the completion. Kept a day (ttl).
+   */
+  fanIn: (subId: string, round: string): Key => ({ PK: `SUB#${subId}`, SK: `FANIN#${round}` }),
   file: (fileId: string): Key => ({ PK: `FILE#${fileId}`, SK: 'FILE' }),
   /** A dataset export of one job (D73); its own partition, listed per job through gsi.export. */
   export: (expId: string): Key => ({ PK: `EXP#${expId}`, SK: 'EXP' }),

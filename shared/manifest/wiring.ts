@@ -408,6 +408,12 @@ export const STREAM_RULES: readonly StreamRuleDef[] = [
     },
     target: 'cancellations',
   },
+  {
+    name: 'fan-in-due',
+    description: 'An upload completed after both stages had written queues its verdict in the same commit (no stage is left to take it)',
+    filter: { eventName: ['INSERT'], dynamodb: { NewImage: { entity: { S: ['fan_in'] } } } },
+    target: 'scoring',
+  },
 ];
 
 /** The largest event EventBridge takes (PutEvents entry: source, detail-type and detail, in bytes). */

@@ -7,7 +7,7 @@
  */
 import { keys } from '../db/keys';
 import { Tx } from '../db/tx';
-import { now, nowIso } from '../clock';
+import { DAY_MS, now, nowIso } from '../clock';
 import { audit } from '../audit';
 import { ConditionFailed, errors } from '../errors';
 import { logger } from '../logger';
@@ -36,7 +36,9 @@ const conflict = (message: string, code: string) => errors.conflict(message, [{ 
  * submission pending_score. So the completion is first conditioned on the round NOT being ready
  * for a verdict; committed, a stage is still to write and its write's item (stage-write.ts) shows
  * pending_score and both results, so that stage decides. When the condition fails because the
- * round is ready, the upload completes without it and takes the verdict itself.
+ * round is ready, the upload completes without it and takes the verdict itself; the same commit
+ * writes a fan-in item whose insert queues the verdict (stream rule `fan-in-due`), so a verdict
+ * that fails here, or a function that stops after the commit, loses nothing.
  */
 export async function completeUpload(
   ctx: MutationContext,
@@ -112,6 +114,9 @@ export async function completeUpload(
         },
       },
     );
+    // The round is ready (both stages wrote before this commit), so no stage will decide: the
+    // fan-in item queues the verdict in this commit; the verdict below is only the fast path.
+    if (!unlessReady) tx.put('fan-in', { ...keys.fanIn(s.id, round), entity: 'fan_in', submission_id: s.id, round, created_at: at, ttl: Math.floor((Date.now() + DAY_MS) / 1000) });
     audit(tx, {
       orgId: s.org_id,
       eventType: mode === 'retry' ? 'submission.retried' : 'submission.submitted',
@@ -155,7 +160,8 @@ export async function completeUpload(
   }
   if (decideHere) {
     await tryVerdict(subId).catch((err: Error) => {
-      logger.error('fan-in after upload failed', { error: err, submission_id: subId });
+      // The fan-in item committed with the completion brings the verdict through the scoring queue.
+      logger.warn('fan-in after upload failed; the queued fan-in takes the verdict', { error: err, submission_id: subId });
       if (opts.throwVerdictFailure) throw err;
     });
   }

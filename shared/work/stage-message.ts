@@ -1,8 +1,10 @@
 /**
  * The messages of the pipeline stages (kept apart from the stage modules so light consumers, such as the
  * transcription stage, do not bundle the media code): the S3 "Object Created" event the scoring and
- * annotation stages read, the poison error, and the outcomes a stage reports.
+ * annotation stages read, the fan-in record the scoring stage reads too, the poison error, and the
+ * outcomes a stage reports.
  */
+import { streamRecordOf } from '../manifest/stream-event';
 
 /** The part of the EventBridge "Object Created" event the stages read. */
 export interface ObjectCreatedEvent {
@@ -39,6 +41,21 @@ export function jsonBody<T>(body: string): Partial<T> | undefined {
   } catch {
     throw new PoisonMessage('message body is not JSON');
   }
+}
+
+/**
+ * A scoring-queue message: an S3 Object Created event (a file to score), or the stream record of a
+ * fan-in item's insert (a round completed after both stages wrote: take its verdict).
+ */
+export function parseScoringMessage(body: string): { key: string } | { fanIn: string } {
+  const record = streamRecordOf(jsonBody<{ eventName: string; dynamodb: { NewImage?: { entity?: { S?: string }; submission_id?: { S?: string } } } }>(body));
+  const image = record?.dynamodb?.NewImage;
+  if (image?.entity?.S === 'fan_in') {
+    const subId = image.submission_id?.S;
+    if (record?.eventName !== 'INSERT' || !subId) throw new PoisonMessage('not the INSERT record of a fan-in item');
+    return { fanIn: subId };
+  }
+  return parseEvent(body);
 }
 
 export function parseEvent(body: string): { key: string } {

@@ -1,5 +1,7 @@
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
+import { InternalServerError } from '@aws-sdk/client-dynamodb';
+import { db } from '../../shared/db/client';
 import { startTestRuntime, type TestRuntime } from '../support/harness';
 import type { ScoreResult } from '../../shared/scoring/types';
 import { accept, createJob, detailedJpeg, liveBuyer, queueClient, signupWorker, sqsRecord, takeMessage } from './support';
@@ -119,6 +121,52 @@ describe('fan-in: the verdict whatever order the stages and the upload completio
     expect(await scoreObject(key)).toBe('skipped');
     expect((await rt.request('GET', `/internal/worker/submissions/${t.sub}`, { key: t.w.token })).json.status).toBe('pending_score');
     expect((await annotate({ Records: [sqsRecord(t.bodies.annotation, 'a')] })).batchItemFailures).toEqual([]);
+    await expectOneApproval(t);
+  });
+
+  it('an upload completed after both stages wrote queues its verdict in the same commit: a verdict that fails after the commit is still taken, once', async () => {
+    const t = await presignedUpload(214);
+    // Both stages wrote before the upload completed (as the upload route can find them), so the
+    // completion finds the round ready and no stage is left to decide.
+    const { writePart } = await import('../../shared/work/stage-write');
+    const { getSubmissionItem } = await import('../../shared/work/reservations');
+    const { measure } = await import('../../shared/media/metadata');
+    const { completeUpload } = await import('../../shared/work/complete-upload');
+    const { systemContext } = await import('../../shared/context');
+    const sub = (await getSubmissionItem(t.sub))!;
+    const fileId = sub.uploads[0]!.file_id;
+    const stored: ScoreResult = { ai_star_rating: 4, dimensions: { relevance: 4, quality: 4, instruction_compliance: 4 }, ai_reasoning: 'Sharp, well exposed storefront.', provider: 'local', model: 'test', reason_codes: [] };
+    const metadata = JSON.parse(JSON.stringify(await measure(t.bytes, 'image/jpeg', {})));
+    expect((await writePart(sub, fileId, { metadata, score: stored }, 'score')).stored).toBe(true);
+    expect((await writePart(sub, fileId, { annotations: null }, 'annotations')).stored).toBe(true);
+    // DynamoDB refuses the verdict's transaction (the one that writes the File) right after the
+    // completion commits, on the wire as a 500 InternalServerError would come: injected once.
+    let refused = 0;
+    const name = 'refuseVerdictOnce';
+    db().middlewareStack.add(
+      (next, context) => async (args) => {
+        if (refused === 0 && /^TransactWrite(Items)?Command$/.test(String(context.commandName)) && JSON.stringify(args.input).includes('"entity":"file"')) {
+          refused++;
+          throw new InternalServerError({ message: 'Internal server error', $metadata: { httpStatusCode: 500 } });
+        }
+        return next(args);
+      },
+      { step: 'initialize', name },
+    );
+    try {
+      await completeUpload(systemContext('upload-route'), t.sub, sub.round!, { checkObjects: true });
+    } finally {
+      db().middlewareStack.remove(name);
+    }
+    expect(refused).toBe(1);
+    expect((await rt.request('GET', `/internal/worker/submissions/${t.sub}`, { key: t.w.token })).json.status).toBe('pending_score');
+    // The commit's fan-in item reached the scoring queue through the table stream; it decides.
+    const fanIn = await takeMessage(rt, sqs, 'scoring', t.sub);
+    expect(JSON.parse(fanIn).dynamodb.NewImage.entity.S).toBe('fan_in');
+    expect((await score({ Records: [sqsRecord(fanIn, 'f1')] })).batchItemFailures).toEqual([]);
+    await expectOneApproval(t);
+    // Delivered again: nothing more.
+    expect((await score({ Records: [sqsRecord(fanIn, 'f2')] })).batchItemFailures).toEqual([]);
     await expectOneApproval(t);
   });
 

@@ -133,7 +133,8 @@ export function takeMessage(rt: TestRuntime, sqs: SQSClient, queue: string, subI
     const r = await sqs.send(new ReceiveMessageCommand({ QueueUrl: rt.queues.get(queue)!.url, MaxNumberOfMessages: 1, WaitTimeSeconds: 0, VisibilityTimeout: 300 }));
     const body = r.Messages?.[0]?.Body;
     if (!body) return null;
-    return subId === undefined || JSON.parse(body).detail.object.key.includes(subId) ? body : null;
+    // An S3 event names the submission in its key; a fan-in record in its image.
+    return subId === undefined || ((JSON.parse(body).detail?.object?.key as string | undefined) ?? body).includes(subId) ? body : null;
   });
 }
 
