@@ -19,7 +19,7 @@ import { ROUTES, routeLogicalName, type RouteDef } from '../shared/manifest/rout
 import { QUEUES, SCHEDULES, type QueueDef, type ScheduleDef } from '../shared/manifest/wiring';
 import { STAGE_NAME, latencyThresholdMs, longPollTimeouts, type ApiGateway } from './api';
 import { ROUTE_FUNCTION_TIMEOUT_SECONDS } from '../shared/manifest/timeouts';
-import { bindBucket, bindKeyAccess, bindQueue, bindRequestCounting, bindTable, grantBedrockInvoke, grantSms, secretsExtension, type CdnResources, type KeyResources } from './constructs/grants';
+import { bindBucket, bindKeyAccess, bindQueue, bindRequestCounting, bindTable, bindWaitSlots, grantBedrockInvoke, grantSms, secretsExtension, type CdnResources, type KeyResources } from './constructs/grants';
 import { HouseFunction } from './constructs/house-function';
 import { acknowledge } from './constructs/nag';
 import { queueDomain, routeDomain, scheduleDomain, type Domain } from './domains';
@@ -75,18 +75,24 @@ export class DomainStack extends NestedStack {
       description: `${route.method} ${route.path} (${route.id})`,
       // Below the 29 s integration timeout, so a stuck handler ends in its own log, not a 504.
       timeout: route.longPoll ? longPoll.lambda : Duration.seconds(ROUTE_FUNCTION_TIMEOUT_SECONDS),
-      // A held long poll occupies an instance for its whole wait: cap them, so polls cannot starve
-      // the account's pool (and other routes) of concurrency.
-      reservedConcurrentExecutions: route.longPoll ? shared.limits.longPollReservedConcurrency : undefined,
+      // No reserved concurrency on a long-poll route: it would cap the route's plain GETs too, and
+      // held waits could fill it. Held waits are counted in the table instead (long-poll-slots.ts).
       paramsAndSecrets: secretsExtension(route.access, shared.keys),
       environment: {
         ...shared.environment,
         PUBLIC_BASE_URL: shared.api.baseUrl,
-        ...(route.longPoll ? { LONG_POLL_MAX_SECONDS: String(shared.api.longPollSeconds) } : {}),
+        ...(route.longPoll
+          ? {
+              LONG_POLL_MAX_SECONDS: String(shared.api.longPollSeconds),
+              LONG_POLL_MAX_WAITS: String(shared.limits.longPollMaxWaits),
+              LONG_POLL_MAX_WAITS_PER_ORG: String(shared.limits.longPollMaxWaitsPerOrg),
+            }
+          : {}),
       },
     });
     bindTable(fn, shared.table, route.access.table);
     if (route.access.table === 'read' && route.rateLimit !== 'none') bindRequestCounting(fn, shared.table);
+    if (route.longPoll && route.access.table === 'read') bindWaitSlots(fn, shared.table);
     if (route.access.bucket) bindBucket(fn, shared.bucket, route.access.bucket);
     if (route.access.sms) grantSms(fn);
     for (const q of route.access.sendTo ?? []) bindQueue(fn, q, shared.plumbing.queue(q));

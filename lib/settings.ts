@@ -2,6 +2,7 @@ import { Annotations, Stack, Token } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
 import { DEFAULT_BEDROCK_MODEL_ID } from '../shared/scoring/bedrock';
 import type { QueueDef } from '../shared/manifest/wiring';
+import { WAIT_SLOTS_MAX } from '../shared/manifest/access';
 
 /**
  * Deployment settings read from context (`-c key=value`, docs/deploying.md), with their defaults.
@@ -9,8 +10,10 @@ import type { QueueDef } from '../shared/manifest/wiring';
  * account's Bedrock and Transcribe quotas, and a platform team with raised quotas raises them here.
  */
 export interface Limits {
-  /** Reserved concurrency of each long-poll route (each held poll occupies one instance). */
-  longPollReservedConcurrency: number;
+  /** Held long polls at once per long-poll route, all organizations (shared/long-poll-slots.ts). */
+  longPollMaxWaits: number;
+  /** Held long polls at once per long-poll route and organization. */
+  longPollMaxWaitsPerOrg: number;
   /** Event-source maximum concurrency of a queue's consumer, or undefined (Lambda decides). */
   consumerMaxConcurrency(q: QueueDef): number | undefined;
   /** Requests per 5 minutes per source IP, all routes (WAF rate-based rule). */
@@ -49,9 +52,14 @@ function integerIn(key: string, n: number, min: number, max: number): number {
 }
 
 export function limitsFromContext(scope: Construct): Limits {
-  const longPoll = integerIn('longPollReservedConcurrency', numberContext(scope, 'longPollReservedConcurrency') ?? 20, 1, 1000);
+  if (numberContext(scope, 'longPollReservedConcurrency') !== undefined) {
+    throw new Error('context longPollReservedConcurrency is gone: long-poll routes have no reserved concurrency now; held waits are capped by longPollMaxWaits (per route) and longPollMaxWaitsPerOrg (docs/deploying.md)');
+  }
+  const maxWaits = integerIn('longPollMaxWaits', numberContext(scope, 'longPollMaxWaits') ?? 20, 1, WAIT_SLOTS_MAX);
+  const perOrg = integerIn('longPollMaxWaitsPerOrg', numberContext(scope, 'longPollMaxWaitsPerOrg') ?? 5, 1, maxWaits);
   return {
-    longPollReservedConcurrency: longPoll,
+    longPollMaxWaits: maxWaits,
+    longPollMaxWaitsPerOrg: perOrg,
     consumerMaxConcurrency(q: QueueDef): number | undefined {
       const key = maxConcurrencyContextKey(q.name);
       const given = numberContext(scope, key);

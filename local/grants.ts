@@ -26,7 +26,7 @@
 import { contextStore } from '../shared/context-store';
 import { BUCKET_PREFIXES, TRANSCRIBE_JOB_PREFIX } from '../shared/manifest/wiring';
 import { DEFAULT_BEDROCK_MODEL_ID } from '../shared/scoring/bedrock-reply';
-import { REQUEST_COUNT_ATTRIBUTES, REQUEST_COUNT_PARTITIONS, type BucketAccess } from '../shared/manifest/access';
+import { REQUEST_COUNT_ATTRIBUTES, REQUEST_COUNT_PARTITIONS, WAIT_SLOT_ATTRIBUTES, WAIT_SLOT_PARTITIONS, type BucketAccess } from '../shared/manifest/access';
 import { config } from '../shared/config';
 import { setLocalCallCheck } from '../shared/observability/invocation';
 
@@ -36,6 +36,8 @@ export interface Grants {
   table?: 'read' | 'write';
   /** UpdateItem on the request-count partitions (read routes with a rate limit). */
   requestCounting?: boolean;
+  /** UpdateItem on the held-wait slots (long-poll read routes: shared/long-poll-slots.ts). */
+  waitSlots?: boolean;
   bucket?: BucketAccess;
   sendTo?: readonly string[];
   /** The queue a consumer reads (it may change its messages' visibility). */
@@ -165,8 +167,13 @@ function checkTable(g: Grants, command: string, input: { Key?: { PK?: unknown } 
     if (!g.table) throw new AccessDenied(`${g.fn} has no access to the table (${command})`);
     return;
   }
+  const pk = keyString(input.Key?.PK);
+  if (command === 'UpdateItemCommand' && g.waitSlots && pk && WAIT_SLOT_PARTITIONS.some((p) => pk.startsWith(p.slice(0, -1)))) {
+    const other = [...attributesNamed(input)].filter((a) => !WAIT_SLOT_ATTRIBUTES.includes(a));
+    if (other.length) throw new AccessDenied(`${g.fn} may write only the wait slots' attributes, not ${other.join(', ')}`);
+    return;
+  }
   if (command === 'UpdateItemCommand' && g.requestCounting) {
-    const pk = keyString(input.Key?.PK);
     if (!pk || !REQUEST_COUNT_PARTITIONS.some((p) => pk.startsWith(p.slice(0, -1)))) {
       throw new AccessDenied(`${g.fn} may update only the request-count partitions (${REQUEST_COUNT_PARTITIONS.join(', ')}), not ${pk ?? 'this item'}`);
     }

@@ -31,7 +31,7 @@ import {
   writeErrorEnvelope,
   type IntegrationTimeouts,
 } from './http-limits';
-import { grantedTo, handlerModuleExists, lambdaContext, loadHandler, LOCAL_ACCOUNT_ID } from './lambda';
+import { grantedTo, handlerModuleExists, lambdaContext, loadHandler, LOCAL_ACCOUNT_ID, routeGrants } from './lambda';
 import type { Log } from './log';
 import { runInvocation, type Invocation } from '../shared/observability/invocation';
 
@@ -207,12 +207,6 @@ export interface HttpServerOptions {
   timeouts?: Partial<IntegrationTimeouts>;
   /** Resolves a route's handler module (default: the module named in the manifest). */
   loadHandler?: typeof loadHandler;
-  /**
-   * The reserved concurrency of each long-poll route's function (deployed: context
-   * `longPollReservedConcurrency`, 20). A request beyond it is throttled as Lambda throttles it,
-   * and API Gateway answers 500. Unset: no cap.
-   */
-  longPollConcurrency?: number;
 }
 
 
@@ -222,7 +216,6 @@ export function createHttpServer(opts: HttpServerOptions): Server {
   const { log } = opts;
   const timeouts: IntegrationTimeouts = { ...DEFAULT_TIMEOUTS, ...opts.timeouts };
   /** Invocations running per function (a 504'd long poll's function runs on, and still counts). */
-  const inFlight = new Map<string, number>();
   const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES }, (req, res) => {
     handle(req, res).catch((err: unknown) => {
       log.error(`http ${req.method} ${req.url}: adapter failure`, err);
@@ -307,25 +300,15 @@ export function createHttpServer(opts: HttpServerOptions): Server {
         tooBig?.details ?? [{ field: 'body', code: 'payload_too_large', message: `at most ${LAMBDA_PAYLOAD_BYTES} bytes as the function receives it` }],
       );
     }
-    // A long-poll route's function has reserved concurrency (and serves the route's plain requests
-    // too): one more invocation at once is throttled before it runs; API Gateway answers 500.
     const fnName = routeLogicalName(route);
-    const cap = route.longPoll ? opts.longPollConcurrency : undefined;
-    if (cap !== undefined && (inFlight.get(fnName) ?? 0) >= cap) {
-      log.warn(`http ${method} ${pathname} → ${route.handler} throttled: ${cap} invocations already running (its reserved concurrency)`);
-      return writeEnvelope(res, 500, 'internal_error', 'Internal error.');
-    }
     const started = Date.now();
     const { ms: budgetMs, status: timeoutStatus } = requestBudget(timeouts, route.longPoll === true);
     let result: APIGatewayProxyResult;
     let timer: NodeJS.Timeout | undefined;
     const running: Invocation = { fn: fnName, stopped: false };
     try {
-      const handler = grantedTo(route.id, route.access, await (opts.loadHandler ?? loadHandler)(route.handler), { requestCounting: route.access.table === 'read' && route.rateLimit !== 'none' });
-      inFlight.set(fnName, (inFlight.get(fnName) ?? 0) + 1);
-      const invocation = Promise.resolve(runInvocation(running, () => handler(event, lambdaContext(fnName, Math.ceil(budgetMs / 1000))))).finally(() =>
-        inFlight.set(fnName, (inFlight.get(fnName) ?? 1) - 1),
-      ) as Promise<APIGatewayProxyResult>;
+      const handler = grantedTo(route.id, route.access, await (opts.loadHandler ?? loadHandler)(route.handler), routeGrants(route));
+      const invocation = Promise.resolve(runInvocation(running, () => handler(event, lambdaContext(fnName, Math.ceil(budgetMs / 1000))))) as Promise<APIGatewayProxyResult>;
       const timedOut = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new IntegrationTimeout()), budgetMs);
       });

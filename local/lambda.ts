@@ -9,6 +9,7 @@ import type { Context } from 'aws-lambda';
 import { secretsRead, type BucketAccess, type KeyAccess } from '../shared/manifest/access';
 import { withGrantedSecrets } from '../shared/secrets';
 import { withGrants, type Grants } from './grants';
+import type { RouteDef } from '../shared/manifest/routes';
 import { runInvocation, type Invocation } from '../shared/observability/invocation';
 
 /** The project root: manifest module paths (`functions/...ts`) are relative to it. */
@@ -61,14 +62,23 @@ export type EntryAccess = KeyAccess & { table?: 'read' | 'write'; bucket?: Bucke
  * AWS calls its access allows (local/grants.ts), as its deployed grants allow.
  * `more`: what the stack grants beside the access (a read route's request count, a consumer's own queue).
  */
-export function grantedTo(name: string, access: EntryAccess, handler: AnyHandler, more: Pick<Grants, 'requestCounting' | 'consumes'> = {}): AnyHandler {
+export function grantedTo(name: string, access: EntryAccess, handler: AnyHandler, more: Pick<Grants, 'requestCounting' | 'waitSlots' | 'consumes'> = {}): AnyHandler {
   const secrets = secretsRead(access);
   const grants = grantsOf(name, access, more);
   return (event, context) => withGrants(grants, () => withGrantedSecrets(secrets, () => handler(event, context)));
 }
 
+/**
+ * What the stack grants a route beside its access (lib/domain-stack.ts): a read route with a rate
+ * limit counts its requests; a long-poll read route holds wait slots.
+ */
+export function routeGrants(route: Pick<RouteDef, 'access' | 'rateLimit' | 'longPoll'>): Pick<Grants, 'requestCounting' | 'waitSlots'> {
+  const read = route.access.table === 'read';
+  return { requestCounting: read && route.rateLimit !== 'none', waitSlots: read && route.longPoll === true };
+}
+
 /** What local/grants.ts holds an entry's invocations to: its access, and `more` (see `grantedTo`). */
-export function grantsOf(name: string, access: EntryAccess, more: Pick<Grants, 'requestCounting' | 'consumes'> = {}): Grants {
+export function grantsOf(name: string, access: EntryAccess, more: Pick<Grants, 'requestCounting' | 'waitSlots' | 'consumes'> = {}): Grants {
   return {
     fn: name,
     table: access.table,

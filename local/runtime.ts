@@ -49,8 +49,10 @@ function deployedSetting(env: string, key: string, stackDefault: number): number
 
 /** The long-poll budget (lib/stack.ts: context `longPollSeconds`, default 25); `LOCAL_LONG_POLL_SECONDS`. */
 export const deployedLongPollSeconds = () => deployedSetting('LOCAL_LONG_POLL_SECONDS', 'longPollSeconds', 25);
-/** A long-poll function's reserved concurrency (lib/settings.ts, default 20); `LOCAL_LONG_POLL_CONCURRENCY`. */
-export const deployedLongPollConcurrency = () => deployedSetting('LOCAL_LONG_POLL_CONCURRENCY', 'longPollReservedConcurrency', 20);
+/** Held long polls per long-poll route (lib/settings.ts `longPollMaxWaits`, default 20); `LOCAL_LONG_POLL_MAX_WAITS`. */
+export const deployedLongPollMaxWaits = () => deployedSetting('LOCAL_LONG_POLL_MAX_WAITS', 'longPollMaxWaits', 20);
+/** Held long polls per long-poll route and organization (`longPollMaxWaitsPerOrg`, default 5); `LOCAL_LONG_POLL_MAX_WAITS_PER_ORG`. */
+export const deployedLongPollMaxWaitsPerOrg = () => deployedSetting('LOCAL_LONG_POLL_MAX_WAITS_PER_ORG', 'longPollMaxWaitsPerOrg', 5);
 import { imageAnalysisOffload, setImageAnalysisOffload } from '../shared/media/offload';
 
 export interface RuntimeOptions {
@@ -87,8 +89,8 @@ export interface RuntimeOptions {
    * announced locally as the default deployment holds it.
    */
   longPollSeconds?: number;
-  /** Reserved concurrency of a long-poll route's function: default `LOCAL_LONG_POLL_CONCURRENCY`, else cdk.json's (20). */
-  longPollConcurrency?: number;
+  /** Held long polls per long-poll route, and per route and organization (shared/long-poll-slots.ts): default as deployed. */
+  longPollMaxWaits?: { total: number; perOrg: number };
   /**
    * Concurrent consumer invocations per queue, as Lambda's event source mapping runs them: one
    * number for every queue, or per queue name. Default: the queue's `maxConcurrency` in the wiring,
@@ -230,7 +232,6 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       log,
       ready,
       timeouts: { longPollMs: longPollTimeoutSeconds(longPollSeconds).integration * 1000, ...opts.integrationTimeouts },
-      longPollConcurrency: opts.longPollConcurrency ?? deployedLongPollConcurrency(),
     });
     // The local payment provider's hosted checkout page (D32).
     stops.push(registerLocalPage(localCheckoutPage));
@@ -271,6 +272,8 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       CDN_KEY_PAIR_ID: secrets.values['cdn-key-pair-id']!,
       // What the stack gives the long-poll routes (lib/domain-stack.ts): the wait is clamped to it.
       LONG_POLL_MAX_SECONDS: String(longPollSeconds),
+      LONG_POLL_MAX_WAITS: String(opts.longPollMaxWaits?.total ?? deployedLongPollMaxWaits()),
+      LONG_POLL_MAX_WAITS_PER_ORG: String(opts.longPollMaxWaits?.perOrg ?? deployedLongPollMaxWaitsPerOrg()),
     };
     for (const q of queues.values()) env[queueUrlEnvName(q.def.name)] = q.url;
     if (sandboxDelay !== undefined) env.SANDBOX_DELAY_SECONDS = String(sandboxDelay);

@@ -24,6 +24,10 @@ export interface Config {
   publicBaseUrl: string;
   /** D20: longest long-poll wait this deployment can hold. */
   longPollMaxSeconds: number;
+  /** Held long polls at once per long-poll route, all organizations (shared/long-poll-slots.ts). */
+  longPollMaxWaits: number;
+  /** Held long polls at once per long-poll route and organization. */
+  longPollMaxWaitsPerOrg: number;
   localFixedOtp?: string;
   sandboxDelaySeconds: number;
   workerPriorityWindowSeconds: number;
@@ -52,6 +56,8 @@ export function config(): Config {
     queueUrls,
     publicBaseUrl: (e.PUBLIC_BASE_URL ?? 'http://127.0.0.1:3000').replace(/\/$/, ''),
     longPollMaxSeconds: Math.min(60, Number(e.LONG_POLL_MAX_SECONDS ?? 60)),
+    longPollMaxWaits: Math.max(1, Number(e.LONG_POLL_MAX_WAITS ?? 20)),
+    longPollMaxWaitsPerOrg: Math.max(1, Number(e.LONG_POLL_MAX_WAITS_PER_ORG ?? 5)),
     localFixedOtp: runtime === 'local' ? e.LOCAL_FIXED_OTP || undefined : undefined,
     sandboxDelaySeconds: Number(e.SANDBOX_DELAY_SECONDS ?? 15),
     workerPriorityWindowSeconds: Number(e.WORKER_PRIORITY_WINDOW_SECONDS ?? 0),

@@ -8,11 +8,17 @@
  * status at the start, and at once for an item already in a terminal status. The deadline uses the
  * real monotonic clock (the injectable domain clock may be frozen by tests).
  *
+ * A wait holds a slot (./long-poll-slots.ts: so many per route and per organization at once),
+ * taken only when it really waits and given back when it answers; a wait refused a slot answers
+ * 429 or 503 with Retry-After instead.
+ *
  * D6: a revoke is immediate, also for a request already waiting: a wait that held the request
  * checks the key again before it answers (`stillValid`), so a key revoked (or a rotated-out secret
  * that expired) meanwhile gets 401, not the resource.
  */
 import { config } from './config';
+import { logger } from './logger';
+import { takeWaitSlot } from './long-poll-slots';
 
 export const WAIT_MAX_SECONDS = 60;
 const FIRST_INTERVAL_MS = 250;
@@ -31,7 +37,8 @@ export function parsePreferWait(header: string | undefined): number | null {
 /**
  * `item` as it is when its status differs from `item.status`, or after `seconds` (at most
  * WAIT_MAX_SECONDS); `item` at once when its status is one of `terminal` (D46). `read` reads the
- * item again (null when it is gone: the last item read is kept).
+ * item again (null when it is gone: the last item read is kept). `holder`: whose wait it is, on
+ * which route (the slot it takes).
  */
 export async function untilStatusChanges<T extends { status?: unknown }>(
   item: T,
@@ -39,20 +46,28 @@ export async function untilStatusChanges<T extends { status?: unknown }>(
   terminal: readonly unknown[],
   read: () => Promise<T | null | undefined>,
   stillValid: () => Promise<void>,
+  holder: { route: string; orgId: string },
 ): Promise<T> {
   const initial = item.status;
   if (seconds <= 0 || terminal.includes(initial)) return item;
-  const deadline = performance.now() + Math.min(seconds, WAIT_MAX_SECONDS) * 1000;
-  let interval = FIRST_INTERVAL_MS;
-  let current = item;
-  for (;;) {
-    const left = deadline - performance.now();
-    if (left <= 0) break;
-    await new Promise((r) => setTimeout(r, Math.min(interval, left)));
-    interval = Math.min(interval * 2, MAX_INTERVAL_MS);
-    current = (await read()) ?? current;
-    if (current.status !== initial) break;
+  const held = Math.min(seconds, WAIT_MAX_SECONDS);
+  const slot = await takeWaitSlot(holder.route, holder.orgId, held);
+  try {
+    const deadline = performance.now() + held * 1000;
+    let interval = FIRST_INTERVAL_MS;
+    let current = item;
+    for (;;) {
+      const left = deadline - performance.now();
+      if (left <= 0) break;
+      await new Promise((r) => setTimeout(r, Math.min(interval, left)));
+      interval = Math.min(interval * 2, MAX_INTERVAL_MS);
+      current = (await read()) ?? current;
+      if (current.status !== initial) break;
+    }
+    await stillValid();
+    return current;
+  } finally {
+    // A slot not given back lapses at its lease's end: the answer does not wait on it.
+    await slot.release().catch((err: Error) => logger.warn('long poll: could not give back its slot; it lapses', { error: err }));
   }
-  await stillValid();
-  return current;
 }

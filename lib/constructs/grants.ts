@@ -12,7 +12,7 @@ import {
   aws_secretsmanager as secretsmanager,
   aws_sqs as sqs,
 } from 'aws-cdk-lib';
-import { REQUEST_COUNT_ATTRIBUTES, REQUEST_COUNT_PARTITIONS, secretArnVariable, secretsRead, type BucketAccess, type KeyAccess, type SecretName } from '../../shared/manifest/access';
+import { REQUEST_COUNT_ATTRIBUTES, REQUEST_COUNT_PARTITIONS, WAIT_SLOT_ATTRIBUTES, WAIT_SLOT_PARTITIONS, secretArnVariable, secretsRead, type BucketAccess, type KeyAccess, type SecretName } from '../../shared/manifest/access';
 import { EXTENSION_TTL_SECONDS } from '../../shared/secrets';
 import { acknowledge } from './nag';
 import { BUCKET_PREFIXES, TRANSCRIBE_JOB_PREFIX } from '../../shared/manifest/wiring';
@@ -51,6 +51,23 @@ export function bindRequestCounting(fn: lambda.Function, table: dynamodb.ITable)
       conditions: {
         'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [...REQUEST_COUNT_PARTITIONS] },
         'ForAllValues:StringEquals': { 'dynamodb:Attributes': [...REQUEST_COUNT_ATTRIBUTES] },
+      },
+    }),
+  );
+}
+
+/**
+ * A long-poll route's held-wait slots (shared/long-poll-slots.ts): UpdateItem only on the slot
+ * items (`LPW#…`) and only naming their keys and slots. Both conditions must hold.
+ */
+export function bindWaitSlots(fn: lambda.Function, table: dynamodb.ITable): void {
+  fn.addToRolePolicy(
+    new iam.PolicyStatement({
+      actions: ['dynamodb:UpdateItem'],
+      resources: [table.tableArn],
+      conditions: {
+        'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [...WAIT_SLOT_PARTITIONS] },
+        'ForAllValues:StringEquals': { 'dynamodb:Attributes': [...WAIT_SLOT_ATTRIBUTES] },
       },
     }),
   );

@@ -60,6 +60,11 @@ export const keys = {
    * verdict through the table stream (rule `fan-in-due`), so the verdict cannot be lost with the
    * function that committed the completion. Kept a day (ttl).
    */
+  /**
+   * The held long polls of a long-poll route (shared/long-poll-slots.ts): one item for the route
+   * (all organizations) and one per organization, each slot `w<i>` holding its lease's end.
+   */
+  waitSlots: (route: string, orgId?: string): Key => ({ PK: orgId ? `LPW#${route}#${orgId}` : `LPW#${route}`, SK: 'LPW' }),
   fanIn: (subId: string, round: string): Key => ({ PK: `SUB#${subId}`, SK: `FANIN#${round}` }),
   file: (fileId: string): Key => ({ PK: `FILE#${fileId}`, SK: 'FILE' }),
   /** A dataset export of one job (D73); its own partition, listed per job through gsi.export. */

@@ -35,6 +35,17 @@ export type BucketAccess = 'read' | 'write' | 'read-write' | 'delete' | 'tag';
  */
 export const REQUEST_COUNT_PARTITIONS = ['SECRET#*', 'RL#*', 'ORG#*'] as const;
 
+/** The most held long polls a wait-slot item counts (context `longPollMaxWaits` and `longPollMaxWaitsPerOrg` are at most this). */
+export const WAIT_SLOTS_MAX = 100;
+
+/**
+ * What a long-poll route writes besides its request count (shared/long-poll-slots.ts): UpdateItem
+ * on the wait-slot items only (`dynamodb:LeadingKeys`), naming only their keys and slots
+ * (`dynamodb:Attributes`). The stack grants it to the long-poll routes; the local runtime enforces it.
+ */
+export const WAIT_SLOT_PARTITIONS = ['LPW#*'] as const;
+export const WAIT_SLOT_ATTRIBUTES: readonly string[] = ['PK', 'SK', ...Array.from({ length: WAIT_SLOTS_MAX }, (_, i) => `w${i}`)];
+
 /** Minutes in the hour a request count keeps a counter for (shared/ratelimit `Windows.minuteIndex`). */
 const MINUTES = Array.from({ length: 60 }, (_, i) => i);
 

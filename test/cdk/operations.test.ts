@@ -10,7 +10,7 @@ import { METRIC, METRICS_NAMESPACE } from '../../shared/observability/metrics';
 import { maxConcurrencyContextKey, QUOTA_BOUND_DEFAULT_CONCURRENCY } from '../../lib/settings';
 import { flatten, synthesize, type Resource } from './support';
 
-const synthesized = synthesize({ transcriptionMaxConcurrency: 7, annotationMaxConcurrency: 3, longPollReservedConcurrency: 30 });
+const synthesized = synthesize({ transcriptionMaxConcurrency: 7, annotationMaxConcurrency: 3, longPollMaxWaits: 30, longPollMaxWaitsPerOrg: 6 });
 const resources = flatten(synthesized);
 const template = Template.fromJSON({ Resources: resources }, { skipCyclicalDependenciesCheck: true });
 const ofType = (type: string): [string, Resource][] => Object.entries(resources).filter(([, r]) => r.Type === type);
@@ -86,11 +86,17 @@ describe('alarms reach someone', () => {
 });
 
 describe('limits', () => {
-  test('long-poll routes have reserved concurrency (context longPollReservedConcurrency); other routes none', () => {
+  test('no route has reserved concurrency (a long-poll route\'s would cap its plain GETs too); long-poll routes get the held-wait caps from context', () => {
     for (const r of ROUTES) {
       const [, fn] = routeFn(r);
-      expect([r.id, fn.Properties.ReservedConcurrentExecutions]).toEqual([r.id, r.longPoll ? 30 : undefined]);
+      expect([r.id, fn.Properties.ReservedConcurrentExecutions]).toEqual([r.id, undefined]);
+      const env = fn.Properties.Environment.Variables;
+      expect([r.id, env.LONG_POLL_MAX_WAITS, env.LONG_POLL_MAX_WAITS_PER_ORG]).toEqual(r.longPoll ? [r.id, '30', '6'] : [r.id, undefined, undefined]);
     }
+  });
+
+  test('the retired context longPollReservedConcurrency is refused with what replaced it', () => {
+    expect(() => synthesize({ longPollReservedConcurrency: 20 })).toThrow(/longPollMaxWaits/);
   });
 
   test('quota-bound consumers (Bedrock, Transcribe) have a maximum concurrency, from context when given', () => {

@@ -16,7 +16,7 @@ import { DEPLOY_CONTEXT } from './fixtures/context';
 import { CDK_CONTEXT, FFMPEG_LAYER_ARN, flatten, synthesize, type Resource } from './support';
 import { allows, checkGrantedCall, withGrants, type BucketAction } from '../../local/grants';
 import { grantsOf, type EntryAccess } from '../../local/lambda';
-import { REQUEST_COUNT_ATTRIBUTES, type BucketAccess } from '../../shared/manifest/access';
+import { REQUEST_COUNT_ATTRIBUTES, WAIT_SLOT_ATTRIBUTES, type BucketAccess } from '../../shared/manifest/access';
 import { SECRET_COUNTER } from '../../shared/ratelimit';
 
 /** Whether an IAM pattern (`*` wildcards) matches an action or a resource path. */
@@ -231,14 +231,19 @@ describe('least privilege', () => {
       for (const a of WRITE_ACTIONS) expect(unconditioned).not.toContain(a);
       // Authentication counts the request (UpdateItem) on the secret's item, a rate-limit window
       // or the key's record (last_used_at): nothing else, by partition key.
-      const counting = statements.filter((st) => st.Condition);
-      expect(counting.flatMap((st) => (Array.isArray(st.Action) ? st.Action : [st.Action]))).toEqual(route.rateLimit === 'none' ? [] : ['dynamodb:UpdateItem']);
-      for (const st of counting) {
-        expect(st.Condition).toEqual({
-          'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['SECRET#*', 'RL#*', 'ORG#*'] },
-          'ForAllValues:StringEquals': { 'dynamodb:Attributes': [...REQUEST_COUNT_ATTRIBUTES] },
-        });
-      }
+      // A long-poll route also holds its wait slots (shared/long-poll-slots.ts): their items only,
+      // naming only their keys and slots.
+      const conditioned = statements.filter((st) => st.Condition);
+      expect(conditioned.flatMap((st) => (Array.isArray(st.Action) ? st.Action : [st.Action]))).toEqual([
+        ...(route.rateLimit === 'none' ? [] : ['dynamodb:UpdateItem']),
+        ...(route.longPoll ? ['dynamodb:UpdateItem'] : []),
+      ]);
+      expect(conditioned.map((st) => st.Condition)).toEqual([
+        ...(route.rateLimit === 'none'
+          ? []
+          : [{ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['SECRET#*', 'RL#*', 'ORG#*'] }, 'ForAllValues:StringEquals': { 'dynamodb:Attributes': [...REQUEST_COUNT_ATTRIBUTES] } }]),
+        ...(route.longPoll ? [{ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['LPW#*'] }, 'ForAllValues:StringEquals': { 'dynamodb:Attributes': [...WAIT_SLOT_ATTRIBUTES] } }] : []),
+      ]);
     }
     // The counters and the table's keys, nothing a secret or an organization holds otherwise.
     for (const a of ['PK', 'SK', SECRET_COUNTER.hour, SECRET_COUNTER.total, SECRET_COUNTER.minute(0), SECRET_COUNTER.minute(59), 'n', 'm0', 'm59', 'ttl', 'last_used_at']) {

@@ -2,7 +2,7 @@ import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { PublishCommand, SNSClient } from '@aws-sdk/client-sns';
 import { attributesNamed, checkGrantedCall, withGrants } from '../../local/grants';
-import { grantedTo } from '../../local/lambda';
+import { grantedTo, routeGrants } from '../../local/lambda';
 import { traced } from '../../shared/observability/tracer';
 import { BedrockConverse } from '../../shared/aws/bedrock-converse';
 import { TranscribeJobs } from '../../shared/aws/transcribe-jobs';
@@ -34,7 +34,7 @@ describe('local runtime: a function makes only the calls its manifest entry gran
 
   const key = (name: string) => `uploads/sub_grants/r1/${name}.jpg`;
   const asRoute = <T>(id: string, fn: () => Promise<T>) =>
-    grantedTo(id, routeById(id).access, fn, { requestCounting: routeById(id).access.table === 'read' && routeById(id).rateLimit !== 'none' })({}, {} as never) as Promise<T>;
+    grantedTo(id, routeById(id).access, fn, routeGrants(routeById(id)))({}, {} as never) as Promise<T>;
   const asQueue = <T>(name: string, fn: () => Promise<T>) => grantedTo(name, queueByName(name).access, fn, { consumes: name })({}, {} as never) as Promise<T>;
 
   it('the upload route puts, pre-signs and tags upload objects', async () => {
@@ -86,6 +86,14 @@ describe('local runtime: a function makes only the calls its manifest entry gran
     await expect(asRoute('jobs.get', () => update('JOB#grants'))).rejects.toThrow(/may update only the request-count partitions/);
     await expect(asRoute('jobs.get', () => db().send(new PutCommand({ TableName: tableName(), Item: { PK: 'JOB#grants2', SK: 'JOB' } })))).rejects.toMatchObject({ name: 'AccessDenied' });
     await expect(asRoute('jobs.create', () => db().send(new PutCommand({ TableName: tableName(), Item: { PK: 'JOB#grants3', SK: 'JOB' } })))).resolves.toBeDefined();
+  });
+
+  it('a long-poll route updates its wait slots, naming nothing else; another read route may not touch them', async () => {
+    const slot = (expr: string, names: Record<string, string>) =>
+      db().send(new UpdateCommand({ TableName: tableName(), Key: { PK: 'LPW#jobs.get#org_grants', SK: 'LPW' }, UpdateExpression: expr, ExpressionAttributeNames: names, ExpressionAttributeValues: { ':v': 1 } }));
+    await asRoute('jobs.get', () => slot('SET #w = :v', { '#w': 'w3' }));
+    await expect(asRoute('jobs.get', () => slot('SET #w = :v, #x = :v', { '#w': 'w3', '#x': 'tier' }))).rejects.toThrow(/may write only the wait slots' attributes, not tier$/);
+    await expect(asRoute('jobs.list', () => slot('SET #w = :v', { '#w': 'w3' }))).rejects.toThrow(/may update only the request-count partitions/);
   });
 
   it('a read route\'s request count names only the counters: a secret\'s scopes or an organization\'s balance is refused (D63 least privilege)', async () => {

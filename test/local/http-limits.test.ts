@@ -71,40 +71,6 @@ describe('local HTTP front: the function time-out ends a request before the inte
   });
 });
 
-describe('local HTTP front: a long-poll route\'s function has its reserved concurrency', () => {
-  it('one more request than the reserved concurrency is throttled (500 envelope, as API Gateway answers); the others are served, and a slot frees when one ends', async () => {
-    let release!: () => void;
-    const held = new Promise<void>((r) => (release = r));
-    const server = createHttpServer({
-      log: silentLog,
-      longPollConcurrency: 3,
-      loadHandler: async () => async () => {
-        await held;
-        return { statusCode: 200, headers: { 'Content-Type': 'application/json' }, body: '{"ok":true}' };
-      },
-    });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/jobs/job_01JD0000000000000000000000`;
-    try {
-      const first = Array.from({ length: 3 }, () => fetch(url));
-      await new Promise((r) => setTimeout(r, 200)); // the three are running
-      const fourth = await fetch(url);
-      expectEnvelope({ status: fourth.status, headers: Object.fromEntries(fourth.headers), json: await fourth.json() }, 500, 'internal_error');
-      // A route without reserved concurrency is not capped.
-      const other = fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/me`);
-      release();
-      expect((await Promise.all(first)).map((r) => r.status)).toEqual([200, 200, 200]);
-      expect((await other).status).toBe(200);
-      expect((await fetch(url)).status).toBe(200);
-    } finally {
-      await new Promise<void>((r) => {
-        server.close(() => r());
-        server.closeAllConnections();
-      });
-    }
-  });
-});
-
 // The local HTTP front answers as API Gateway + Lambda would deployed (D61), each answer readable
 // and in the error envelope with X-Request-Id (issue 11.5). A fake handler stands in where the
 // limit is about the function's behaviour (slow, oversized response).
