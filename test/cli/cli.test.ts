@@ -206,7 +206,7 @@ describe('webhooks listen', () => {
         body: JSON.stringify({ id: 'evt_forged', type: 'job.completed' }),
       });
       expect(forged.status).toBe(400);
-      await waitFor(() => /error: no valid signature/.test(listener.stderr()));
+      await waitFor(() => /error: no valid standard signature/.test(listener.stderr()));
       expect(listener.stdout()).not.toContain('evt_forged');
     } finally {
       listener.child.kill('SIGINT');

@@ -5,7 +5,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Marketplace, NotFoundError, ValidationError, type ApiKey } from '../../packages/client/src';
+import { Marketplace, NotFoundError, RateLimitError, ValidationError, type ApiKey } from '../../packages/client/src';
 import { startTestRuntime, type TestRuntime } from '../support/harness';
 import { signupBuyer, type TestBuyer } from '../support/buyers';
 import { contractFetch } from './support';
@@ -97,6 +97,47 @@ describe('retries against a server speaking the wire format', () => {
     const e = await mm.jobs.create(jobBody).catch((x: unknown) => x);
     expect(e).toBeInstanceOf(ValidationError);
     expect(e).toMatchObject({ status: 400, type: 'validation_error', requestId: 'req_2', details: [{ field: 'files_needed' }] });
+    expect(seen).toHaveLength(1);
+  });
+
+  test('a 409 conflict carrying Retry-After (contention; the service freed the key) is retried with the same key', async () => {
+    script = [
+      { status: 409, headers: { 'Retry-After': '1' }, body: err('conflict', 'transaction_conflict') },
+      { status: 201, body: { object: 'job', id: 'job_2' } },
+    ];
+    const mm = new Marketplace({ apiKey: 'k', baseUrl: url, retryBaseMs: 5 });
+    expect((await mm.jobs.create(jobBody)).id).toBe('job_2');
+    expect(seen).toHaveLength(2);
+    expect(seen[0]!.key).toBe(seen[1]!.key);
+  });
+
+  test('a Retry-After longer than a call waits is not retried early: the error says how long to wait', async () => {
+    script = [{ status: 429, headers: { 'Retry-After': '3600' }, body: err('rate_limit_exceeded') }];
+    const mm = new Marketplace({ apiKey: 'k', baseUrl: url, retryBaseMs: 5, retryMaxMs: 20 });
+    const e = await mm.jobs.get('job_1').catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(RateLimitError);
+    expect((e as RateLimitError).retryAfterSeconds).toBe(3600);
+    expect(seen).toHaveLength(1);
+  });
+
+  test('waitForJob rides out a long poll refused for capacity (503 with Retry-After), then polls again with a fresh wait', async () => {
+    const open = { object: 'job', id: 'job_3', status: 'open' };
+    script = [
+      { status: 200, body: open },
+      { status: 503, headers: { 'Retry-After': '1' }, body: { error: { type: 'service_unavailable', message: 'full', request_id: 'req_3', details: [{ message: 'full', code: 'long_polls_full' }] } } },
+      { status: 200, body: { ...open, status: 'completed' } },
+    ];
+    const mm = new Marketplace({ apiKey: 'k', baseUrl: url, retryBaseMs: 5 });
+    const done = await mm.jobs.waitForJob('job_3', { timeoutMs: 30_000 });
+    expect(done.status).toBe('completed');
+    expect(seen).toHaveLength(3);
+    expect(seen[2]!.at - seen[1]!.at).toBeGreaterThanOrEqual(1000);
+  });
+
+  test('waitForJob with its own `until` stops when the job ends (it changes no more), instead of polling on', async () => {
+    script = [{ status: 200, body: { object: 'job', id: 'job_4', status: 'cancelled' } }];
+    const mm = new Marketplace({ apiKey: 'k', baseUrl: url, retryBaseMs: 5 });
+    expect((await mm.jobs.waitForJob('job_4', { until: ['filled'], timeoutMs: 30_000 })).status).toBe('cancelled');
     expect(seen).toHaveLength(1);
   });
 

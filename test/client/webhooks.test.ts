@@ -36,3 +36,12 @@ test('a tampered body, another secret or a stale timestamp is refused', () => {
   const old = signedHeaders('evt_1', body, secret, null, new Date(Date.now() - 3_600_000));
   expect(() => verifyWebhook(body, old, { secret, scheme: 'standard' })).toThrow(WebhookVerificationError);
 });
+
+test('by default a replayed delivery with a stale timestamp is refused, though its untimed X-Service-Signature still matches', () => {
+  const old = signedHeaders('evt_1', body, secret, null, new Date(Date.now() - 3_600_000));
+  expect(() => verifyWebhook(body, old, { secret })).toThrow(WebhookVerificationError);
+  // `any` takes the untimed header only when the delivery carries no Standard Webhooks headers.
+  expect(() => verifyWebhook(body, old, { secret, scheme: 'any' })).toThrow(WebhookVerificationError);
+  const serviceOnly = Object.fromEntries(Object.entries(old).filter(([k]) => !k.toLowerCase().startsWith('webhook-')));
+  expect(verifyWebhook(body, serviceOnly, { secret, scheme: 'any' }).id).toBe('evt_1');
+});

@@ -158,11 +158,13 @@ export function buildProgram(): Command {
     .description('download every approved file into DIR, verified against content_hash; rerun to resume')
     .requiredOption('--out <dir>', 'target folder (created if missing)')
     .option('--concurrency <n>', 'parallel downloads', (v) => Number(v), 4)
-    .option('--min-score <n>', 'only files rated at least n stars', (v) => Number(v))
+    .option('--min-score <n>', 'only files rated at least n stars (default: every approved file, 1)', (v) => Number(v))
     .action(async (jobId: string, o) => {
       const mm = client(g());
       await ensureDir(o.out);
-      const list: File[] = await mm.jobs.files(jobId, { ...(o.minScore ? { min_score: o.minScore } : {}), limit: 100 } as never).toArray();
+      // The list's own default is min_score 3; every approved file includes those rated 1–2
+      // (a job's min_star_rating below 3, or a buyer's override).
+      const list: File[] = await mm.jobs.files(jobId, { min_score: o.minScore ?? 1, limit: 100 } as never).toArray();
       const total = list.reduce((s, f) => s + f.size_bytes, 0);
       const bar = progressBar(g(), 'files {files}/{nfiles} |{bar}| {percentage}% | {done} of {size} | skipped {skipped}');
       let bytes = 0;
@@ -229,7 +231,7 @@ export function buildProgram(): Command {
     .description('a local receiver: verifies each delivery and prints the event as one JSON line')
     .requiredOption('--port <n>', 'port on 127.0.0.1 (0 picks a free one)', (v) => Number(v))
     .option('--secret <whsec>', "the endpoint's signing secret (default: $MARKETPLACE_WEBHOOK_SECRET)")
-    .addOption(new Option('--scheme <scheme>', 'signature that must match').choices(['any', 'service', 'standard']).default('any'))
+    .addOption(new Option('--scheme <scheme>', 'signature that must match').choices(['any', 'service', 'standard']).default('standard'))
     .action(async (o) => {
       const secret = o.secret ?? process.env.MARKETPLACE_WEBHOOK_SECRET;
       if (!secret) throw new UsageError('no signing secret: pass --secret or set MARKETPLACE_WEBHOOK_SECRET');

@@ -79,21 +79,34 @@ export class HttpClient {
     this.opts = { maxRetries: 3, retryBaseMs: 500, retryMaxMs: 20_000, timeoutMs: 30_000, ...opts };
   }
 
-  /** Whether an answer is worth another attempt, and why. */
-  static retryReason(status: number, body: unknown): string | null {
+  /**
+   * Whether an answer is worth another attempt, and why. A 409 that carries Retry-After is a
+   * transient conflict (contention on the same balance, a key rotation race): the service freed the
+   * Idempotency-Key, so the same call with the same key may be sent again.
+   */
+  static retryReason(status: number, body: unknown, headers: Record<string, string> = {}): string | null {
     if (status === 429) return 'rate limited';
     if (status >= 500) return `server error ${status}`;
     const code = (body as { error?: { details?: { code?: string }[] } } | null)?.error?.details?.[0]?.code;
     if (status === 409 && code === 'idempotency_key_in_use') return 'the same key is still running';
+    if (status === 409 && headers['retry-after'] !== undefined) return 'conflict, retry after the wait asked';
     return null;
   }
 
-  private backoff(attempt: number, retryAfter: string | undefined): number {
+  /** The longest Retry-After waited for inside a call; a longer one is the caller's (the error says it). */
+  private get longestRetryAfterMs(): number {
+    return this.opts.retryMaxMs * 3;
+  }
+
+  /** Milliseconds before the next attempt, or null when the service asked for longer than a call waits. */
+  private backoff(attempt: number, retryAfter: string | undefined): number | null {
     const exp = Math.min(this.opts.retryMaxMs, this.opts.retryBaseMs * 2 ** (attempt - 1));
     const jittered = Math.random() * exp; // full jitter
     const ra = Number(retryAfter);
+    if (!(retryAfter !== undefined && Number.isFinite(ra) && ra > 0)) return jittered;
     // Retry-After is a floor: never earlier than the service asked.
-    return Math.min(this.opts.retryMaxMs * 3, Number.isFinite(ra) && ra > 0 ? Math.max(ra * 1000, jittered) : jittered);
+    if (ra * 1000 > this.longestRetryAfterMs) return null;
+    return Math.max(ra * 1000, jittered);
   }
 
   url(path: string, query?: CallOptions['query']): string {
@@ -141,20 +154,25 @@ export class HttpClient {
       }
       const resHeaders = Object.fromEntries(res.headers);
       if (res.ok) return { status: res.status, headers: resHeaders, body: parsed as T, idempotencyKey: key };
-      const reason = HttpClient.retryReason(res.status, parsed);
+      const reason = HttpClient.retryReason(res.status, parsed, resHeaders);
+      // A long poll refused for capacity (429/503 with Retry-After) is its waiting loop's to
+      // handle: that loop knows its deadline and asks for a fresh wait.
+      const longPollRefused = o.waitSeconds !== undefined && (res.status === 429 || res.status === 503) && resHeaders['retry-after'] !== undefined;
       // A 5xx on a POST without a key could run twice; every POST here carries one, so it is safe.
-      if (reason && attempt < this.opts.maxRetries) {
-        await this.retry(attempt + 1, method, path, key, reason, resHeaders['retry-after'], o.signal);
+      if (reason && !longPollRefused && attempt < this.opts.maxRetries && (await this.retry(attempt + 1, method, path, key, reason, resHeaders['retry-after'], o.signal))) {
         continue;
       }
       throw errorFromResponse(res.status, parsed, resHeaders);
     }
   }
 
-  private async retry(attempt: number, method: string, path: string, key: string | undefined, reason: string, retryAfter: string | undefined, signal?: AbortSignal) {
+  /** Waits before attempt `attempt`; false when the service asked for a longer wait than a call makes. */
+  private async retry(attempt: number, method: string, path: string, key: string | undefined, reason: string, retryAfter: string | undefined, signal?: AbortSignal): Promise<boolean> {
     const delayMs = this.backoff(attempt, retryAfter);
+    if (delayMs === null) return false;
     this.opts.onRetry?.({ attempt, delayMs, method, path, idempotencyKey: key, reason });
     await sleep(delayMs, signal);
+    return true;
   }
 
   async json<T>(method: string, path: string, o: CallOptions = {}): Promise<T> {

@@ -38,6 +38,12 @@ export class MarketplaceError extends Error {
   get code(): string | undefined {
     return this.details[0]?.code;
   }
+
+  /** Seconds the service asked to wait before trying again (Retry-After), or null. */
+  get retryAfterSeconds(): number | null {
+    const v = Number(this.headers['retry-after']);
+    return this.headers['retry-after'] !== undefined && Number.isFinite(v) ? v : null;
+  }
 }
 
 export class InvalidRequestError extends MarketplaceError { override name = 'InvalidRequestError'; }
@@ -52,12 +58,9 @@ export class ConflictError extends MarketplaceError { override name = 'ConflictE
 export class IdempotencyConflictError extends MarketplaceError { override name = 'IdempotencyConflictError'; }
 export class RateLimitError extends MarketplaceError {
   override name = 'RateLimitError';
-  /** Seconds the service asked to wait (Retry-After). */
-  get retryAfterSeconds(): number | null {
-    const v = Number(this.headers['retry-after']);
-    return Number.isFinite(v) ? v : null;
-  }
 }
+/** 503: a capability is off on this deployment, or a capacity is full (`long_polls_full`, with Retry-After). */
+export class ServiceUnavailableError extends MarketplaceError { override name = 'ServiceUnavailableError'; }
 export class InternalError extends MarketplaceError { override name = 'InternalError'; }
 /** No HTTP answer: connection refused or reset, DNS failure, time-out. */
 export class ConnectionError extends MarketplaceError {
@@ -79,6 +82,7 @@ const BY_TYPE: Record<string, new (s: number, e: ErrorEnvelope | null, h: Record
   conflict: ConflictError,
   idempotency_conflict: IdempotencyConflictError,
   rate_limit_exceeded: RateLimitError,
+  service_unavailable: ServiceUnavailableError,
   internal_error: InternalError,
 };
 

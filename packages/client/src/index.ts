@@ -9,6 +9,7 @@
  */
 import type { components, operations } from './schema';
 import { HttpClient, Paginator, type CallOptions, type ClientOptions } from './client';
+import { MarketplaceError } from './errors';
 
 export * from './errors';
 export * from './webhooks';
@@ -50,6 +51,29 @@ export interface Export {
 }
 
 export const TERMINAL_JOB_STATUSES = ['completed', 'cancelled'] as const;
+
+/**
+ * One long poll of a waiting loop. A poll the service refused because too many are held (429 or
+ * 503 with Retry-After) sleeps as asked, at most until `deadline`, and answers null: the loop
+ * checks its deadline and polls again with a fresh wait.
+ */
+async function longPoll<T>(poll: () => Promise<T>, deadline: number, signal?: AbortSignal): Promise<T | null> {
+  try {
+    return await poll();
+  } catch (err) {
+    const after = err instanceof MarketplaceError && (err.status === 429 || err.status === 503) ? err.retryAfterSeconds : null;
+    if (after === null) throw err;
+    const ms = Math.max(0, Math.min(after * 1000, deadline - Date.now()));
+    await new Promise<void>((resolve, reject) => {
+      const t = setTimeout(resolve, ms);
+      signal?.addEventListener('abort', () => {
+        clearTimeout(t);
+        reject(signal.reason);
+      }, { once: true });
+    });
+    return null;
+  }
+}
 
 export class WaitTimeoutError extends Error {
   override name = 'WaitTimeoutError';
@@ -93,18 +117,23 @@ export class Marketplace {
       this.http.paginate<Submission>(`/v1/jobs/${enc(jobId)}/submissions`, q(query)),
     /**
      * Long-polls (`Prefer: wait`) until the job reaches one of `until` (default completed or
-     * cancelled). Each poll returns as soon as the status changes, so this costs one request per
-     * status change (or per minute), never a busy loop.
+     * cancelled), or ends (completed or cancelled: it changes no more), whichever comes first.
+     * Each poll returns as soon as the status changes, so this costs one request per status
+     * change (or per minute), never a busy loop. A poll refused because too many are held (429 or
+     * 503 with Retry-After) waits as asked, within the deadline, then polls again.
      */
     waitForJob: async (jobId: string, w: WaitOptions = {}): Promise<JobWithSummary> => {
       const until = w.until ?? TERMINAL_JOB_STATUSES;
       const deadline = Date.now() + (w.timeoutMs ?? 600_000);
       let job = await this.jobs.get(jobId, { signal: w.signal });
       w.onUpdate?.(job);
-      while (!until.includes(job.status)) {
+      const ended = (s: string) => (TERMINAL_JOB_STATUSES as readonly string[]).includes(s);
+      while (!until.includes(job.status) && !ended(job.status)) {
         const left = Math.floor((deadline - Date.now()) / 1000);
         if (left < 1) throw new WaitTimeoutError(`job ${jobId} is still ${job.status}`, job);
-        job = await this.jobs.get(jobId, { waitSeconds: Math.min(60, left), signal: w.signal });
+        const next = await longPoll(() => this.jobs.get(jobId, { waitSeconds: Math.min(60, left), signal: w.signal }), deadline, w.signal);
+        if (!next) continue;
+        job = next;
         w.onUpdate?.(job);
       }
       return job;
@@ -136,7 +165,9 @@ export class Marketplace {
       while (e.status === 'pending' || e.status === 'running') {
         const left = Math.floor((deadline - Date.now()) / 1000);
         if (left < 1) throw new WaitTimeoutError(`export ${exportId} is still ${e.status}`, e);
-        e = await this.exports.get(exportId, { waitSeconds: Math.min(60, left), signal: w.signal });
+        const next = await longPoll(() => this.exports.get(exportId, { waitSeconds: Math.min(60, left), signal: w.signal }), deadline, w.signal);
+        if (!next) continue;
+        e = next;
         w.onUpdate?.(e);
       }
       return e;

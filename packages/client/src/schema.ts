@@ -2036,7 +2036,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also for `Prefer: wait` when the organization already holds its share of long polls of this route at once. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also for `Prefer: wait` when too many long polls of this route are held at once: by the organization (code `long_polls_per_org`) or in all (`long_polls_full`); a read without `Prefer: wait` is served. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2051,17 +2051,6 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `service_unavailable` (code `long_polls_full`), with Retry-After: the service holds as many long polls of this route as it can; read without `Prefer: wait`, or retry after the wait. */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2835,7 +2824,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also for `Prefer: wait` when the organization already holds its share of long polls of this route at once. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also for `Prefer: wait` when too many long polls of this route are held at once: by the organization (code `long_polls_per_org`) or in all (`long_polls_full`); a read without `Prefer: wait` is served. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2850,17 +2839,6 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `service_unavailable` (code `long_polls_full`), with Retry-After: the service holds as many long polls of this route as it can; read without `Prefer: wait`, or retry after the wait. */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -14,7 +14,12 @@ export type SignatureScheme = 'service' | 'standard';
 export interface VerifyOptions {
   /** The endpoint's `whsec_…` secret (during a rotation, pass both: either may match). */
   secret: string | string[];
-  /** Which scheme must match; default: either. */
+  /**
+   * Which scheme must match. Default `standard` (its signed timestamp stops a replayed delivery).
+   * `any`: the Standard Webhooks signature when its headers are there, else `X-Service-Signature`
+   * (which has no timestamp, so a captured delivery can be replayed: only for receivers that
+   * cannot read the `webhook-*` headers).
+   */
   scheme?: SignatureScheme | 'any';
   /** Standard Webhooks: the largest accepted clock difference; default 300 s. */
   toleranceSeconds?: number;
@@ -79,8 +84,10 @@ export function verifyStandardSignature(
 /** Verifies a delivery and returns the parsed event; throws WebhookVerificationError otherwise. */
 export function verifyWebhook(rawBody: string | Buffer, headers: Record<string, string | string[] | undefined>, opts: VerifyOptions): WebhookEvent {
   const secrets = Array.isArray(opts.secret) ? opts.secret : [opts.secret];
-  const scheme = opts.scheme ?? 'any';
-  const service = scheme !== 'standard' && verifyServiceSignature(rawBody, headers, secrets);
+  const scheme = opts.scheme ?? 'standard';
+  const hasStandard = ['webhook-id', 'webhook-timestamp', 'webhook-signature'].some((h) => header(headers, h) !== undefined);
+  // With `any`, the timestamped scheme decides whenever the delivery carries it (no fallback around a stale timestamp).
+  const service = (scheme === 'service' || (scheme === 'any' && !hasStandard)) && verifyServiceSignature(rawBody, headers, secrets);
   const standard = scheme !== 'service' && verifyStandardSignature(rawBody, headers, secrets, opts.toleranceSeconds, opts.now);
   if (!service && !standard) throw new WebhookVerificationError(`no valid ${scheme === 'any' ? '' : `${scheme} `}signature for this body and secret`);
   try {
