@@ -45,8 +45,8 @@ export interface MarketplaceStackProps extends StackProps {
 
 /**
  * The whole service. The root stack holds what is shared and stateful: the table and bucket, the
- * keys, CloudFront, the REST API with its stage and WAF, the queues, rules and pipes, the alarm
- * topic and the dashboard. The functions are in one nested stack per domain (lib/domains.ts), so no
+ * keys, CloudFront, the REST API with its stage and WAF, the queues, rules, the table stream's pipe
+ * and bus, the alarm topic and the dashboard. The functions are in one nested stack per domain (lib/domains.ts), so no
  * template comes near CloudFormation's 500 resources. Everything is driven by `shared/manifest`.
  * RUNTIME is never set here, so every function runs with the AWS configuration (D44).
  */

@@ -16,7 +16,7 @@ import { config } from './config';
 import { batchGetConsistent, keyId } from './db/batch-get';
 import { db, tableName } from './db/client';
 import { keys, type Key } from './db/keys';
-import { ApiError, errors } from './errors';
+import { ApiError } from './errors';
 import { WAIT_SLOTS_MAX } from './manifest/access';
 
 /** A lease ends this long after its wait would: the handler answers and releases well before. */
@@ -33,8 +33,9 @@ type Claim = { slot: number } | { slot: null; freesInMs: number };
 
 /**
  * A slot for a wait of `seconds` on `route` for `orgId`, or the refusal: 429 `rate_limit_exceeded`
- * when the organization holds its share, 503 `service_unavailable` when the route holds all it may;
- * both with Retry-After (when the first of those waits ends at the latest).
+ * with Retry-After (when the first of those waits ends at the latest), code `long_polls_per_org`
+ * when the organization holds its share, `long_polls_full` when the route holds all it may (a
+ * limit of the service, in the spec's error type for limits).
  */
 export async function takeWaitSlot(route: string, orgId: string, seconds: number): Promise<WaitSlot> {
   const { longPollMaxWaits, longPollMaxWaitsPerOrg } = config();
@@ -45,31 +46,33 @@ export async function takeWaitSlot(route: string, orgId: string, seconds: number
   const own = await claim(orgKey, items.get(keyId(orgKey)), Math.min(longPollMaxWaitsPerOrg, WAIT_SLOTS_MAX), until);
   if (own.slot === null) {
     const after = retryAfterSeconds(own.freesInMs);
-    throw new ApiError(
-      429,
-      'rate_limit_exceeded',
-      `This organization already holds ${longPollMaxWaitsPerOrg} long polls of this route at once; retry after ${after} seconds, or read without Prefer: wait.`,
-      undefined,
-      undefined,
-      { 'Retry-After': String(after) },
-    );
+    throw refusal(after, 'long_polls_per_org', `This organization already holds ${longPollMaxWaitsPerOrg} long polls of this route at once; retry after ${after} seconds, or read without Prefer: wait.`);
   }
-  const all = await claim(routeKey, items.get(keyId(routeKey)), Math.min(longPollMaxWaits, WAIT_SLOTS_MAX), until);
+  let all: Claim;
+  try {
+    all = await claim(routeKey, items.get(keyId(routeKey)), Math.min(longPollMaxWaits, WAIT_SLOTS_MAX), until);
+  } catch (e) {
+    await free(orgKey, own.slot, until).catch(() => undefined); // else it lapses at its end
+    throw e;
+  }
   if (all.slot === null) {
     await free(orgKey, own.slot, until);
     const after = retryAfterSeconds(all.freesInMs);
-    const message = `The service holds as many long polls of this route as it can right now; retry after ${after} seconds, or read without Prefer: wait.`;
-    const e = errors.unavailable(message, 'long_polls_full');
-    throw new ApiError(e.status, e.type, e.message, e.details, undefined, { 'Retry-After': String(after) });
+    throw refusal(after, 'long_polls_full', `The service holds as many long polls of this route as it can right now; retry after ${after} seconds, or read without Prefer: wait.`);
   }
+  const routeSlot = all.slot;
   let released = false;
   return {
     release: async () => {
       if (released) return;
       released = true;
-      await Promise.all([free(orgKey, own.slot, until), free(routeKey, all.slot, until)]);
+      await Promise.all([free(orgKey, own.slot, until), free(routeKey, routeSlot, until)]);
     },
   };
+}
+
+function refusal(after: number, code: string, message: string): ApiError {
+  return new ApiError(429, 'rate_limit_exceeded', message, [{ message, code }], undefined, { 'Retry-After': String(after) });
 }
 
 /** Seconds until a held wait ends at the latest (its lease's end less the margin), at least 1. */

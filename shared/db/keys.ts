@@ -56,15 +56,15 @@ export const keys = {
   /** D27 retry window of a `retry_pending` submission; swept like reservations (gsi.reservationExpiry). */
   retryWindow: (subId: string): Key => ({ PK: `SUB#${subId}`, SK: 'RETRY' }),
   /**
-   * A round completed after both stages had written (complete-upload.ts): its insert queues the
-   * verdict through the table stream (rule `fan-in-due`), so the verdict cannot be lost with the
-   * function that committed the completion. Kept a day (ttl).
-   */
-  /**
    * The held long polls of a long-poll route (shared/long-poll-slots.ts): one item for the route
    * (all organizations) and one per organization, each slot `w<i>` holding its lease's end.
    */
   waitSlots: (route: string, orgId?: string): Key => ({ PK: orgId ? `LPW#${route}#${orgId}` : `LPW#${route}`, SK: 'LPW' }),
+  /**
+   * A round completed after both stages had written (complete-upload.ts): its insert queues the
+   * verdict through the table stream (rule `fan-in-due`), so the verdict cannot be lost with the
+   * function that committed the completion. Kept a day (ttl).
+   */
   fanIn: (subId: string, round: string): Key => ({ PK: `SUB#${subId}`, SK: `FANIN#${round}` }),
   file: (fileId: string): Key => ({ PK: `FILE#${fileId}`, SK: 'FILE' }),
   /** A dataset export of one job (D73); its own partition, listed per job through gsi.export. */

@@ -113,7 +113,7 @@ export async function createJob(ctx: MutationContext, p: BuyerPrincipal, input: 
         if (isStale(e)) throw errors.conflict('The balance changed under heavy concurrency; retry the request.', undefined, { 'Retry-After': '1' });
         throw e;
       }
-      // D34: the event also queues the auto top-up, when enabled (pipe auto-top-up).
+      // D34: the event also queues the auto top-up, when enabled (stream rule auto-top-up).
       if (regime.crossing) emitLowBalance(tx, p.orgId, p.env, snap.available - m.total_cost_cents, settings!);
     }
     const item = {

@@ -153,7 +153,7 @@ export const ROUTES: readonly RouteDef[] = [
   buyer('jobs.create', 'POST', '/v1/jobs', 'functions/jobs/create.ts', 'jobs:write', {
     successStatus: 201,
     // A crossing of the low-balance threshold emits credits.low_balance, whose INSERT record queues
-    // the auto top-up (D34, pipe auto-top-up): the route never talks to the payment processor.
+    // the auto top-up (D34, stream rule auto-top-up): the route never talks to the payment processor.
     access: { table: 'write' },
     // The low-balance threshold (D34) and, for a live job's escrow, the credit lots (D33).
     reads: ['settings', 'live_credit_lots'],
@@ -180,7 +180,7 @@ export const ROUTES: readonly RouteDef[] = [
   // --- Dataset exports (D73) ---
   buyer('jobs.exports.create', 'POST', '/v1/jobs/{job_id}/exports', 'functions/exports/create.ts', 'jobs:read', {
     resource: { param: 'job_id', kind: 'job' },
-    // No queue access: the table stream queues the new export (pipe exports-requested).
+    // No queue access: the table stream queues the new export (stream rule exports-requested).
     access: { table: 'write' },
     successStatus: 202,
   }),
@@ -210,7 +210,7 @@ export const ROUTES: readonly RouteDef[] = [
   }),
   // D71: the buyer's override of a verdict (scope jobs:write); tags the bytes of an approval and
   // signs file_url. The withdrawn objects of a rejection are deleted by the `withdrawals` queue,
-  // which the table stream feeds from the same commit (pipe files-withdrawn).
+  // which the table stream feeds from the same commit (stream rule files-withdrawn).
   buyer('submissions.override', 'POST', '/v1/submissions/{submission_id}/override', 'functions/submissions/override.ts', 'jobs:write', {
     resource: { param: 'submission_id', kind: 'submission' },
     access: { table: 'write', bucket: 'tag', cdnSign: true },

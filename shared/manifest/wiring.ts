@@ -416,8 +416,11 @@ export const STREAM_RULES: readonly StreamRuleDef[] = [
   },
 ];
 
-/** The largest event EventBridge takes (PutEvents entry: source, detail-type and detail, in bytes). */
-export const EVENT_MAX_BYTES = 256 * 1024;
+/**
+ * The largest event an EventBridge bus takes (the entry: source, detail-type and detail, in bytes):
+ * 1 MiB since January 2026 (256 KB before).
+ */
+export const EVENT_MAX_BYTES = 1024 * 1024;
 
 /**
  * The one pipe reading the table's stream (EventBridge Pipes in the stack, the stream poller
@@ -428,7 +431,7 @@ export const EVENT_MAX_BYTES = 256 * 1024;
  */
 export const TABLE_STREAM = {
   name: 'table-stream',
-  description: 'The one reader of the table stream: inserted events and exports go to the stream bus, where the stream rules route them',
+  description: 'The one reader of the table stream: inserted events, exports and fan-in items go to the stream bus, where the stream rules route them',
   source: STREAM_EVENT_SOURCE,
   detailType: STREAM_EVENT_DETAIL_TYPE,
   filter: {

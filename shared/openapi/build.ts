@@ -77,8 +77,7 @@ export function errorStatuses(r: RouteDef, hasInput: boolean, extra: Record<numb
   if (r.method === 'POST' || r.method === 'PATCH') out[413] = 'The request body is larger than the gateway accepts.';
   if (r.principal !== 'none' || r.rateLimit.startsWith('signup')) out[429] = '`rate_limit_exceeded`, with Retry-After in seconds.';
   if (r.longPoll) {
-    out[429] = `${out[429] ?? ''} Also for \`Prefer: wait\` when the organization already holds its share of long polls of this route at once.`.trim();
-    out[503] = '`service_unavailable` (code `long_polls_full`), with Retry-After: the service holds as many long polls of this route as it can; read without `Prefer: wait`, or retry after the wait.';
+    out[429] = `${out[429] ?? ''} Also for \`Prefer: wait\` when too many long polls of this route are held at once: by the organization (code \`long_polls_per_org\`) or in all (\`long_polls_full\`); a read without \`Prefer: wait\` is served.`.trim();
   }
   out[500] = 'Unexpected failure; retrying is safe.';
   for (const [status, why] of Object.entries(extra)) out[Number(status)] = out[Number(status)] ? `${why} ${out[Number(status)]}` : why;
@@ -137,7 +136,7 @@ function operation(r: RouteDef, comps: Components): Json | null {
       status,
       {
         description: why,
-        headers: { ...requestIdHeader, ...(status === '429' || status === '409' || (status === '503' && r.longPoll) ? { 'Retry-After': { $ref: '#/components/headers/Retry-After' } } : {}) },
+        headers: { ...requestIdHeader, ...(status === '429' || status === '409' ? { 'Retry-After': { $ref: '#/components/headers/Retry-After' } } : {}) },
         content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
       },
     ]),

@@ -45,7 +45,7 @@ test('an organization holding its share of waits gets 429 with Retry-After for o
 
   const refused = await waitOn(a, j3!, 3);
   expect(refused.status).toBe(429);
-  expect(refused.json.error).toMatchObject({ type: 'rate_limit_exceeded', message: expect.stringContaining('long polls') });
+  expect(refused.json.error).toMatchObject({ type: 'rate_limit_exceeded', message: expect.stringContaining('long polls'), details: [expect.objectContaining({ code: 'long_polls_per_org' })] });
   expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
   expect(Number(refused.headers['retry-after'])).toBeLessThanOrEqual(3);
 
@@ -60,13 +60,13 @@ test('an organization holding its share of waits gets 429 with Retry-After for o
   ]);
 });
 
-test('the route holds at most its total of waits, all organizations together: one more answers 503 with Retry-After', async () => {
+test('the route holds at most its total of waits, all organizations together: one more answers 429 long_polls_full with Retry-After', async () => {
   const [a, b] = [await newBuyer(rt, { verified: false }), await newBuyer(rt, { verified: false })];
   const held = [waitOn(a, await newJob(a), 3), waitOn(a, await newJob(a), 3), waitOn(b, await newJob(b), 3)];
   await settle();
   const refused = await waitOn(b, await newJob(b), 3);
-  expect(refused.status).toBe(503);
-  expect(refused.json.error.type).toBe('service_unavailable');
+  expect(refused.status).toBe(429);
+  expect(refused.json.error).toMatchObject({ type: 'rate_limit_exceeded', details: [expect.objectContaining({ code: 'long_polls_full' })] });
   expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
   expect((await Promise.all(held)).map((r) => r.status)).toEqual([200, 200, 200]);
 });

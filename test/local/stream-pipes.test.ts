@@ -83,8 +83,9 @@ describe('stream records keep the AWS attribute-value shape', () => {
 });
 
 // The pipe puts each record on the stream bus as one event, and EventBridge refuses an event over
-// 256 KB: locally the record is dead-lettered as the pipe would (its DLQ), not delivered.
-describe('a stream record whose event is over EventBridge\'s 256 KB is dead-lettered by the pipe, as deployed', () => {
+// 1 MiB: locally the record is dead-lettered as the pipe would (its DLQ), not delivered. An item
+// is at most 400 KB, but its record's JSON can be larger: a control character takes 6 bytes there.
+describe('a stream record whose event is over EventBridge\'s 1 MiB is dead-lettered by the pipe, as deployed', () => {
   let rt: TestRuntime;
   beforeAll(async () => {
     rt = await startTestRuntime({ enablePollers: false, enableStreams: false });
@@ -93,7 +94,7 @@ describe('a stream record whose event is over EventBridge\'s 256 KB is dead-lett
     await rt?.stop();
   });
 
-  it('an event item of 300 KB reaches no queue, is dead-lettered at the pipe with a log line, and the next record goes through', async () => {
+  it('an event item whose record is over 1 MiB as JSON reaches no queue, is dead-lettered at the pipe with a log line, and the next record goes through', async () => {
     const ddb = localDynamoClient(rt.dynamoEndpoint);
     const sent: string[] = [];
     const errors: string[] = [];
@@ -116,12 +117,12 @@ describe('a stream record whose event is over EventBridge\'s 256 KB is dead-lett
             Item: { PK: { S: pk }, SK: { S: 'EVT' }, entity: { S: 'event' }, type: { S: 'job.completed' }, environment: { S: 'live' }, padding: { S: padding } },
           }),
         );
-      await put('EVT#evt_large', 'x'.repeat(300 * 1024));
-      await put('EVT#evt_after', 'x'.repeat(200 * 1024));
+      await put('EVT#evt_large', '\u0001'.repeat(200 * 1024)); // 200 KB stored, 1.2 MB as JSON
+      await put('EVT#evt_after', 'x'.repeat(350 * 1024)); // over the old 256 KB, under 1 MiB: delivered
       await waitFor(() => sent.includes('EVT#evt_after'));
       expect(sent).toEqual(['EVT#evt_after']);
       expect(pipes.deadLetters.map((d) => [d.stage, d.name, d.record.dynamodb?.Keys?.PK?.S])).toEqual([['pipe', 'table-stream', 'EVT#evt_large']]);
-      expect(errors).toEqual([expect.stringMatching(/pipe table-stream gave up on record .* after 1 attempt \(the event is \d+ bytes, over EventBridge's 262144\)/)]);
+      expect(errors).toEqual([expect.stringMatching(/pipe table-stream gave up on record .* after 1 attempt \(the event is \d+ bytes, over EventBridge's 1048576\)/)]);
     } finally {
       await pipes.stop();
       ddb.destroy();
