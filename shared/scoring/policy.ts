@@ -35,10 +35,12 @@ export function policyFinding(annotations: Record<string, unknown> | null | unde
   return worst(annotations.safety as Safety);
 }
 
-export function policyRejection(f: PolicyFinding): ScoreResult {
+/** D67: 1 star, final; the dimensions the model gave, when one scored the file, are kept as they were. */
+export function policyRejection(f: PolicyFinding, scored?: ScoreResult): ScoreResult {
   const what = f.measure === 'nsfw_score' ? 'sexual content' : 'violent content';
   return {
     ...precheckRejection([{ code: 'policy_violation', reason: `` }]),
+    dimensions: scored?.dimensions ?? null,
     ai_reasoning: `Rejected under the content policy: the file was classified as ${what} (${f.measure} ${f.score} ≥ ${POLICY_LIMIT}).`,
   };
 }

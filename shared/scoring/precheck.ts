@@ -19,12 +19,13 @@ export interface PrecheckFailure {
 
 /**
  * The result of a pre-check rejection (D26): 1 star, final, no model call, no charge. Every
- * pre-check (these, the trust checks, undecodable bytes) ends here, so they all read alike.
+ * pre-check (these, the trust checks, undecodable bytes) ends here, so they all read alike. No
+ * model judged relevance, quality or compliance, so `dimensions` is null (the reasoning says why).
  */
 export function precheckRejection(failures: PrecheckFailure[]): ScoreResult {
   return {
     ai_star_rating: 1,
-    dimensions: { relevance: 1, quality: 1, instruction_compliance: 1 },
+    dimensions: null,
     ai_reasoning: `Rejected before scoring: ${failures.map((f) => f.reason).join('; ')}.`,
     provider: 'precheck',
     precheck_rejected: true,

@@ -103,9 +103,10 @@ export function sortReasonCodes(codes: Iterable<ReasonCode>): ReasonCode[] {
 }
 
 /** The dimensions that fell below the threshold T (default 3), as codes. */
-export function reasonCodesFromDimensions(d: Dimensions, threshold: number | null | undefined = 3): ReasonCode[] {
+export function reasonCodesFromDimensions(d: Dimensions | null, threshold: number | null | undefined = 3): ReasonCode[] {
   const t = threshold ?? 3;
   const out: ReasonCode[] = [];
+  if (!d) return out;
   if (d.relevance < t) out.push('low_relevance');
   if (d.quality < t) out.push('low_quality');
   if (d.instruction_compliance < t) out.push('instructions_not_followed');
@@ -114,7 +115,8 @@ export function reasonCodesFromDimensions(d: Dimensions, threshold: number | nul
 
 export interface ScoreResult {
   ai_star_rating: number;
-  dimensions: Dimensions;
+  /** What a model judged; null when no model judged the file (a pre-check rejection, D26). */
+  dimensions: Dimensions | null;
   ai_reasoning: string;
   provider: ProviderName;
   /** model id for bedrock; rule-table version for local */

@@ -35,7 +35,7 @@ import { approvedFileUrl, fileItem } from '../files';
 import { addApprovalIndexes } from '../trust/indexes';
 import { reconcileAvailability } from './slots';
 import { getSubmissionItem } from './reservations';
-import { approvedRef, uploadObjectKeys } from './verdict';
+import { annotationsOf, approvedRef, uploadObjectKeys } from './verdict';
 import { addPayoutAndApprovedEvent } from './approval-records';
 import { tagVerdict } from '../storage/s3';
 import { presentSubmission, retryInFlight, type SubmissionItem } from './model';
@@ -187,7 +187,8 @@ function addOverrideApproval(tx: Tx, ctx: MutationContext, sub: SubmissionItem, 
   if (retry) tx.delete('retry_window', keys.retryWindow(sub.id), { condition: 'attribute_exists(PK)' });
   for (const u of sub.uploads) {
     const part = sub.parts?.[u.file_id] ?? {};
-    tx.create(`file:${u.file_id}`, fileItem(sub, u, part, Number(part.score?.ai_star_rating ?? stars), at));
+    // The File carries its annotations as the normal approval writes them (speech filled in, D65).
+    tx.create(`file:${u.file_id}`, fileItem(sub, u, { ...part, annotations: annotationsOf(part) }, Number(part.score?.ai_star_rating ?? stars), at));
   }
   addApprovalIndexes(tx, sub.org_id, sub.environment, sub.uploads.map((u) => approvedRef(sub, u.file_id)), at);
   const cat = sub.category ?? categoryOf(sub.uploads[0]!.content_type);

@@ -237,10 +237,13 @@ export async function submissionSummary(p: BuyerPrincipal, q: DateRange & { job_
       if (s.status === 'approved' || s.status === 'rejected') {
         agg[s.status as 'approved' | 'rejected']++;
         if (s.status === 'approved') t.approved++;
-        agg.stars += Number(s.ai_star_rating ?? 0);
-        agg.scored++;
-        t.stars += Number(s.ai_star_rating ?? 0);
-        t.scored++;
+        // A rejection no model scored (a cancelled job's) has no rating: it counts in the rate only.
+        if (typeof s.ai_star_rating === 'number') {
+          agg.stars += s.ai_star_rating;
+          agg.scored++;
+          t.stars += s.ai_star_rating;
+          t.scored++;
+        }
       }
     }
   }

@@ -48,12 +48,13 @@ import { RESERVATION_MS, type FilePart, type SubmissionItem } from './model';
 
 interface Combined {
   stars: number;
-  dimensions: Dimensions;
+  /** The weakest file's per dimension over the files a model judged; null when none was. */
+  dimensions: Dimensions | null;
   reasoning: string;
   /** final rejection without a provider verdict: pre-check or policy (no retry, no charge) */
   precheck: boolean;
-  /** D68: union of the files' reason codes */
-  reasonCodes: ReasonCode[];
+  /** D68: union of the files' reason codes; null for a rejection no code describes (the job took no more files) */
+  reasonCodes: ReasonCode[] | null;
   /** what to show in submission.scored (the first file's annotations) */
   annotations: Record<string, unknown> | null;
 }
@@ -68,7 +69,7 @@ function effectiveScore(part: FilePart | undefined): ScoreResult | undefined {
   const s = part?.score;
   if (!s || s.precheck_rejected) return s;
   const f = policyFinding(annotationsOf(part));
-  return f ? policyRejection(f) : s;
+  return f ? policyRejection(f, s) : s;
 }
 
 /** One result for the submission: the weakest file decides (every file must pass). */
@@ -77,7 +78,8 @@ function combine(sub: SubmissionItem): Combined {
   const pre = scores.filter((s) => s.precheck_rejected);
   const decisive = pre.length ? pre : scores;
   const worst = decisive.reduce((a, b) => (b.ai_star_rating < a.ai_star_rating ? b : a));
-  const dims = (k: keyof Dimensions) => Math.min(...decisive.map((s) => s.dimensions?.[k] ?? s.ai_star_rating));
+  const judged = decisive.flatMap((s) => (s.dimensions ? [s.dimensions] : []));
+  const dims = (k: keyof Dimensions) => Math.min(...judged.map((d) => d[k]));
   const reasoning =
     sub.uploads.length === 1
       ? worst.ai_reasoning
@@ -90,7 +92,7 @@ function combine(sub: SubmissionItem): Combined {
           .join(' ');
   return {
     stars: worst.ai_star_rating,
-    dimensions: { relevance: dims('relevance'), quality: dims('quality'), instruction_compliance: dims('instruction_compliance') },
+    dimensions: judged.length ? { relevance: dims('relevance'), quality: dims('quality'), instruction_compliance: dims('instruction_compliance') } : null,
     reasoning,
     precheck: pre.length > 0,
     reasonCodes: sortReasonCodes(decisive.flatMap((s) => s.reason_codes ?? [])),
@@ -102,7 +104,7 @@ function combine(sub: SubmissionItem): Combined {
 /** D68: approved → []; otherwise what fell short (the dimensions below T when no file named a code). */
 function finalCodes(v: Verdict, c: Combined, threshold: number): ReasonCode[] {
   if (v === 'approved') return [];
-  return c.reasonCodes.length ? c.reasonCodes : reasonCodesFromDimensions(c.dimensions, threshold);
+  return c.reasonCodes?.length ? c.reasonCodes : reasonCodesFromDimensions(c.dimensions, threshold);
 }
 
 /** Ready for a verdict? Every file scored and annotated, or a pre-check rejection (at once, D54). */
@@ -160,9 +162,10 @@ async function decide(sub: SubmissionItem): Promise<Verdict | null> {
       const threshold = Number(job.min_star_rating ?? DEFAULT_THRESHOLD);
       let v = c.precheck ? 'rejected' : verdict(c.stars, threshold, Number(sub.attempt));
       if (v === 'approved' && dupInside)
-        return reject(sub, job, { ...c, stars: 1, precheck: true, annotations: null, reasonCodes: ['duplicate'], reasoning: 'Rejected before scoring: two files of this submission are identical.' });
+        return reject(sub, job, { ...c, stars: 1, precheck: true, annotations: null, reasonCodes: ['duplicate'], dimensions: null, reasoning: 'Rejected before scoring: two files of this submission are identical.' });
       if (v === 'approved' && !approvalAllowed(job, sub.uploads.length)) {
-        return reject(sub, job, { ...c, reasoning: `${c.reasoning} The job no longer takes files (it is ${job.status}).` });
+        // No reason code describes it (D68's are about the file): null, as for a cancellation; the reasoning says it.
+        return reject(sub, job, { ...c, reasonCodes: null, reasoning: `${c.reasoning} The job no longer takes files (it is ${job.status}).` });
       }
       if (v === 'retry_pending' && !ACTIVE_STATUSES.includes(job.status)) v = 'rejected';
       const decided = { ...c, reasonCodes: finalCodes(v, c, threshold) };
@@ -174,7 +177,7 @@ async function decide(sub: SubmissionItem): Promise<Verdict | null> {
     if (e instanceof ConditionFailed && e.reasons.some((r) => r?.startsWith('hash:'))) {
       // D26: identical bytes were approved for this job meanwhile (the guard is created on approval).
       return withJobRetry(sub.job_id, (job) =>
-        reject(sub, job, { ...c, stars: 1, precheck: true, annotations: null, reasonCodes: ['duplicate'], dimensions: { relevance: 1, quality: 1, instruction_compliance: 1 }, reasoning: 'Rejected before scoring: the file is identical to a file already approved for this job.' }),
+        reject(sub, job, { ...c, stars: 1, precheck: true, annotations: null, reasonCodes: ['duplicate'], dimensions: null, reasoning: 'Rejected before scoring: the file is identical to a file already approved for this job.' }),
       ).catch(lostRace);
     }
     return lostRace(e);

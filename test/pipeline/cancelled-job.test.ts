@@ -69,6 +69,13 @@ describe('cancel: pending submissions are rejected at once', () => {
     });
     expect(ev!.data).toEqual({ job_id: job.id, submission_id: a.json.id, ai_star_rating: null, ai_reasoning: sub.ai_reasoning, reason_codes: null });
     expect((await rt.request('GET', `/v1/jobs/${job.id}`, { key: buyer.live })).json.submission_summary).toMatchObject({ total_submissions: 1, approved: 0, rejected: 1 });
+    // The date-range summary counts it as rejected too, but its missing rating is not 0 stars.
+    expect((await rt.request('GET', `/v1/submissions/summary?job_id=${job.id}&start_date=2020-01-01T00:00:00Z`, { key: buyer.live })).json).toMatchObject({
+      total_submissions: 1,
+      rejected: 1,
+      avg_ai_star_rating: null,
+      by_type: [{ type: 'image', total: 1, avg_ai_star_rating: null }],
+    });
     expect(await waitFor(async () => ((await tagsOf(a.json.id)).join() === 'rejected' ? 'tagged' : null))).toBe('tagged');
 
     // The stages' messages, delivered late, find the submission decided: nothing is scored or charged.

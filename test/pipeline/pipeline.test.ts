@@ -223,7 +223,8 @@ describe('pipeline: from a worker upload to a delivered, charged File', () => {
     const a = await accept(rt, w.token, job.id);
     expect((await uploadFile(rt, w.token, a.json.id, await detailedJpeg(7))).status).toBe(202);
     const v = await verdictOf(w.token, a.json.id);
-    expect(v).toMatchObject({ status: 'rejected', ai_star_rating: 1, dimensions: { relevance: 1, quality: 1, instruction_compliance: 1 } });
+    // No model judged it: the rating is the rule's 1 star, and no dimensions are made up.
+    expect(v).toMatchObject({ status: 'rejected', ai_star_rating: 1, dimensions: null });
     expect(v.ai_reasoning).toMatch(/width 640px is below/);
     expect(await deductions(buyer.live)).toHaveLength(0);
     expect((await rt.request('GET', `/v1/jobs/${job.id}`, { key: buyer.live })).json.status).toBe('open');

@@ -59,7 +59,9 @@ describe('pipeline: audio is scored and annotated with its Amazon Transcribe tra
         new BedrockScorer({
           client: {
             converse: async (input: any) => {
-              prompts.push(input.messages[0].content.map((c: any) => c.text ?? '').join('\n'));
+              const prompt = input.messages[0].content.map((c: any) => c.text ?? '').join('\n');
+              prompts.push(prompt);
+              if (prompt.includes('Wrong shop')) return reply('{"relevance": 1, "quality": 2, "instruction_compliance": 1, "reasoning": "Not the shop the job asks for."}');
               return reply('{"relevance": 5, "quality": 4, "instruction_compliance": 4, "reasoning": "A customer orders croissants at a bakery counter, as asked."}');
             },
           },
@@ -126,6 +128,39 @@ describe('pipeline: audio is scored and annotated with its Amazon Transcribe tra
     expect(f.annotations.annotation_model).toMatch(/amazon-transcribe/);
     for (const k of ['transcript', 'language', 'speaker_count', 'topics', 'keywords', 'emotion_tone']) expect(f.annotations.unavailable?.[k]).toBeUndefined();
     expect(f.annotations.unavailable.speaker_demographics).toEqual(expect.any(String));
+  });
+
+  /** Transcribe writes the output document, then EventBridge delivers the job state change. */
+  async function transcribed(jobName: string): Promise<void> {
+    const doc = readFileSync(join(__dirname, '..', 'fixtures', 'transcribe-output.published-format.two-speakers.json'));
+    await s3.send(new PutObjectCommand({ Bucket: rt.bucketName, Key: transcriptKeyFor(jobName), Body: doc, ContentType: 'application/json' }));
+    const event = { 'detail-type': 'Transcribe Job State Change', source: 'aws.transcribe', detail: { TranscriptionJobName: jobName, TranscriptionJobStatus: 'COMPLETED' } };
+    await sqs.send(new SendMessageCommand({ QueueUrl: rt.queues.get('transcription')!.url, MessageBody: JSON.stringify(event) }));
+  }
+
+  it('a File approved by the buyer\'s override carries its transcript, as an approved one does', async () => {
+    const buyer = await liveBuyer(rt);
+    const job = await createJob(rt, buyer.live, { files_needed: 1, accepted_formats: ['audio/wav'], price_per_file_cents: 30, description: 'Wrong shop: customers ordering at a bakery counter.' });
+    const w = await signupWorker(rt);
+    const a = await accept(rt, w.token, job.id);
+    const before = started.length;
+    expect((await uploadFile(rt, w.token, a.json.id, audioFixtures.wav(4), 'audio/wav', 'order.wav')).status).toBe(202);
+    await waitFor(() => started.length > before, { timeoutMs: 60_000, intervalMs: 200 });
+    await transcribed(started[before].TranscriptionJobName as string);
+    const done = await waitFor(
+      async () => {
+        const r = await rt.request('GET', `/internal/worker/submissions/${a.json.id}`, { key: w.token });
+        return r.json.status !== 'pending_score' ? r.json : null;
+      },
+      { timeoutMs: 60_000, intervalMs: 700 },
+    );
+    expect(done.status).toBe('rejected');
+    const o = await rt.request('POST', `/v1/submissions/${a.json.id}/override`, { key: buyer.live, body: { decision: 'approve' }, headers: { 'Idempotency-Key': `ovr-${a.json.id}` } });
+    expect(o.status).toBe(200);
+    const f = (await rt.request('GET', `/v1/jobs/${job.id}/files?min_score=1`, { key: buyer.live })).json.data[0];
+    expect(f.annotations).toMatchObject({ type: 'audio', speaker_count: 2, language: 'en', topics: ['bakery order'] });
+    expect(f.annotations.transcript.segments.map((s: any) => s.speaker)).toEqual(['spk_0', 'spk_1']);
+    for (const k of ['transcript', 'language', 'speaker_count', 'topics']) expect(f.annotations.unavailable?.[k]).toBeUndefined();
   });
 
   it('a failed Transcribe job leaves the speech fields null with its reason; the file is still scored, the prompt says why', async () => {

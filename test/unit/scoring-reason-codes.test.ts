@@ -58,7 +58,7 @@ describe('reason codes by provider (D68)', () => {
     const sharp = (await import('sharp')).default;
     const soft = await sharp(await detailedJpeg(800, 600)).blur(3).jpeg().toBuffer(); // a little soft: 4 stars at most
     const r = await new LocalScorer().score({ job: { ...job, min_star_rating: 5 }, file: { content_type: 'image/jpeg', bytes: soft, metadata: await measure(soft, 'image/jpeg') } });
-    expect(r.dimensions.relevance).toBe(3);
+    expect(r.dimensions!.relevance).toBe(3);
     expect(r.ai_star_rating).toBeLessThan(5);
     expect(r.reason_codes).not.toContain('low_relevance');
   });

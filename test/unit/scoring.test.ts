@@ -48,7 +48,7 @@ describe('D28 local provider', () => {
       const md = await measure(bytes, 'image/png');
       const r = await local.score({ job: photoJob, file: { content_type: 'image/png', bytes, metadata: md } });
       expect(r.ai_star_rating).toBeLessThanOrEqual(2);
-      expect(r.dimensions.relevance).toBe(1);
+      expect(r.dimensions!.relevance).toBe(1);
       expect(r.provider).toBe('local');
     }
   });
@@ -59,7 +59,7 @@ describe('D28 local provider', () => {
     const md = await measure(detailed, 'image/jpeg');
     const r = await local.score({ job: photoJob, file: { content_type: 'image/jpeg', bytes: detailed, metadata: md, image_quality: q } });
     expect(r.ai_star_rating).toBeGreaterThanOrEqual(3);
-    expect(r.dimensions.instruction_compliance).toBe(5);
+    expect(r.dimensions!.instruction_compliance).toBe(5);
     expect(r.ai_reasoning).toMatch(/sharp/);
     expect(verdictFor(r, photoJob.min_star_rating)).toBe('approved');
   });
@@ -76,7 +76,7 @@ describe('D28 local provider', () => {
   it('a format the job does not accept gets instruction_compliance 1 and 1 star', async () => {
     const md = await measure(detailed, 'image/jpeg');
     const r = await local.score({ job: { ...photoJob, accepted_formats: ['image/png'] }, file: { content_type: 'image/jpeg', bytes: detailed, metadata: md } });
-    expect(r.dimensions.instruction_compliance).toBe(1);
+    expect(r.dimensions!.instruction_compliance).toBe(1);
     expect(r.ai_star_rating).toBe(1);
   });
 
@@ -90,7 +90,7 @@ describe('D28 local provider', () => {
     expect(rs.ai_star_rating).toBeLessThanOrEqual(2);
     const mp4 = videoFixtures.mp4(1);
     const rv = await local.score({ job, file: { content_type: 'video/mp4', bytes: mp4, metadata: await measure(mp4, 'video/mp4') } });
-    expect(rv.dimensions.quality).toBeLessThanOrEqual(2); // 240p at 15 fps
+    expect(rv.dimensions!.quality).toBeLessThanOrEqual(2); // 240p at 15 fps
   });
 });
 
@@ -99,7 +99,7 @@ describe('D26 precheck (no AI call)', () => {
 
   it('resolution below min_width/min_height rejects with 1 star and a clear reason', () => {
     const r = precheck(photoJob, md);
-    expect(r).toMatchObject({ ai_star_rating: 1, precheck_rejected: true, provider: 'precheck', dimensions: { relevance: 1, quality: 1, instruction_compliance: 1 } });
+    expect(r).toMatchObject({ ai_star_rating: 1, precheck_rejected: true, provider: 'precheck', dimensions: null });
     expect(r!.ai_reasoning).toContain('width 320px is below the job\'s minimum of 640px');
     expect(r!.ai_reasoning).toContain('height 240px');
     // final even when the threshold would make 1 star a retry (D27 T=2)
@@ -200,7 +200,7 @@ describe('D28 bedrock provider (converseReplies Converse responses, no network)'
     const off = await new BedrockScorer({ client: fakeClient(converseReplies.offTopic).client }).score({ job: photoJob, file: await file() });
     expect(off.ai_star_rating).toBe(2);
     const comp = await new BedrockScorer({ client: fakeClient(converseReplies.completenessVariant).client }).score({ job: photoJob, file: await file() });
-    expect(comp.dimensions.instruction_compliance).toBe(3);
+    expect(comp.dimensions!.instruction_compliance).toBe(3);
     expect(starFromDimensions({ relevance: 5, quality: 5, instruction_compliance: 5 }).ai_star_rating).toBe(5);
   });
 

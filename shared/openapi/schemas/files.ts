@@ -7,7 +7,7 @@ import { REASON_CODES } from '../../scoring/types';
 export const reasonCodes = z
   .array(z.enum(REASON_CODES))
   .nullable()
-  .describe('Why the verdict is what it is: [] when approved; what fell short otherwise; null while there is no verdict');
+  .describe('Why the verdict is what it is: [] when approved; what fell short otherwise; null while there is no verdict, and for a rejection no code describes (the job was cancelled, or took no more files)');
 
 export const keyframe = z.looseObject({
   index: z.number().int(),
@@ -67,7 +67,7 @@ export const submission = z
     status: z.enum(BUYER_SUBMISSION_STATUS),
     ai_star_rating: z.number().int().min(1).max(5).nullable(),
     ai_reasoning: z.string().nullable(),
-    dimensions: z.looseObject({}).nullable(),
+    dimensions: z.looseObject({}).nullable().describe('relevance, quality and instruction_compliance (1..5) as a model judged them; null before a verdict and when no model judged the file (a pre-check rejection, a cancellation)'),
     reason_codes: reasonCodes.optional(),
     file_url: z.string().nullable(),
     file_ids: z.array(z.string()),
