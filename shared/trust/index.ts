@@ -48,6 +48,7 @@ export interface TrustInput {
 }
 
 import { hexOf } from './indexes';
+import { isMachineryFailure } from '../media/failures';
 
 /** What the checks read, known once the image is hashed: the tenant's content-hash guard and the near-duplicate buckets. */
 export interface TrustReads {
@@ -60,6 +61,9 @@ export async function trustReads(input: Omit<TrustInput, 'jobLocation'>): Promis
   let hash: string | null = null;
   if (input.contentType.startsWith('image/')) {
     hash = await perceptualHash(input.bytes).catch((err: Error) => {
+      // A decoder that failed to load or was stopped is no property of the image: the step fails
+      // and is retried, rather than approving without the near-duplicate check.
+      if (isMachineryFailure(err)) throw err;
       logger.info('perceptual hash failed: the image does not decode', { error: err.message });
       return null;
     });

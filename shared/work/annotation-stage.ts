@@ -47,7 +47,11 @@ async function annotateBytes({ sub, upload }: Located): Promise<StageOutcome> {
           frames.map(async (f) => {
             const k = objectKeys.keyframe(upload.file_id, f.index);
             await putObject(k, f.png, 'image/png');
-            const ph = await perceptualHash(f.png).catch(() => null); // D69: every keyframe has one
+            // D69: every keyframe has one; a decoder that failed to load fails the step (retried).
+            const ph = await perceptualHash(f.png).catch((err: unknown) => {
+              if (isMachineryFailure(err)) throw err;
+              return null;
+            });
             return { index: f.index, timestamp_seconds: f.timestamp_seconds, width: f.width, height: f.height, key: k, perceptual_hash: ph };
           }),
         );

@@ -174,7 +174,10 @@ async function scoreBytes({ sub, upload, part }: Located): Promise<StageOutcome>
   } else if (metadata.detected_content_type && metadata.detected_content_type !== metadata.content_type) {
     score = precheckRejection([{ code: 'unreadable_media', reason: `the file content is ${metadata.detected_content_type}, not the declared ${metadata.content_type}` }]);
   } else {
-    region = await workerRegion(metadata.latitude, metadata.longitude).catch(() => null);
+    region = await workerRegion(metadata.latitude, metadata.longitude).catch((err: unknown) => {
+      if (isMachineryFailure(err)) throw err; // not "no region": retried
+      return null;
+    });
     const checked = await prechecks({ sub, upload, metadata, bytes, region });
     const job = checked.job;
     trustAttrs = checked.attrs;

@@ -251,6 +251,12 @@ describe('bedrock provider (Converse replies written to the published format, no
     expect(c.sent[0]!.messages[0]!.content[0]!.image!.format).toBe('jpeg');
   });
 
+  it('a provider that fails to answer (throttled) fails the annotation, so the step is retried, rather than freezing the local rules into the File', async () => {
+    const throttled = Object.assign(new Error('Too many requests, please wait before trying again.'), { name: 'ThrottlingException', $metadata: { httpStatusCode: 429 } });
+    const provider = new BedrockAnnotationProvider({ client: { converse: async () => Promise.reject(throttled) } as never });
+    await expect(annotateImage(sample('sample.gif'), undefined, { provider })).rejects.toMatchObject({ name: 'ThrottlingException' });
+  });
+
   it('an invalid answer (percent confidence, unknown position, prose) falls back to the local rules, the reason recorded', async () => {
     for (const out of [annotationReplies.outOfRange, annotationReplies.badPosition, annotationReplies.prose]) {
       const provider = new BedrockAnnotationProvider({ client: client(out) });

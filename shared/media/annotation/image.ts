@@ -241,6 +241,11 @@ export async function annotateImageFull(input: Buffer | string, quality: ImageQu
   try {
     return mergeImageAnnotations(q, facts, withDetectorBoxes(await provider.describeImage({ jpeg: jpegOf, facts }), facts), provider.name);
   } catch (err) {
+    // Only an answer the model gave but that is unusable falls back to the local rules (recorded).
+    // A provider that failed or did not answer (throttled, timed out, unreachable) fails the step,
+    // so the message comes back with the pipeline's backoff (D66) instead of freezing a File
+    // without the model's parts (violence_score among them).
+    if ((err as Error | undefined)?.name !== 'BedrockOutputError') throw err;
     const sem = localSemantics(facts);
     sem.unavailable.provider = `${provider.name} failed, local rules used: ${why(err)}`;
     return mergeImageAnnotations(q, facts, sem, 'local');
