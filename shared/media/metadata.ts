@@ -51,6 +51,11 @@ export interface MediaMetadata {
   app_version: string | null;
   latitude: number | null;
   longitude: number | null;
+  /**
+   * True when latitude/longitude are the worker app's declared position (the file carries none):
+   * it may place a capture outside a job's radius, but it verifies nothing (D70).
+   */
+  location_declared?: boolean;
 }
 
 /** Optional values sent by the worker's app with the upload (D24). The bytes win when they have them. */
@@ -400,6 +405,7 @@ export async function measure(input: Buffer | string, contentType: string, opts:
   if (md.latitude === null && validLatLon(opts.latitude, opts.longitude)) {
     md.latitude = opts.latitude;
     md.longitude = opts.longitude as number;
+    md.location_declared = true;
   }
   return md;
 }

@@ -3,7 +3,8 @@
  * whose GPS point lies within radius_km of its point (great-circle distance on a sphere of the
  * Earth's mean radius, 6371.0088 km). The File's `location_verified` is true for a GPS point inside
  * the radius, false when the file carries no GPS (it is not rejected for that), and null when the
- * job has no point and radius.
+ * job has no point and radius. A position only the worker's app declared (the file has none) can
+ * place the capture outside the radius, but inside it verifies nothing: false.
  */
 const EARTH_RADIUS_KM = 6371.0088;
 const rad = (deg: number) => (deg * Math.PI) / 180;
@@ -37,9 +38,10 @@ export type LocationCheck =
   | { verified: true; distance_km: number }
   | { mismatch: true; distance_km: number; radius_km: number };
 
-export function checkLocation(point: JobPoint | null, gps: { latitude?: number | null; longitude?: number | null }): LocationCheck {
+export function checkLocation(point: JobPoint | null, gps: { latitude?: number | null; longitude?: number | null; location_declared?: boolean }): LocationCheck {
   if (!point) return { verified: null };
   if (typeof gps.latitude !== 'number' || typeof gps.longitude !== 'number') return { verified: false };
   const d = distanceKm(point, { latitude: gps.latitude, longitude: gps.longitude });
-  return d <= point.radius_km ? { verified: true, distance_km: d } : { mismatch: true, distance_km: d, radius_km: point.radius_km };
+  if (d > point.radius_km) return { mismatch: true, distance_km: d, radius_km: point.radius_km };
+  return gps.location_declared ? { verified: false } : { verified: true, distance_km: d };
 }

@@ -5,7 +5,7 @@
  */
 import { distanceKm, checkLocation, jobPoint } from '../../shared/trust/location';
 import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
-import { accept, createJob, detailedJpeg, liveBuyer, signupWorker, uploadFile, waitForVerdict } from './support';
+import { accept, createJob, detailedJpeg, liveBuyer, multipart, signupWorker, uploadFile, waitForVerdict } from './support';
 
 // End to end through the real pipeline (models load on first use) on a shared machine: generous time.
 jest.setTimeout(240_000);
@@ -94,6 +94,26 @@ describe('D70 end to end: the job\'s capture area', () => {
     const noGps = await submit(job.id, await detailedJpeg(103));
     expect(noGps.status).toBe('approved');
     expect((await fileOf(buyer.live, job.id, noGps.id))?.location_verified).toBe(false);
+  });
+
+  it('a position only the worker app declared verifies nothing: inside the radius location_verified is false; outside it is still rejected', async () => {
+    const buyer = await liveBuyer(rt);
+    const job = await createJob(rt, buyer.live, { files_needed: 2, location: { ...EIFFEL, radius_km: 5 } });
+    const declared = async (seed: number, at: { latitude: number; longitude: number }) => {
+      const w = await signupWorker(rt);
+      const a = await accept(rt, w.token, job.id);
+      const m = multipart([
+        { filename: 'photo.jpg', contentType: 'image/jpeg', data: await detailedJpeg(seed) },
+        { field: 'latitude', data: String(at.latitude) },
+        { field: 'longitude', data: String(at.longitude) },
+      ]);
+      expect((await rt.request('POST', `/internal/worker/submissions/${a.json.id}/upload`, { key: w.token, body: m.body, headers: { 'Content-Type': m.contentType } })).status).toBe(202);
+      return verdictOf(w.token, a.json.id);
+    };
+    const inside = await declared(105, LOUVRE);
+    expect(inside.status).toBe('approved');
+    expect((await fileOf(buyer.live, job.id, inside.id))?.location_verified).toBe(false);
+    expect(await declared(106, LONDON)).toMatchObject({ status: 'rejected', ai_star_rating: 1 });
   });
 
   it('a job without a point and radius does not check: location_verified is null', async () => {
