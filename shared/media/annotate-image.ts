@@ -89,7 +89,13 @@ export const NOT_COMPUTED: Record<string, string> = {
 };
 
 export async function annotateAudio(input: Buffer | string, contentType: string): Promise<AudioAnnotations> {
-  const [a, m] = await Promise.all([readAudioInfo(input, contentType), measureAudio(input).catch((err: Error) => ({ loudness: null, noise: null, failures: { loudness: err.message } }))]);
+  const [a, m] = await Promise.all([
+    readAudioInfo(input, contentType),
+    measureAudio(input).catch((err: Error) => {
+      if (isMachineryFailure(err)) throw err; // D66: the step fails and is retried
+      return { loudness: null, noise: null, failures: { loudness: err.message.slice(0, 300), noise_level: err.message.slice(0, 300) } as Record<string, string> };
+    }),
+  ]);
   if ((a.channels === null || a.sample_rate === null || a.duration_seconds === null) && ffprobePath()) {
     const p = probeFields(await ffprobe(input));
     a.duration_seconds ??= p.duration_seconds;
@@ -99,7 +105,19 @@ export async function annotateAudio(input: Buffer | string, contentType: string)
     a.bit_rate ??= p.bit_rate;
   }
   const l: R128Loudness | null = m.loudness;
-  const unavailable: Record<string, string> = { ...m.failures };
+  // Each field a measurement left null carries its reason under its own name.
+  const unavailable: Record<string, string> = {};
+  const loudnessWhy = m.failures.loudness ? `loudness measurement failed: ${m.failures.loudness}` : null;
+  for (const k of ['integrated_lufs', 'loudness_range_lu', 'true_peak_dbfs'] as const) {
+    if (l?.[k] == null) unavailable[k] = loudnessWhy ?? 'no loudness could be measured (the sound track is silent or too short)';
+  }
+  for (const k of ['mean_volume_db', 'max_volume_db'] as const) if (l?.[k] == null) unavailable[k] = loudnessWhy ?? 'no volume could be measured';
+  if (l?.mean_volume_db == null) unavailable.silent = loudnessWhy ?? 'no volume could be measured';
+  if (!m.noise) {
+    const noiseWhy = m.failures.noise_level ? `noise measurement failed: ${m.failures.noise_level}` : 'no noise level could be measured';
+    unavailable.noise_level = noiseWhy;
+    unavailable.noise_floor_dbfs = noiseWhy;
+  }
   for (const k of SPEECH_FIELDS.audio) unavailable[k] = SPEECH_UNAVAILABLE;
   for (const k of ['room_acoustics', 'background_sounds', 'speaker_demographics']) unavailable[k] = NOT_COMPUTED[k]!;
   return {

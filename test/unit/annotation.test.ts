@@ -299,6 +299,16 @@ ff('audio and video annotations (ffmpeg)', () => {
     expect(n.noise_level).toBe('high');
   });
 
+  it('a sound track whose measuring tool cannot run fails the annotation (the step is retried), rather than freezing null loudness into the File', async () => {
+    const wav = ffmpegFixture(['-f', 'lavfi', '-i', 'sine=frequency=440:duration=1:sample_rate=44100', '-c:a', 'pcm_s16le'], '.wav');
+    process.env.FFMPEG_PATH = '/nonexistent/ffmpeg';
+    try {
+      await expect(annotateAudio(wav, 'audio/wav')).rejects.toMatchObject({ code: 'ENOENT' });
+    } finally {
+      delete process.env.FFMPEG_PATH;
+    }
+  });
+
   it('sandbox audio (mp3, wav, m4a) comes out annotated', async () => {
     for (const [f, ct] of [['sample.mp3', 'audio/mpeg'], ['sample.wav', 'audio/wav'], ['sample.m4a', 'audio/mp4']] as const) {
       const a = await annotateAudio(sample(f), ct);

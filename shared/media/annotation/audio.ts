@@ -16,7 +16,8 @@
  *   model is installed (offline-media.md: none usable), so they are null with the reason in
  *   `unavailable` — never invented.
  */
-import { ffmpegPath, run, withFile } from '../ffmpeg';
+import { ffmpegPath, MediaToolMissingError, run, withFile } from '../ffmpeg';
+import { isMachineryFailure } from '../failures';
 import type { NoiseLevel } from '../image-quality';
 
 export interface Loudness {
@@ -56,10 +57,10 @@ export function parseLoudness(stderr: string): Loudness {
 
 const none: Loudness = { integrated_lufs: null, loudness_range_lu: null, true_peak_dbfs: null, mean_volume_db: null, max_volume_db: null };
 
-/** EBU R128 loudness + volume of the first audio stream of a file path (nulls without ffmpeg). */
+/** EBU R128 loudness + volume of the first audio stream of a file path (ffmpeg missing: MediaToolMissingError, retried). */
 export async function loudnessOfFile(file: string): Promise<Loudness> {
   const bin = ffmpegPath();
-  if (!bin) return none;
+  if (!bin) throw new MediaToolMissingError('ffmpeg');
   const { stderr } = await run(bin, ['-hide_banner', '-nostats', '-i', file, '-map', '0:a:0', '-af', 'ebur128=peak=true:framelog=verbose,volumedetect', '-f', 'null', '-'], 120_000);
   return parseLoudness(stderr);
 }
@@ -163,10 +164,18 @@ export async function measureAudio(input: Buffer | string): Promise<{ loudness: 
   return withFile(input, async (file) => {
     const failures: Record<string, string> = {};
     const [loudness, noise] = await Promise.all([
-      loudnessOfFile(file).catch((err: Error) => ((failures.loudness = err.message.slice(0, 300)), none)),
+      // A tool that is missing, was stopped or failed to start fails the step (retried, D66); a
+      // failure of the bytes (no decodable audio) is a reason the fields carry.
+      loudnessOfFile(file).catch((err: Error) => {
+        if (isMachineryFailure(err)) throw err;
+        return (failures.loudness = err.message.slice(0, 300)), none;
+      }),
       pcmOfFile(file)
         .then(measureNoise)
-        .catch((err: Error) => ((failures.noise_level = err.message.slice(0, 300)), null)),
+        .catch((err: Error) => {
+          if (isMachineryFailure(err)) throw err;
+          return (failures.noise_level = err.message.slice(0, 300)), null;
+        }),
     ]);
     return { loudness, noise, failures };
   });
