@@ -130,6 +130,9 @@ async function* coco(exp: ExportItem, pages: FilePages, count: Counter): AsyncGe
           coco_url: f.download_url,
           file_id: f.id,
           content_hash: f.content_hash,
+          // False when no object detection ran on the image: no annotations then means "not
+          // analysed", not "nothing found" (the File's annotations.unavailable says why).
+          objects_detected: Array.isArray((items[i]!.annotations as { objects?: unknown } | null | undefined)?.objects),
         }),
       );
     });

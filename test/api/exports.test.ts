@@ -207,6 +207,7 @@ describe('COCO from object detections', () => {
     await seedFiles(jobId, a.orgId, 'test', [
       { stars: 5, filename: 'people.jpg', width: annotations.width, height: annotations.height, annotations },
       { stars: 4, filename: 'no-objects.jpg', annotations: { ...annotations, objects: [] } },
+      { stars: 4, filename: 'not-analysed.jpg', annotations: { ...annotations, objects: null, unavailable: { objects: 'the detector did not load' } } },
       { stars: 4, filename: 'clip.mp4', contentType: 'video/mp4' },
     ]);
   }, 120_000);
@@ -214,9 +215,11 @@ describe('COCO from object detections', () => {
   test('images, categories and annotations with bbox [x, y, width, height] in pixels', async () => {
     expect(annotations.objects.length).toBeGreaterThan(0);
     const exp = await exportAndWait(a.test, jobId, { format: 'coco' });
-    expect(exp).toMatchObject({ status: 'succeeded', file_count: 2 }); // image Files only
+    expect(exp).toMatchObject({ status: 'succeeded', file_count: 3 }); // image Files only
     const coco = JSON.parse(await download(exp.download_url));
-    expect(coco.images.map((i: any) => i.file_name).sort()).toEqual(['no-objects.jpg', 'people.jpg']);
+    expect(coco.images.map((i: any) => i.file_name).sort()).toEqual(['no-objects.jpg', 'not-analysed.jpg', 'people.jpg']);
+    // An image no detector ran on says so: its missing annotations are not "nothing found".
+    expect(Object.fromEntries(coco.images.map((i: any) => [i.file_name, i.objects_detected]))).toEqual({ 'people.jpg': true, 'no-objects.jpg': true, 'not-analysed.jpg': false });
     const people = coco.images.find((i: any) => i.file_name === 'people.jpg');
     expect(people).toMatchObject({ width: annotations.width, height: annotations.height });
     expect(coco.annotations).toHaveLength(annotations.objects.length);
