@@ -117,6 +117,15 @@ async function writeTranscription(sub: SubmissionItem, fileId: string, t: Transc
 }
 
 /** Scoring stage for one object. */
+/** The recording's mean volume (dBFS), or null when it has no decodable audio; a tool that cannot run fails the step. */
+async function meanVolumeOf(bytes: Buffer): Promise<number | null> {
+  const { loudness } = await import('../media/frames');
+  return (await loudness(bytes).catch((err: unknown) => {
+    if (isMachineryFailure(err)) throw err;
+    return { mean_volume_db: null };
+  })).mean_volume_db;
+}
+
 export async function scoreObject(key: string): Promise<StageOutcome> {
   const found = await locate(key);
   if (!found) {
@@ -216,6 +225,9 @@ async function scoreBytes({ sub, upload, part }: Located): Promise<StageOutcome>
             ? { transcript: transcription.speech.transcript.full_text || null, transcript_unavailable: transcription.speech.transcript.full_text ? null : 'no speech in the recording' }
             : { transcript: null, transcript_unavailable: transcription.status === 'unavailable' ? transcription.reason : null }),
           ...(category === 'image' && scorer.name === 'local' ? { image_quality: await analyzeImage(bytes, { palette: false }) } : {}),
+          // The hosted model cannot hear the recording: its measured volume goes into the prompt
+          // with the transcript (D65; a silent file is seen as one). The local rules measure it themselves.
+          ...(category === 'audio' && scorer.name === 'bedrock' ? { mean_volume_db: await meanVolumeOf(bytes) } : {}),
         },
       });
     }

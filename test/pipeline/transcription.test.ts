@@ -121,6 +121,7 @@ describe('pipeline: audio is scored and annotated with its Amazon Transcribe tra
     expect(done).toMatchObject({ status: 'approved', ai_star_rating: 4, reason_codes: [] });
     expect(prompts).toHaveLength(1);
     expect(prompts[0]).toContain('<<<TRANSCRIPT\nWelcome to the bakery. What would you like? Two croissants, please.\nTRANSCRIPT>>>');
+    expect(prompts[0]).toMatch(/mean volume -?\d+(\.\d+)? dBFS/); // measured by the pipeline: the model cannot hear the file
 
     const f = (await rt.request('GET', `/v1/jobs/${job.id}/files`, { key: buyer.live })).json.data[0];
     expect(f.annotations).toMatchObject({ type: 'audio', speaker_count: 2, language: 'en', topics: ['bakery order'], keywords: ['croissants', 'bakery'], emotion_tone: 'positive' });
