@@ -36,7 +36,7 @@ import { headObject } from '../shared/storage/s3';
 import { topUpSessionId } from '../shared/billing/auto-top-up';
 import { writeAggregate, type DeliveryEntry } from '../shared/webhooks/delivery-store';
 import type { AttemptMessage } from '../shared/webhooks/queue';
-import type { PlannedUpload } from '../shared/work/model';
+import { retryInFlight, type PlannedUpload, type SubmissionItem } from '../shared/work/model';
 import type { ReconcileContext, Reconciler } from './reconcilers';
 
 type Item = Record<string, unknown>;
@@ -107,8 +107,11 @@ export const uploadsReconciler: Reconciler = {
   name: 'unscored-uploads',
   async run(ctx) {
     let routed = 0;
-    const subs = scan('entity = :e AND #s IN (:ps, :au)', { ':e': 'submission', ':ps': 'pending_score', ':au': 'awaiting_upload' }, { '#s': 'status' });
+    // A retry in flight (its files planned, the submission still retry_pending) counts too: its
+    // landed files were on their way to scoring when the run was killed.
+    const subs = scan('entity = :e AND #s IN (:ps, :au, :rp)', { ':e': 'submission', ':ps': 'pending_score', ':au': 'awaiting_upload', ':rp': 'retry_pending' }, { '#s': 'status' });
     for await (const sub of subs) {
+      if (sub.status === 'retry_pending' && !retryInFlight(sub as unknown as SubmissionItem)) continue; // no retry planned yet
       for (const u of (sub.uploads ?? []) as PlannedUpload[]) {
         const head = await headObject(u.key);
         if (!head) continue; // not uploaded yet: the worker's upload will start the pipeline
@@ -196,16 +199,25 @@ const getItem = async (key: { PK: string; SK: string }) => (await db().send(new 
 type EventData = { decision?: string; submission_id?: string; auto_top_up_enabled?: boolean };
 
 /**
+ * The start of a look-back window of `ms` before the killed run began (so a long stop between the
+ * crash and this start does not push its events out of the window), or before now when unknown.
+ */
+function windowBefore(ctx: ReconcileContext, ms: number): string {
+  const from = ctx.killedRunStartedAt ? Math.min(Date.parse(ctx.killedRunStartedAt), Date.now()) : Date.now();
+  return new Date(from - ms).toISOString();
+}
+
+/**
  * A reconciler that sends the INSERT record of every event of `type` (created since `since`, when
  * given) whose work `unfinished` says is not done to the stream rule's queue `queue` again.
  */
-function eventReplay(o: { name: string; type: string; queue: string; what: string; since?: () => string; unfinished(data: EventData, ev: Item): Promise<boolean> }): Reconciler {
+function eventReplay(o: { name: string; type: string; queue: string; what: string; since?: (ctx: ReconcileContext) => string; unfinished(data: EventData, ev: Item): Promise<boolean> }): Reconciler {
   return {
     name: o.name,
     async run(ctx) {
       let sent = 0;
       const values: Record<string, unknown> = { ':e': 'event', ':t': o.type };
-      if (o.since) values[':since'] = o.since();
+      if (o.since) values[':since'] = o.since(ctx);
       for await (const ev of scan(`entity = :e AND #t = :t${o.since ? ' AND created_at >= :since' : ''}`, values, { '#t': 'type' })) {
         const data = ((ev.envelope as { data?: EventData } | undefined)?.data ?? {}) as EventData;
         if (await o.unfinished(data, ev)) sent += await replayInsert(ctx, ev, o.queue);
@@ -232,7 +244,7 @@ export const topUpsReconciler = eventReplay({
   type: 'credits.low_balance',
   queue: 'top-ups',
   what: 'auto top-ups sent to the buyer again',
-  since: () => new Date(Date.now() - 24 * 3600_000).toISOString(),
+  since: (ctx) => windowBefore(ctx, 24 * 3600_000),
   async unfinished(data, ev) {
     if (data.auto_top_up_enabled !== true) return false;
     const session = await getItem(keys.checkoutSession(topUpSessionId(ev.id as string)));
@@ -247,7 +259,7 @@ export const cancellationsReconciler = eventReplay({
   what: 'cancelled jobs sent to end their submissions again',
   // After two hours nothing of a cancelled job is in play any more: reservations and retry windows
   // last one hour, and the sweep and the verdicts end the rest. Ending again is harmless.
-  since: () => new Date(Date.now() - 2 * 3600_000).toISOString(),
+  since: (ctx) => windowBefore(ctx, 2 * 3600_000),
   async unfinished() {
     return true;
   },

@@ -7,7 +7,7 @@
  * the previous run did not stop cleanly (its marker file is still there), after the queues exist
  * and before the pollers and stream pipes start; they must be idempotent, as consumers are.
  */
-import { existsSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { Log } from './log';
 import type { QueueSender } from './sqs';
 
@@ -20,6 +20,8 @@ export interface ReconcileContext {
   account: string;
   region: string;
   log: Log;
+  /** When the run that was killed started (from its marker), if known. */
+  killedRunStartedAt?: string;
 }
 
 export interface Reconciler {
@@ -38,19 +40,25 @@ export function registerReconciler(reconciler: Reconciler): void {
  * Whether the previous run stopped cleanly: the runtime holds a marker file while it runs and
  * removes it last in a clean stop, after the queues are saved.
  */
-export function runMarker(file: string): { uncleanBefore: boolean; release(): void } {
+export function runMarker(file: string): { uncleanBefore: boolean; startedAt: string | null; release(): void } {
   const uncleanBefore = existsSync(file);
+  // "<pid> <ISO start>" of the run that did not stop cleanly (null when unreadable).
+  const startedAt = uncleanBefore ? (/^\S+ (\S+)/.exec(readFileSync(file, 'utf8'))?.[1] ?? null) : null;
   writeFileSync(file, `${process.pid} ${new Date().toISOString()}\n`);
-  return { uncleanBefore, release: () => rmSync(file, { force: true }) };
+  return { uncleanBefore, startedAt: startedAt && !Number.isNaN(Date.parse(startedAt)) ? startedAt : null, release: () => rmSync(file, { force: true }) };
 }
 
-export async function runReconcilers(ctx: ReconcileContext, reconcilers: readonly Reconciler[] = onStart): Promise<void> {
+/** Runs each reconciler; false when any failed (its work is then still to do: see runtime.ts). */
+export async function runReconcilers(ctx: ReconcileContext, reconcilers: readonly Reconciler[] = onStart): Promise<boolean> {
+  let ok = true;
   for (const r of reconcilers) {
     try {
       await r.run(ctx);
       ctx.log.info(`reconciler ${r.name}: done`);
     } catch (err) {
-      ctx.log.error(`reconciler ${r.name}: failed`, err);
+      ok = false;
+      ctx.log.error(`reconciler ${r.name}: failed; it runs again at the next start`, err);
     }
   }
+  return ok;
 }

@@ -172,6 +172,9 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     const sandboxDelay = opts.sandboxDelaySeconds ?? (process.env.SANDBOX_DELAY_SECONDS ? Number(process.env.SANDBOX_DELAY_SECONDS) : undefined);
     const queues = await createQueues(sqs, QUEUES, sandboxDelay !== undefined ? { sandbox: sandboxDelay } : {});
     let uncleanBefore = false;
+    let killedRunStartedAt: string | undefined;
+    /** A reconciler failed: the marker stays through a clean stop, so the next start runs them again. */
+    let reconcileFailed = false;
     if (dataDir) {
       // fauxqs keeps messages in memory: carry them across restarts (local/sqs-snapshot.ts).
       const snapshotFile = join(dataDir, 'sqs-snapshot.json');
@@ -191,9 +194,10 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       // start, it means the last run was killed: the reconcilers then re-enqueue unfinished work.
       const marker = runMarker(join(dataDir, 'runtime.running'));
       uncleanBefore = marker.uncleanBefore;
+      killedRunStartedAt = marker.startedAt ?? undefined;
       let snapshotSaved = false;
       stops.push(() => {
-        if (snapshotSaved) marker.release();
+        if (snapshotSaved && !reconcileFailed) marker.release();
       });
       // Runs after the pollers, stream pipes and scheduler have stopped (stops run in reverse).
       stops.push(async () => {
@@ -294,14 +298,14 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       // Before the pollers and stream pipes start: what they would redo is claimed in the table.
       log.warn('the last run did not stop cleanly (killed?): re-enqueueing unfinished work');
       for (const r of UNFINISHED_WORK) registerReconciler(r);
-      await runReconcilers({ send, route: (event) => router.route(event), bucketName, account: LOCAL_ACCOUNT_ID, region, log });
+      reconcileFailed = !(await runReconcilers({ send, route: (event) => router.route(event), bucketName, account: LOCAL_ACCOUNT_ID, region, log, killedRunStartedAt }));
     } else if (dataDir) {
       // Even after a clean stop: an event committed by a batch that finished while the runtime was
       // stopping (after the stream pipes had stopped) may never have been fanned out, and the stream
       // position does not survive a restart of DynamoDB Local. Fan-outs claim their deliveries, so
       // an event fanned out twice is still delivered once per endpoint (D64).
       registerReconciler(webhooksReconciler);
-      await runReconcilers({ send, route: (event) => router.route(event), bucketName, account: LOCAL_ACCOUNT_ID, region, log });
+      reconcileFailed = !(await runReconcilers({ send, route: (event) => router.route(event), bucketName, account: LOCAL_ACCOUNT_ID, region, log }));
     }
 
     // Before the pollers: stops run in reverse, so the pool stops after their last batch.

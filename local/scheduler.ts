@@ -5,6 +5,10 @@
  * is logged as timed out and the next tick may start (in-process the old run cannot be stopped,
  * and its result is ignored; deployed, a retry or the next tick can overlap a slow run too, which
  * is why every sweep is idempotent).
+ *
+ * Each schedule also runs once shortly after start (`firstRunAfterMs`): a deployed stack runs its
+ * hourly sweep every hour, but local sessions are often shorter than an hour, and the runs missed
+ * while stopped would otherwise wait a whole period (expired credit lots staying spendable).
  */
 import { randomUUID } from 'node:crypto';
 import type { ScheduledEvent } from 'aws-lambda';
@@ -33,7 +37,7 @@ export interface Scheduler {
   stop(): Promise<void>;
 }
 
-export function startScheduler(opts: { log: Log; schedules?: readonly ScheduleDef[]; load?: typeof loadHandler }): Scheduler {
+export function startScheduler(opts: { log: Log; schedules?: readonly ScheduleDef[]; load?: typeof loadHandler; firstRunAfterMs?: number }): Scheduler {
   const load = opts.load ?? loadHandler;
   const timers: NodeJS.Timeout[] = [];
   const running = new Set<Promise<void>>();
@@ -71,6 +75,9 @@ export function startScheduler(opts: { log: Log; schedules?: readonly ScheduleDe
     const timer = setInterval(fire, schedule.everyMinutes * 60_000);
     timer.unref();
     timers.push(timer);
+    const first = setTimeout(fire, opts.firstRunAfterMs ?? 10_000);
+    first.unref();
+    timers.push(first);
   }
   return {
     active,

@@ -14,7 +14,8 @@
  * again at 0, so a message counts its receives towards the dead-letter queue afresh. A killed
  * process (SIGKILL, power loss) writes no snapshot: only a clean stop (Ctrl-C, SIGTERM) does.
  */
-import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { writeFileDurably } from './durable-write';
 import { SendMessageBatchCommand, type MessageAttributeValue, type SQSClient } from '@aws-sdk/client-sqs';
 
 const MAX_DELAY_SECONDS = 900;
@@ -83,9 +84,7 @@ export function countMessages(s: QueueSnapshot): number {
 
 /** Writes the snapshot atomically (a crash mid-write leaves the previous file or none). */
 export function writeSnapshot(file: string, snapshot: QueueSnapshot): void {
-  const tmp = `${file}.tmp`;
-  writeFileSync(tmp, JSON.stringify(snapshot));
-  renameSync(tmp, file);
+  writeFileDurably(file, JSON.stringify(snapshot));
 }
 
 export function readSnapshot(file: string): QueueSnapshot | null {

@@ -8,7 +8,8 @@
  * record is dead-lettered (a log line and `<data dir>/stream-dead-letters.jsonl`), and the stream
  * goes on with the next record.
  */
-import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync } from 'node:fs';
+import { writeFileDurably } from './durable-write';
 import {
   DescribeStreamCommand,
   DynamoDBStreamsClient,
@@ -84,8 +85,17 @@ export interface CheckpointStore {
 
 export function fileCheckpoints(path: string): CheckpointStore {
   return {
-    load: () => (existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as { shards: Record<string, string> }).shards : null),
-    save: (shards) => writeFileSync(path, JSON.stringify({ shards }, null, 2)),
+    load: () => {
+      if (!existsSync(path)) return null;
+      try {
+        return (JSON.parse(readFileSync(path, 'utf8')) as { shards: Record<string, string> }).shards;
+      } catch {
+        // Unreadable (a write cut off before durable writes): no shard is known, so each is read
+        // from the oldest record the stream keeps (TRIM_HORIZON), never from its end.
+        return {};
+      }
+    },
+    save: (shards) => writeFileDurably(path, JSON.stringify({ shards }, null, 2)),
   };
 }
 

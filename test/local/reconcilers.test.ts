@@ -14,7 +14,8 @@ import { keys } from '../../shared/db/keys';
 import { Tx } from '../../shared/db/tx';
 import { emit } from '../../shared/outbox';
 import { getEvent, newEntry } from '../../shared/webhooks/dispatcher';
-import { cancellationsReconciler, exportsReconciler, sandboxReconciler, topUpsReconciler, webhooksReconciler, withdrawalsReconciler } from '../../local/reconcile-unfinished';
+import { cancellationsReconciler, exportsReconciler, sandboxReconciler, topUpsReconciler, uploadsReconciler, webhooksReconciler, withdrawalsReconciler } from '../../local/reconcile-unfinished';
+import { putObject } from '../../shared/storage/s3';
 import { cancelledJobOf } from '../../shared/work/cancelled-job';
 import { clock } from '../../shared/clock';
 import { topUpSessionId } from '../../shared/billing/auto-top-up';
@@ -30,12 +31,14 @@ afterAll(async () => {
   await rt?.stop();
 });
 
-function context(): ReconcileContext & { sent: { queue: string; body: any }[] } {
+function context(): ReconcileContext & { sent: { queue: string; body: any }[]; routed: any[] } {
   const sent: { queue: string; body: any }[] = [];
+  const routed: any[] = [];
   return {
     sent,
+    routed,
     send: async (queue, body) => void sent.push({ queue, body: JSON.parse(body) }),
-    route: async () => [],
+    route: async (event) => (routed.push(event), []),
     bucketName: rt.bucketName,
     account: '000000000000',
     region: 'us-east-1',
@@ -207,4 +210,46 @@ it('a job cancelled in the last two hours goes back to the cancellations queue a
   const sent = ctx.sent.filter((m) => [old, recent].includes(m.body.dynamodb?.NewImage?.id?.S));
   expect(sent.map((m) => [m.queue, m.body.dynamodb.NewImage.id.S])).toEqual([['cancellations', recent]]);
   expect(cancelledJobOf(JSON.stringify(sent[0]!.body))).toBe(recentJob);
+});
+
+it('a cancellation made shortly before a killed run ended goes back however long the stop that followed (the window counts from that run)', async () => {
+  const org = `org_cl${Date.now()}`;
+  const jobId = `job_long${Date.now()}`;
+  clock.advance(-30 * 3600_000); // cancelled 30 hours ago, in the run that was then killed
+  let id: string;
+  try {
+    const tx = new Tx();
+    id = emit(tx, { orgId: org, env: 'live', type: 'job.cancelled', data: { job_id: jobId, files_approved: 0, files_needed: 1, refund_cents: 10 }, jobId }).id;
+    await tx.commit();
+  } finally {
+    clock.reset();
+  }
+  const mine = (c: ReturnType<typeof context>) => c.sent.filter((m) => m.body.dynamodb?.NewImage?.id?.S === id);
+  const unknownStart = context();
+  await cancellationsReconciler.run(unknownStart);
+  expect(mine(unknownStart)).toEqual([]);
+  const killed = { ...context(), killedRunStartedAt: new Date(Date.now() - 31 * 3600_000).toISOString() };
+  await cancellationsReconciler.run(killed);
+  expect(mine(killed).map((m) => m.queue)).toEqual(['cancellations']);
+});
+
+it('a retry whose files landed before the run was killed goes back to scoring; a retry_pending submission with no retry planned does not', async () => {
+  const put = async (id: string, extra: Record<string, unknown>) => {
+    const key = `uploads/${id}/r2/file_${id}.jpg`;
+    await putObject(key, Buffer.from('jpeg bytes'), 'image/jpeg');
+    await db().send(
+      new PutCommand({
+        TableName: tableName(),
+        Item: { ...keys.submission(id), entity: 'submission', id, status: 'retry_pending', round: 'r2', attempt: 1, uploads: [{ file_id: `file_${id}`, key, content_type: 'image/jpeg', size_bytes: 10 }], ...extra },
+      }),
+    );
+    return key;
+  };
+  const inFlight = await put(`sub_rf${Date.now()}`, { retry_round: 'r2' });
+  const notPlanned = await put(`sub_rn${Date.now()}`, {});
+  const ctx = context();
+  await uploadsReconciler.run(ctx);
+  const keysRouted = ctx.routed.map((e) => e.detail.object.key);
+  expect(keysRouted).toContain(inFlight);
+  expect(keysRouted).not.toContain(notPlanned);
 });

@@ -39,4 +39,13 @@ describe('local scheduler: a run is held to its schedule time-out', () => {
     expect(errors).toEqual([]);
     expect(most).toBe(1);
   });
+
+  it('each schedule runs once soon after start, not only after its first whole period (a local session is often shorter than an hourly sweep)', async () => {
+    let started = 0;
+    const hourly: ScheduleDef = { ...schedule, everyMinutes: 60, timeoutSeconds: 5 };
+    const scheduler = startScheduler({ log, schedules: [hourly], firstRunAfterMs: 50, load: async () => async () => { started++; } });
+    await sleep(300);
+    await scheduler.stop();
+    expect(started).toBe(1);
+  });
 });

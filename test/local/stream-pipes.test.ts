@@ -129,3 +129,21 @@ describe('a stream record whose event is over EventBridge\'s 1 MiB is dead-lette
     }
   });
 });
+
+// A checkpoint file cut off by a crash must neither stop `npm start` nor make the poller skip to
+// the stream's end: no shard is known then, so each is read from its oldest record (TRIM_HORIZON).
+describe('stream checkpoints survive a cut-off write', () => {
+  it('an unreadable checkpoint file loads as "no shard known" (not "first run"); a saved one reads back', async () => {
+    const { mkdtempSync, writeFileSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const { fileCheckpoints } = await import('../../local/streams');
+    const file = join(mkdtempSync(join(tmpdir(), 'ckpt-')), 'stream-checkpoints.json');
+    const store = fileCheckpoints(file);
+    expect(store.load()).toBeNull(); // never saved: first run
+    writeFileSync(file, '{"shards": {"shardId-1": "12');
+    expect(store.load()).toEqual({});
+    store.save({ 'shardId-1': '1234' });
+    expect(store.load()).toEqual({ 'shardId-1': '1234' });
+  });
+});
