@@ -72,7 +72,8 @@ const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 
 /** The smallest ULID string of an instant: `id > ulidFloor(t)` selects ids created after t. */
 export function ulidFloor(kind: IdKind, t: Date, fill: '0' | 'Z' = '0'): string {
-  let ms = t.getTime();
+  // ULID time is 48 bits from the Unix epoch: an instant before 1970 selects from the first id.
+  let ms = Math.min(Math.max(0, t.getTime()), 2 ** 48 - 1);
   let time = '';
   for (let i = 0; i < 10; i++) {
     time = CROCKFORD[ms % 32] + time;

@@ -5,7 +5,7 @@ import { listTenantSubmissions } from '../../shared/work/queries';
 import { BUYER_STATUSES } from '../../shared/work/model';
 
 const query = listQuery({
-  job_id: z.optional(z.string().check(z.maxLength(40))),
+  job_id: z.optional(z.string().check(z.minLength(1), z.maxLength(40))), // an empty value is refused, not read as "no filter"
   status: z.optional(z.enum(BUYER_STATUSES)),
   min_score: z.optional(z.coerce.number().check(z.int(), z.gte(1), z.lte(5))),
   start_date: z.optional(isoTimestamp),

@@ -4,7 +4,7 @@ import { isoTimestamp } from '../../shared/http/schemas';
 import { submissionSummary } from '../../shared/work/queries';
 
 const query = z.strictObject({
-  job_id: z.optional(z.string().check(z.maxLength(40))),
+  job_id: z.optional(z.string().check(z.minLength(1), z.maxLength(40))), // an empty value is refused, not read as "no filter"
   start_date: z.optional(isoTimestamp),
   end_date: z.optional(isoTimestamp),
 });

@@ -16,6 +16,8 @@ export interface ApiState {
   params: Record<string, string>;
   rawQuery: Record<string, string>;
   rawBodyText: string | null;
+  /** The body came base64-encoded (API Gateway does so for binary media types): `rawBodyText` holds its bytes as latin1. */
+  bodyBase64: boolean;
   /** Parsed JSON body, or undefined when none / not JSON. */
   json: unknown;
   sourceIp: string;

@@ -61,6 +61,8 @@ export interface RouteDef {
   idempotency: 'required' | 'optional' | 'none';
   /** D20: honours `Prefer: wait=N`. */
   longPoll?: boolean;
+  /** Takes a multipart/form-data body (the uploads); every other route takes JSON only. */
+  multipart?: boolean;
   /** Path parameter resolved by the resource middleware, by name of the parameter. */
   resource?: { param: string; kind: ResourceKind };
   /** Rate-limit bucket: per API key (D13) or per source IP for signups (D13, D44). */
@@ -312,11 +314,13 @@ export const ROUTES: readonly RouteDef[] = [
     resource: { param: 'submission_id', kind: 'worker_submission' },
     access: { table: 'write', bucket: 'write' },
     successStatus: 202,
+    multipart: true,
   }),
   worker('worker.submissions.retry', 'POST', '/internal/worker/submissions/{submission_id}/retry', 'functions/worker/submission-retry.ts', {
     resource: { param: 'submission_id', kind: 'worker_submission' },
     access: { table: 'write', bucket: 'write' }, // the retry carries a new upload (D27)
     successStatus: 202,
+    multipart: true,
   }),
   worker('worker.submissions.get', 'GET', '/internal/worker/submissions/{submission_id}', 'functions/worker/submission-get.ts', {
     resource: { param: 'submission_id', kind: 'worker_submission' },

@@ -66,7 +66,10 @@ function content(c: z.core.$ZodType | Content, comps: Components, io: 'input' | 
 /** The error statuses a route of this kind can answer, with when (its own extras come from OPERATIONS). */
 export function errorStatuses(r: RouteDef, hasInput: boolean, extra: Record<number, string> = {}): Record<number, string> {
   const out: Record<number, string> = {};
-  if (hasInput || r.idempotency === 'required') out[400] = 'Invalid input: `details[]` names each field (missing Idempotency-Key included).';
+  out[400] =
+    hasInput || r.idempotency === 'required'
+      ? 'Invalid input: `details[]` names each field (missing Idempotency-Key included).'
+      : 'A query parameter, which this route takes none of: `details[]` names each (`unknown_field`).';
   if (r.principal !== 'none') out[401] = r.principal === 'worker' ? 'Missing or invalid worker token.' : 'Missing, invalid or revoked API key.';
   if (r.principal === 'api_key' && r.scope !== 'any' && r.scope !== null) out[403] = `The key lacks the \`${r.scope}\` scope.`;
   if (r.resource) out[404] = 'Unknown id, malformed id, or a resource of another organization or environment.';

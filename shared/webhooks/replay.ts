@@ -40,13 +40,18 @@ export async function replayEvent(ctx: MutationContext, p: BuyerPrincipal, event
 }
 
 async function replayOnce(ctx: MutationContext, p: BuyerPrincipal, ev: Item, endpointId?: string) {
-  const targets = (await allEndpoints(p.orgId, p.env)).filter(
-    (e) => (endpointId ? e.id === endpointId : true) && e.status === 'enabled' && subscribes(e, ev.type as string),
-  );
+  const endpoints = await allEndpoints(p.orgId, p.env);
+  if (endpointId && !endpoints.some((e) => e.id === endpointId)) {
+    // Not one of this organization's endpoints in this environment (or not an endpoint id at all): the field is wrong.
+    throw errors.validation(`No webhook endpoint ${endpointId} in this environment.`, [{ field: 'endpoint_id', code: 'unknown_endpoint', message: 'no such webhook endpoint' }]);
+  }
+  const targets = endpoints.filter((e) => (endpointId ? e.id === endpointId : true) && e.status === 'enabled' && subscribes(e, ev.type as string));
   if (!targets.length) {
     throw endpointId
-      ? errors.conflict(`Webhook endpoint ${endpointId} does not exist, is disabled, or is not subscribed to ${String(ev.type)}.`)
-      : errors.conflict(`No enabled webhook endpoint is subscribed to ${String(ev.type)}; nothing to replay to.`);
+      ? errors.conflict(`Webhook endpoint ${endpointId} is disabled or is not subscribed to ${String(ev.type)}.`, [
+          { field: 'endpoint_id', code: 'endpoint_not_subscribed', message: 'the endpoint is disabled or not subscribed to this event type' },
+        ])
+      : errors.conflict(`No enabled webhook endpoint is subscribed to ${String(ev.type)}; nothing to replay to.`, [{ code: 'no_subscribed_endpoint', message: 'no enabled endpoint subscribes to this event type' }]);
   }
   const at = now();
   const existing = (ev.deliveries as Record<string, DeliveryEntry> | undefined) ?? null;

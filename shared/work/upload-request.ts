@@ -14,14 +14,26 @@ import { parseMultipart } from './multipart';
 import { isMultipart, MAX_MULTIPART_BODY_BYTES, multipartTooLarge } from './upload-limits';
 import { uploadDirect, uploadPresigned, type UploadMode } from './uploads';
 
+/** A form field holding decimal degrees (`-12.5`); empty or blank counts as not sent. */
+function decimalField(min: number, max: number) {
+  return z.pipe(
+    z.pipe(
+      z.string(),
+      z.transform((v) => (v.trim() === '' ? undefined : v.trim())),
+    ),
+    z.optional(z.pipe(z.string().check(z.regex(/^-?\d+(\.\d+)?$/, { message: 'Expected decimal degrees, such as 48.8584.' })), z.pipe(z.transform(Number), z.number().check(z.gte(min), z.lte(max))))),
+  );
+}
+
 /** D24 optional multipart fields sent by the worker's app. */
 export const deviceFieldsSchema = z.strictObject({
   captured_at: z.optional(z.iso.datetime({ offset: true })),
   device_model: z.optional(z.string().check(z.trim(), z.minLength(1), z.maxLength(200))),
   device_os: z.optional(z.string().check(z.trim(), z.minLength(1), z.maxLength(200))),
   app_version: z.optional(z.string().check(z.trim(), z.minLength(1), z.maxLength(100))),
-  latitude: z.optional(z.coerce.number().check(z.gte(-90), z.lte(90))),
-  longitude: z.optional(z.coerce.number().check(z.gte(-180), z.lte(180))),
+  // Decimal degrees as text; an empty field is no position (never 0,0, which a job's radius would reject).
+  latitude: z.optional(decimalField(-90, 90)),
+  longitude: z.optional(decimalField(-180, 180)),
 });
 
 export function parseDeviceFields(fields: Record<string, string>): DeviceFields {

@@ -24,6 +24,24 @@ describe('create', () => {
     b = await newBuyer(rt, { purchaseCents: 10_000 });
   });
 
+  test('a JSON body sent with a binary Content-Type is read as UTF-8 (API Gateway base64-encodes it): its text arrives intact', async () => {
+    const r = await rt.request('POST', '/v1/jobs', {
+      key: b.test,
+      headers: { 'Content-Type': 'application/octet-stream', 'Idempotency-Key': `ct-${Date.now()}` },
+      body: Buffer.from(JSON.stringify(jobBody({ title: 'Café façades in Zürich' })), 'utf8'),
+    });
+    expect(r.status).toBe(201);
+    expect(r.json.title).toBe('Café façades in Zürich');
+  });
+
+  test('a multipart form on a JSON route is 400 invalid_request, not an empty body', async () => {
+    const boundary = 'x1';
+    const form = `--${boundary}\r\nContent-Disposition: form-data; name="title"\r\n\r\nx\r\n--${boundary}--\r\n`;
+    const r = await rt.request('POST', '/v1/jobs', { key: b.test, headers: { 'Content-Type': `multipart/form-data; boundary=${boundary}`, 'Idempotency-Key': `mp-${Date.now()}` }, body: form });
+    expect(r.status).toBe(400);
+    expect(r.json.error.type).toBe('invalid_request');
+  });
+
   test('D17/D16: the job echoes every creation field, with the money fields, and escrows price × files_needed (D31)', async () => {
     const before = await credits(b.live);
     const body = jobBody({
@@ -217,6 +235,24 @@ describe('list and get', () => {
     const after = await rt.request('GET', `/v1/jobs?created_after=${encodeURIComponent(created)}`, { key: b.test });
     expect(after.json.data.map((j: { id: string }) => j.id)).toEqual([ids[2]]);
     expect((await rt.request('GET', '/v1/jobs?status=done', { key: b.test })).status).toBe(400);
+  });
+
+  test('an instant before 1970 is a valid lower bound: every job comes after it (not a 500, not an empty list)', async () => {
+    const r = await rt.request('GET', '/v1/jobs?created_after=1969-12-31T00:00:00Z', { key: b.test });
+    expect(r.status).toBe(200);
+    expect(r.json.data.map((j: { id: string }) => j.id)).toEqual(expect.arrayContaining(ids));
+    const subs = await rt.request('GET', '/v1/submissions?start_date=1969-12-31T00:00:00Z', { key: b.test });
+    expect(subs.status).toBe(200);
+    expect((await rt.request('GET', '/v1/submissions/summary?start_date=0000-01-01T00:00:00Z', { key: b.test })).status).toBe(200);
+  });
+
+  test('a query parameter on a route that takes none is 400 naming it; an empty job_id filter is 400, not "no filter"', async () => {
+    const r = await rt.request('GET', `/v1/jobs/${ids[1]}?foo=1&bar=2`, { key: b.test });
+    expect(r.status).toBe(400);
+    expect(r.json.error).toMatchObject({ type: 'validation_error', details: [expect.objectContaining({ field: 'foo', code: 'unknown_field' }), expect.objectContaining({ field: 'bar', code: 'unknown_field' })] });
+    const empty = await rt.request('GET', '/v1/submissions?job_id=', { key: b.test });
+    expect(empty.status).toBe(400);
+    expect(empty.json.error.details[0].field).toBe('job_id');
   });
 
   test('D3/D17: get adds the submission summary; the other environment and other organizations get 404', async () => {

@@ -307,6 +307,11 @@ describe('webhook delivery (D37, D38, D48)', () => {
     // Nothing enabled to replay to: 409.
     await waitFor(async () => expect(await endpointStatus(b, ep.id)).toBe('disabled'));
     expect((await post(`/v1/webhook_events/${e.id}/replay`, b.key)).status).toBe(409);
+    // Naming an endpoint: one that is not this organization's is 400 on the field; a disabled one 409 with its code.
+    const unknown = await post(`/v1/webhook_events/${e.id}/replay`, b.key, { endpoint_id: 'we_nope' });
+    expect([unknown.status, unknown.json.error.details?.[0]?.field]).toEqual([400, 'endpoint_id']);
+    const disabled = await post(`/v1/webhook_events/${e.id}/replay`, b.key, { endpoint_id: ep.id });
+    expect([disabled.status, disabled.json.error.details?.[0]?.code]).toEqual([409, 'endpoint_not_subscribed']);
     await rt.request('PATCH', `/v1/webhook_endpoints/${ep.id}`, { key: b.key, body: { status: 'enabled' } });
     const r = await post(`/v1/webhook_events/${e.id}/replay`, b.key);
     expect(r.status).toBe(202);

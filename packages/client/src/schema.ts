@@ -1692,6 +1692,16 @@ export interface operations {
                     };
                 };
             };
+            /** @description A query parameter, which this route takes none of: `details[]` names each (`unknown_field`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Missing, invalid or revoked API key. */
             401: {
                 headers: {
@@ -2005,6 +2015,16 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["JobWithSummary"];
+                };
+            };
+            /** @description A query parameter, which this route takes none of: `details[]` names each (`unknown_field`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Missing, invalid or revoked API key. */
@@ -2795,6 +2815,16 @@ export interface operations {
                     "application/json": components["schemas"]["Export"];
                 };
             };
+            /** @description A query parameter, which this route takes none of: `details[]` names each (`unknown_field`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Missing, invalid or revoked API key. */
             401: {
                 headers: {
@@ -2875,6 +2905,16 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["FileUrl"];
+                };
+            };
+            /** @description A query parameter, which this route takes none of: `details[]` names each (`unknown_field`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Missing, invalid or revoked API key. */
@@ -3167,6 +3207,16 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Submission"];
+                };
+            };
+            /** @description A query parameter, which this route takes none of: `details[]` names each (`unknown_field`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Missing, invalid or revoked API key. */
@@ -4039,6 +4089,16 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookEndpoint"];
                 };
             };
+            /** @description A query parameter, which this route takes none of: `details[]` names each (`unknown_field`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Missing, invalid or revoked API key. */
             401: {
                 headers: {
@@ -4114,6 +4174,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description A query parameter, which this route takes none of: `details[]` names each (`unknown_field`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
             };
             /** @description Missing, invalid or revoked API key. */
             401: {
@@ -4666,6 +4736,16 @@ export interface operations {
                     "application/json": components["schemas"]["CreditBalance"];
                 };
             };
+            /** @description A query parameter, which this route takes none of: `details[]` names each (`unknown_field`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Missing, invalid or revoked API key. */
             401: {
                 headers: {
@@ -5087,7 +5167,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The Stripe-Signature header does not match the body. */
+            /** @description The Stripe-Signature header does not match the body. A query parameter, which this route takes none of: `details[]` names each (`unknown_field`). */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5150,6 +5230,16 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["OrganizationSettings"];
+                };
+            };
+            /** @description A query parameter, which this route takes none of: `details[]` names each (`unknown_field`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Missing, invalid or revoked API key. */
@@ -5603,6 +5693,16 @@ export interface operations {
                     "application/json": components["schemas"]["WorkerSubmission"];
                 };
             };
+            /** @description A query parameter, which this route takes none of: `details[]` names each (`unknown_field`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Missing or invalid worker token. */
             401: {
                 headers: {
@@ -5693,6 +5793,16 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["WorkerSubmission"];
+                };
+            };
+            /** @description A query parameter, which this route takes none of: `details[]` names each (`unknown_field`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Missing or invalid worker token. */
@@ -6249,6 +6359,16 @@ export interface operations {
                     "application/json": components["schemas"]["WorkerSubmission"];
                 };
             };
+            /** @description A query parameter, which this route takes none of: `details[]` names each (`unknown_field`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Missing or invalid worker token. */
             401: {
                 headers: {
@@ -6400,6 +6520,16 @@ export interface operations {
                     "application/json": Record<string, never>;
                 };
             };
+            /** @description A query parameter, which this route takes none of: `details[]` names each (`unknown_field`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Unexpected failure; retrying is safe. */
             500: {
                 headers: {
@@ -6429,6 +6559,16 @@ export interface operations {
                 };
                 content: {
                     "text/html": string;
+                };
+            };
+            /** @description A query parameter, which this route takes none of: `details[]` names each (`unknown_field`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -6463,6 +6603,16 @@ export interface operations {
                 content: {
                     "text/css": string;
                     "application/javascript": string;
+                };
+            };
+            /** @description A query parameter, which this route takes none of: `details[]` names each (`unknown_field`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description No such asset. */

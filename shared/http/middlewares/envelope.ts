@@ -77,6 +77,7 @@ export function envelope(route: RouteDef): middy.MiddlewareObj<APIGatewayProxyEv
         params: (event.pathParameters ?? {}) as Record<string, string>,
         rawQuery: flatQuery(event),
         rawBodyText,
+        bodyBase64: event.body != null && event.isBase64Encoded === true,
         json: undefined as unknown,
         sourceIp: event.requestContext?.identity?.sourceIp ?? '0.0.0.0',
         principal: null,

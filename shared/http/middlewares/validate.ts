@@ -44,11 +44,17 @@ export function issuesToDetails(issues: readonly core.$ZodIssue[], prefix = ''):
  * on: `curl -d '{...}'` sends `application/x-www-form-urlencoded`, and a JSON body sent that way is
  * still taken as JSON. Multipart bodies (uploads) are left raw for their handler.
  */
-function parseJson(raw: string | null, contentType: string | undefined): unknown {
+function parseJson(raw: string | null, contentType: string | undefined, o: { base64: boolean; multipart: boolean }): unknown {
   const ctype = (contentType ?? '').toLowerCase();
-  if (!raw || raw.trim() === '' || ctype.startsWith('multipart/')) return undefined;
+  if (ctype.startsWith('multipart/')) {
+    if (o.multipart) return undefined; // the upload routes read the form themselves
+    throw errors.invalidRequest('This route takes a JSON body, not a multipart form; send a JSON object (Content-Type: application/json).');
+  }
+  if (!raw || raw.trim() === '') return undefined;
+  // A body API Gateway passed base64-encoded (sent with a binary Content-Type) is still UTF-8 JSON text.
+  const text = o.base64 ? Buffer.from(raw, 'latin1').toString('utf8') : raw;
   try {
-    return JSON.parse(raw);
+    return JSON.parse(text);
   } catch {
     throw errors.invalidRequest('The request body is not valid JSON; send a JSON object (Content-Type: application/json).');
   }
@@ -79,12 +85,21 @@ export function validation(schemas: Schemas): middy.MiddlewareObj<APIGatewayProx
 
   function check(s: ReturnType<typeof state>): void {
     // D42: the body is looked at only after authentication, scope and the resource.
-    s.json = parseJson(s.rawBodyText, s.headers['content-type']);
+    s.json = parseJson(s.rawBodyText, s.headers['content-type'], { base64: s.bodyBase64, multipart: s.route.multipart === true });
     if (schemas.query) {
       const r = schemas.query.safeParse(s.rawQuery);
       if (!r.success) throw errors.validation('Invalid query parameters.', issuesToDetails(r.error.issues));
       s.query = r.data;
     } else {
+      // A route without query parameters names each one it was sent (docs/decisions.md), as a
+      // strict body names an unknown field.
+      const unknown = Object.keys(s.rawQuery ?? {});
+      if (unknown.length) {
+        throw errors.validation(
+          'Invalid query parameters.',
+          unknown.map((k) => ({ field: k, code: 'unknown_field', message: `Unknown query parameter "${k}": this route takes none.` })),
+        );
+      }
       s.query = {};
     }
     if (schemas.body) {
