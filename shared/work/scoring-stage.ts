@@ -163,6 +163,14 @@ async function scoreBytes({ sub, upload, part }: Located): Promise<StageOutcome>
       refusedAfterCompletion = precheckRejection([{ code: 'unreadable_media', reason: first.message }]);
     }
   }
+  // The bytes passed their check: the round completes now (when its other objects have landed
+  // too), not after the provider answers. A provider outage, its backoff or a transcript wait must
+  // not let the reservation run out under a worker who delivered in time.
+  let triedCompletion = false;
+  if (upload.mode === 'presigned' && !refusedAfterCompletion && awaitsFiles(sub)) {
+    await completeIfAllLanded(sub.id, sub.round!);
+    triedCompletion = true;
+  }
 
   let score: ScoreResult;
   let metadata: (Record<string, unknown> & MediaMetadata) | null = null;
@@ -198,7 +206,6 @@ async function scoreBytes({ sub, upload, part }: Located): Promise<StageOutcome>
       if (transcription.status === 'pending') {
         if (part.transcription?.status !== 'pending') {
           await writeTranscription(sub, upload.file_id, transcription, metadata);
-          if (upload.mode === 'presigned' && awaitsFiles(sub)) await completeIfAllLanded(sub.id, sub.round!);
           logger.info('scoring waits for the transcript', { submission_id: sub.id, job_name: transcription.job_name });
         }
         // The job's state-change event resumes scoring. This message also comes back (backoff):
@@ -249,9 +256,8 @@ async function scoreBytes({ sub, upload, part }: Located): Promise<StageOutcome>
     await tryVerdictOn(item);
     return 'skipped';
   }
-  // A pre-signed upload completes when its last object is scored (completing runs the fan-in when
-  // every stage was done before it); `item` shows whether another file's stage completed it first.
-  if (upload.mode === 'presigned' && awaitsFiles(sub)) await completeIfAllLanded(sub.id, sub.round!);
+  // Completed above unless this file was refused after the round completed (nothing to complete).
+  if (upload.mode === 'presigned' && awaitsFiles(sub) && !triedCompletion) await completeIfAllLanded(sub.id, sub.round!);
   await tryVerdictOn(item);
   return 'stored';
 }

@@ -181,6 +181,22 @@ describe('fan-in: the verdict whatever order the stages and the upload completio
     expect(v.ai_star_rating).toBeGreaterThanOrEqual(3); // the model's rating stays: it judged the file
   });
 
+  it('a pre-signed upload completes when its bytes pass their check, before the provider answers: an outage does not let the reservation run out', async () => {
+    const t = await presignedUpload(216);
+    const { setScorerFactory } = await import('../../shared/work/scoring-stage');
+    setScorerFactory(() => ({ name: 'bedrock', score: async () => Promise.reject(Object.assign(new Error('Service unavailable'), { name: 'ServiceUnavailableException', $metadata: { httpStatusCode: 503 } })) }) as never);
+    try {
+      expect((await score({ Records: [sqsRecord(t.bodies.scoring, 's1')] })).batchItemFailures).toHaveLength(1); // retried later
+    } finally {
+      setScorerFactory(null);
+    }
+    // Delivered in time, so no longer awaiting its upload: the sweep cannot expire it meanwhile.
+    expect((await rt.request('GET', `/internal/worker/submissions/${t.sub}`, { key: t.w.token })).json.status).toBe('pending_score');
+    expect((await score({ Records: [sqsRecord(t.bodies.scoring, 's2')] })).batchItemFailures).toEqual([]);
+    expect((await annotate({ Records: [sqsRecord(t.bodies.annotation, 'a')] })).batchItemFailures).toEqual([]);
+    await expectOneApproval(t);
+  });
+
   it('the bytes approved are the bytes delivered: the upload URL writes once, so a second PUT of other bytes is refused (412)', async () => {
     const t = await presignedUpload(213);
     expect((await score({ Records: [sqsRecord(t.bodies.scoring, 's')] })).batchItemFailures).toEqual([]);
