@@ -126,13 +126,16 @@ export async function presignGet(key: string, opts: DownloadUrlOptions = {}): Pr
 /**
  * D24/D25/D61: a pre-signed PUT for one large file. Content-Length and Content-Type are signed, so
  * S3 refuses a body of another size or type; no checksum parameter is in the URL (D61), so any client that sends exactly these two headers and the bytes succeeds. The
- * magic bytes are checked by the pipeline when the object lands.
+ * magic bytes are checked by the pipeline when the object lands. `notAfter`: the URL expires then at
+ * the latest (the reservation's end: bytes that land later could not complete the upload).
  */
-export async function presignPut(key: string, contentType: string, sizeBytes: number): Promise<SignedUrl & { method: 'PUT'; headers: Record<string, string> }> {
+export async function presignPut(key: string, contentType: string, sizeBytes: number, notAfter?: Date): Promise<SignedUrl & { method: 'PUT'; headers: Record<string, string> }> {
   // SigV4 dates have whole seconds: sign at one, so `expires_at` is exactly when S3 stops accepting.
   const signedAt = new Date(Math.floor(now().getTime() / 1000) * 1000);
-  const expires = addMs(signedAt, UPLOAD_URL_TTL_SECONDS * 1000);
-  const url = await client().presignPut(key, contentType, sizeBytes, UPLOAD_URL_TTL_SECONDS, signedAt);
+  const bound = notAfter ? Math.floor((notAfter.getTime() - signedAt.getTime()) / 1000) : UPLOAD_URL_TTL_SECONDS;
+  const ttl = Math.max(1, Math.min(UPLOAD_URL_TTL_SECONDS, bound));
+  const expires = addMs(signedAt, ttl * 1000);
+  const url = await client().presignPut(key, contentType, sizeBytes, ttl, signedAt);
   return {
     url,
     method: 'PUT',

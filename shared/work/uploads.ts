@@ -192,7 +192,8 @@ export async function uploadPresigned(ctx: MutationContext, sub: SubmissionItem,
   });
   const { files: _files, ...device } = req;
   await writePlan(sub, w, uploads, round, device);
-  const signed = await Promise.all(uploads.map((u) => presignPut(u.key, u.content_type, u.size_bytes)));
+  // The URLs expire with the reservation (or retry window): bytes landing later could not complete it.
+  const signed = await Promise.all(uploads.map((u) => presignPut(u.key, u.content_type, u.size_bytes, new Date(w.reserved_until))));
   const body = {
     object: 'upload_instructions' as const,
     submission_id: sub.id,

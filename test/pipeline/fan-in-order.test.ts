@@ -197,6 +197,24 @@ describe('fan-in: the verdict whatever order the stages and the upload completio
     await expectOneApproval(t);
   });
 
+  it('pre-signed upload URLs expire with the reservation: bytes that land after it could not complete the upload', async () => {
+    const { clock } = await import('../../shared/clock');
+    const buyer = await liveBuyer(rt);
+    const job = await createJob(rt, buyer.live, { files_needed: 1 });
+    const w = await signupWorker(rt);
+    const a = await accept(rt, w.token, job.id);
+    clock.advance(50 * 60_000); // ten minutes of the hour's reservation left
+    try {
+      const plan = await rt.request('POST', `/internal/worker/submissions/${a.json.id}/upload`, { key: w.token, body: { files: [{ filename: 'p.jpg', content_type: 'image/jpeg', size_bytes: 1234 }] } });
+      expect(plan.status).toBe(200);
+      const expires = Date.parse(plan.json.uploads[0].expires_at);
+      expect(expires).toBeLessThanOrEqual(Date.parse(a.json.reserved_until));
+      expect(expires).toBeGreaterThan(Date.parse(a.json.reserved_until) - 2_000);
+    } finally {
+      clock.reset();
+    }
+  });
+
   it('the bytes approved are the bytes delivered: the upload URL writes once, so a second PUT of other bytes is refused (412)', async () => {
     const t = await presignedUpload(213);
     expect((await score({ Records: [sqsRecord(t.bodies.scoring, 's')] })).batchItemFailures).toEqual([]);
