@@ -44,13 +44,18 @@ export { REQUEST_COUNT_PARTITIONS };
  * counted secret item back (ALL_NEW), which the role may read anyway.
  */
 export function bindRequestCounting(fn: lambda.Function, table: dynamodb.ITable): void {
+  grantNarrowUpdates(fn, table, REQUEST_COUNT_PARTITIONS, REQUEST_COUNT_ATTRIBUTES);
+}
+
+/** UpdateItem on the items whose partition key matches `partitions`, naming only `attributes`. */
+function grantNarrowUpdates(fn: lambda.Function, table: dynamodb.ITable, partitions: readonly string[], attributes: readonly string[]): void {
   fn.addToRolePolicy(
     new iam.PolicyStatement({
       actions: ['dynamodb:UpdateItem'],
       resources: [table.tableArn],
       conditions: {
-        'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [...REQUEST_COUNT_PARTITIONS] },
-        'ForAllValues:StringEquals': { 'dynamodb:Attributes': [...REQUEST_COUNT_ATTRIBUTES] },
+        'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [...partitions] },
+        'ForAllValues:StringEquals': { 'dynamodb:Attributes': [...attributes] },
       },
     }),
   );
@@ -61,16 +66,7 @@ export function bindRequestCounting(fn: lambda.Function, table: dynamodb.ITable)
  * items (`LPW#…`) and only naming their keys and slots. Both conditions must hold.
  */
 export function bindWaitSlots(fn: lambda.Function, table: dynamodb.ITable): void {
-  fn.addToRolePolicy(
-    new iam.PolicyStatement({
-      actions: ['dynamodb:UpdateItem'],
-      resources: [table.tableArn],
-      conditions: {
-        'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [...WAIT_SLOT_PARTITIONS] },
-        'ForAllValues:StringEquals': { 'dynamodb:Attributes': [...WAIT_SLOT_ATTRIBUTES] },
-      },
-    }),
-  );
+  grantNarrowUpdates(fn, table, WAIT_SLOT_PARTITIONS, WAIT_SLOT_ATTRIBUTES);
 }
 
 /**
