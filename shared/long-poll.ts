@@ -28,7 +28,7 @@ const MAX_INTERVAL_MS = 2000;
 export function parsePreferWait(header: string | undefined): number | null {
   if (!header) return null;
   for (const part of header.split(',')) {
-    const m = /^\s*wait\s*=\s*"?(\d{1,6})"?\s*(;.*)?$/i.exec(part);
+    const m = /^\s*wait\s*=\s*"?(\d+)"?\s*(;.*)?$/i.exec(part); // any length: a larger wait clamps (D20)
     if (m) return Math.min(Number(m[1]), WAIT_MAX_SECONDS, config().longPollMaxSeconds);
   }
   return null;

@@ -15,6 +15,8 @@ export interface ApiState {
   headers: Record<string, string>;
   params: Record<string, string>;
   rawQuery: Record<string, string>;
+  /** Query parameters sent more than once (`?limit=1&limit=2`): refused, never silently the last. */
+  repeatedQuery: string[];
   rawBodyText: string | null;
   /** The body came base64-encoded (API Gateway does so for binary media types): `rawBodyText` holds its bytes as latin1. */
   bodyBase64: boolean;

@@ -255,6 +255,17 @@ describe('list and get', () => {
     expect(empty.json.error.details[0].field).toBe('job_id');
   });
 
+  test('a query parameter given twice is 400 naming it, never silently the last value', async () => {
+    const r = await rt.request('GET', '/v1/jobs?limit=1&limit=2', { key: b.test });
+    expect(r.status).toBe(400);
+    expect(r.json.error.details).toEqual([expect.objectContaining({ field: 'limit', code: 'repeated_parameter' })]);
+  });
+
+  test('D20: a wait of any length clamps to the budget (a seven-digit one too)', async () => {
+    const r = await rt.request('GET', `/v1/jobs/${ids[0]}`, { key: b.test, headers: { Prefer: 'wait=1000000' } });
+    expect([r.status, r.headers['preference-applied']]).toEqual([200, 'wait=25']);
+  });
+
   test('D3/D17: get adds the submission summary; the other environment and other organizations get 404', async () => {
     const r = await rt.request('GET', `/v1/jobs/${ids[1]}`, { key: b.test });
     expect(r.json.submission_summary).toEqual({

@@ -76,6 +76,7 @@ export function envelope(route: RouteDef): middy.MiddlewareObj<APIGatewayProxyEv
         headers,
         params: (event.pathParameters ?? {}) as Record<string, string>,
         rawQuery: flatQuery(event),
+        repeatedQuery: Object.entries(event.multiValueQueryStringParameters ?? {}).flatMap(([k, v]) => ((v?.length ?? 0) > 1 ? [k] : [])),
         rawBodyText,
         bodyBase64: event.body != null && event.isBase64Encoded === true,
         json: undefined as unknown,

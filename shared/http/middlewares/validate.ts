@@ -86,6 +86,12 @@ export function validation(schemas: Schemas): middy.MiddlewareObj<APIGatewayProx
   function check(s: ReturnType<typeof state>): void {
     // D42: the body is looked at only after authentication, scope and the resource.
     s.json = parseJson(s.rawBodyText, s.headers['content-type'], { base64: s.bodyBase64, multipart: s.route.multipart === true });
+    if (s.repeatedQuery?.length) {
+      throw errors.validation(
+        'Invalid query parameters.',
+        s.repeatedQuery.map((k) => ({ field: k, code: 'repeated_parameter', message: `The query parameter "${k}" is given more than once; send it once.` })),
+      );
+    }
     if (schemas.query) {
       const r = schemas.query.safeParse(s.rawQuery);
       if (!r.success) throw errors.validation('Invalid query parameters.', issuesToDetails(r.error.issues));
