@@ -89,11 +89,12 @@ function maxFiles(sub: SubmissionItem, mode: UploadMode): number {
   return mode === 'retry' ? Number(sub.slots_held ?? sub.files_expected) : Number(sub.files_expected);
 }
 
-function countCheck(n: number, max: number) {
-  if (n === 0) throw errors.validation('Send at least one file in the `file` field.', [{ field: 'file', message: 'no file', code: 'missing_file' }]);
+/** The request's own shape (D42: checked before the reservation and the job): `field` names where the files are. */
+function countCheck(n: number, max: number, field: 'file' | 'files') {
+  if (n === 0) throw errors.validation(`Send at least one file in the \`${field}\` field.`, [{ field, message: 'no file', code: 'missing_file' }]);
   if (n > max) {
     throw errors.validation(`This submission takes at most ${max} file${max > 1 ? 's' : ''}.`, [
-      { field: 'file', message: `at most ${max} files`, code: 'too_many_files' },
+      { field, message: `at most ${max} files`, code: 'too_many_files' },
     ]);
   }
 }
@@ -135,9 +136,9 @@ async function writePlan(sub: SubmissionItem, w: ReservationItem, uploads: Plann
 
 /** POST …/upload or …/retry with multipart/form-data: D25 checks, store, complete. 202 with the submission. */
 export async function uploadDirect(ctx: MutationContext, sub: SubmissionItem, mode: UploadMode, files: IncomingFile[], device: DeviceFields) {
+  countCheck(files.length, maxFiles(sub, mode), 'file');
   const { w, job } = await activeWindow(sub, mode);
   jobTakesFiles(job);
-  countCheck(files.length, maxFiles(sub, mode));
   const problems: ErrorDetail[] = [];
   const checked = files.map((f, i) => {
     const r = checkUpload({ declaredType: f.contentType, bytesHead: f.data.subarray(0, 1 << 20), bytes: f.data, size: f.data.length, acceptedFormats: job.accepted_formats as string[] });
@@ -169,9 +170,9 @@ export async function uploadDirect(ctx: MutationContext, sub: SubmissionItem, mo
 
 /** POST …/upload or …/retry with JSON: pre-signed PUT URLs (D24, D45: 200 `{uploads:[…]}`). */
 export async function uploadPresigned(ctx: MutationContext, sub: SubmissionItem, mode: UploadMode, req: PresignRequest) {
+  countCheck(req.files.length, maxFiles(sub, mode), 'files');
   const { w, job } = await activeWindow(sub, mode);
   jobTakesFiles(job);
-  countCheck(req.files.length, maxFiles(sub, mode));
   const accepted = new Set((job.accepted_formats as string[]).map((f) => normalizeContentType(f)));
   const problems: ErrorDetail[] = [];
   req.files.forEach((f, i) => {

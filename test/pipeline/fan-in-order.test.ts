@@ -4,7 +4,7 @@ import { InternalServerError } from '@aws-sdk/client-dynamodb';
 import { db } from '../../shared/db/client';
 import { startTestRuntime, type TestRuntime } from '../support/harness';
 import type { ScoreResult } from '../../shared/scoring/types';
-import { accept, createJob, detailedJpeg, liveBuyer, queueClient, signupWorker, sqsRecord, takeMessage } from './support';
+import { accept, createJob, detailedJpeg, liveBuyer, multipart, queueClient, signupWorker, sqsRecord, takeMessage, uploadFile } from './support';
 
 // D54 fan-in: each stage decides on the submission as its own write left it (no second read), and
 // a pre-signed upload completes from the scoring stage. Whatever order the stages and the upload's
@@ -213,6 +213,18 @@ describe('fan-in: the verdict whatever order the stages and the upload completio
     } finally {
       clock.reset();
     }
+  });
+
+  it('an upload request without a file is 400 missing_file before any business rule (D42), even once the reservation has ended', async () => {
+    const buyer = await liveBuyer(rt);
+    const job = await createJob(rt, buyer.live, { files_needed: 1 });
+    const w = await signupWorker(rt);
+    const a = await accept(rt, w.token, job.id);
+    expect((await uploadFile(rt, w.token, a.json.id, await detailedJpeg(217))).status).toBe(202); // the reservation is used up
+    const noFile = multipart([{ field: 'device_model', data: 'Pixel 9' }]);
+    const r = await rt.request('POST', `/internal/worker/submissions/${a.json.id}/upload`, { key: w.token, body: noFile.body, headers: { 'Content-Type': noFile.contentType } });
+    expect(r.status).toBe(400);
+    expect(r.json.error.details).toEqual([expect.objectContaining({ field: 'file', code: 'missing_file' })]);
   });
 
   it('the bytes approved are the bytes delivered: the upload URL writes once, so a second PUT of other bytes is refused (412)', async () => {
