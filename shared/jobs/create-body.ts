@@ -49,7 +49,8 @@ export const createJobBody = z.strictObject({
     .array(z.string().check(z.refine((s) => canonicalFormat(s) !== null, { message: `Not an accepted MIME type; use one of ${FORMATS.join(', ')} (audio/x-m4a is accepted as audio/mp4).` })))
     .check(z.minLength(1), z.maxLength(8)),
   // Bounds of the price are business rules with their own error (D14: pricing_violation).
-  price_per_file_cents: z.int(),
+  // Any integer: one above the maximum (however large) is a pricing_violation naming the limits, not a number-range error.
+  price_per_file_cents: z.number().check(z.multipleOf(1, { message: 'Expected an integer number of cents.' })),
   location: optional(location),
   metadata: optional(
     z

@@ -101,6 +101,11 @@ describe('create', () => {
     expect(audio.json.error).toMatchObject({ type: 'pricing_violation', floor_cents: 26 });
     const high = await post(rt, b.test, '/v1/jobs', jobBody({ price_per_file_cents: 50_001 }));
     expect(high.json.error).toMatchObject({ type: 'pricing_violation', provided_cents: 50_001 });
+    // However far above: still the pricing rule with its limits, not a number-range error.
+    const huge = await post(rt, b.test, '/v1/jobs', jobBody({ price_per_file_cents: 1e16 }));
+    expect(huge.json.error).toMatchObject({ type: 'pricing_violation', max_cents: 50000, provided_cents: 1e16 });
+    const fraction = await post(rt, b.test, '/v1/jobs', jobBody({ price_per_file_cents: 30.5 }));
+    expect(fraction.json.error).toMatchObject({ type: 'validation_error', details: [expect.objectContaining({ field: 'price_per_file_cents' })] });
   });
 
   const long = (n: number) => 'x'.repeat(n);
