@@ -63,6 +63,8 @@ export interface DynamoDbLocal {
   port: number;
   pid: number;
   process: ChildProcess;
+  /** Calls `cb` if the JVM exits other than through stop() (it crashed or was killed). */
+  onUnexpectedExit(cb: (code: number | null) => void): void;
   stop(): Promise<void>;
 }
 
@@ -132,12 +134,19 @@ export async function startDynamoDbLocal(opts: DynamoDbLocalOptions = {}): Promi
     client.destroy();
   }
 
+  let stopping = false;
   return {
     endpoint,
     port,
     pid: child.pid!,
     process: child,
+    onUnexpectedExit(cb) {
+      child.once('exit', (code) => {
+        if (!stopping) cb(code);
+      });
+    },
     async stop() {
+      stopping = true;
       if (child.exitCode !== null || child.signalCode !== null) return;
       child.kill('SIGHUP');
       const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);

@@ -91,6 +91,8 @@ export interface RuntimeOptions {
   longPollSeconds?: number;
   /** Held long polls per long-poll route, and per route and organization (shared/long-poll-slots.ts): default as deployed. */
   longPollMaxWaits?: { total: number; perOrg: number };
+  /** Called when DynamoDB Local or the SQS emulator exits on its own (`npm start` then exits non-zero). */
+  onChildExit?: (what: string, code: number | null) => void;
   /**
    * Concurrent consumer invocations per queue, as Lambda's event source mapping runs them: one
    * number for every queue, or per queue name. Default: the queue's `maxConcurrency` in the wiring,
@@ -110,6 +112,8 @@ export interface Runtime {
   url: string;
   s3Endpoint: string;
   sqsEndpoint: string;
+  /** The SQS emulator's process (tests stop it to see the runtime notice). */
+  sqsPid: number;
   dynamoEndpoint: string;
   tableName: string;
   bucketName: string;
@@ -146,6 +150,15 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
   const region = localRegion();
 
   const stops: (() => Promise<unknown> | void)[] = [];
+  /**
+   * An emulator child that dies leaves the runtime unable to keep its promises (queued work, the
+   * table): say so loudly and let the caller stop (`npm start` exits non-zero; the next start
+   * finds the run marker and re-enqueues unfinished work from the table).
+   */
+  const childDied = (what: string, code: number | null) => {
+    log.error(`${what} exited unexpectedly (code ${code ?? 'none'}); the runtime cannot go on without it`);
+    opts.onChildExit?.(what, code);
+  };
   const stopAll = async () => {
     // In reverse order of start: HTTP first, DynamoDB Local last.
     for (let stop = stops.pop(); stop; stop = stops.pop()) {
@@ -162,11 +175,13 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     if (!opts.dynamoEndpoint) {
       dynamo = await startDynamoDbLocal({ dbPath: dataDir ? join(dataDir, 'dynamodb') : undefined });
       stops.push(() => dynamo!.stop());
+      dynamo.onUnexpectedExit((code) => childDied('DynamoDB Local', code));
     }
     const dynamoEndpoint = opts.dynamoEndpoint ?? dynamo!.endpoint;
 
     const sqsEmulator = await startSqsEmulator({ host });
     stops.push(() => sqsEmulator.stop());
+    sqsEmulator.onUnexpectedExit((code) => childDied('the SQS emulator (fauxqs)', code));
     const sqs = localSqsClient(sqsEmulator.endpoint);
     stops.push(() => sqs.destroy());
     const sandboxDelay = opts.sandboxDelaySeconds ?? (process.env.SANDBOX_DELAY_SECONDS ? Number(process.env.SANDBOX_DELAY_SECONDS) : undefined);
@@ -381,6 +396,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       url,
       s3Endpoint: s3.endpoint,
       sqsEndpoint: sqsEmulator.endpoint,
+      sqsPid: sqsEmulator.pid,
       dynamoEndpoint,
       tableName,
       bucketName,

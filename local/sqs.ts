@@ -29,6 +29,8 @@ export interface SqsEmulator {
   endpoint: string;
   port: number;
   pid: number;
+  /** Calls `cb` if the child exits other than through stop() (it crashed or was killed). */
+  onUnexpectedExit(cb: (code: number | null) => void): void;
   stop(): Promise<void>;
 }
 
@@ -53,11 +55,18 @@ export async function startSqsEmulator(opts: { host?: string; port?: number } = 
     });
     child.once('exit', (code) => fail(new Error(`SQS emulator (fauxqs) exited with code ${code} before listening`)));
   });
+  let stopping = false;
   return {
     endpoint: `http://${host}:${port}`,
     port,
     pid: child.pid!,
+    onUnexpectedExit(cb) {
+      child.once('exit', (code) => {
+        if (!stopping) cb(code);
+      });
+    },
     async stop() {
+      stopping = true;
       if (child.exitCode === null && child.signalCode === null) {
         child.stdin!.end();
         const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);

@@ -85,6 +85,12 @@ async function main(): Promise<void> {
     publicBaseUrl: process.env.PUBLIC_BASE_URL || undefined,
     logLevel: ((process.env.LOG_LEVEL?.toLowerCase() || undefined) as LogLevel | undefined) ?? 'info',
     consumerConcurrency: concurrency,
+    // Without its table or its queues nothing can be kept: exit at once, leaving the run marker, so
+    // the next start re-enqueues from the table what was unfinished.
+    onChildExit: (what) => {
+      console.error(`Stopping: ${what} is gone. Start again with npm start; unfinished work is re-enqueued.`);
+      process.exit(1);
+    },
   });
   console.info(banner(runtime));
   if (state.stopping) {
