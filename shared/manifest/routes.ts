@@ -83,7 +83,7 @@ const R = (d: RouteDef): RouteDef => d;
 
 /** D63: list routes sign and check cursors with the `cursor` secret. */
 const LIST: RouteAccess = { table: 'read', secrets: ['cursor'] };
-/** Issue 11.1: the response holds a one-time secret, stored sealed for replays (KMS). */
+/** Issue 11.1: the response holds a one-time secret or a signed download URL, stored sealed for replays (KMS). */
 const SEALS: Pick<RouteAccess, 'kms'> = { kms: 'encrypt-decrypt' };
 /** D62/D34: may charge or confirm a payment through the provider (the `stripe` secret). */
 const PAYS: Pick<RouteAccess, 'secrets'> = { secrets: ['stripe'] };
@@ -198,7 +198,8 @@ export const ROUTES: readonly RouteDef[] = [
   buyer('files.refresh_url', 'POST', '/v1/files/{file_id}/refresh_url', 'functions/files/refresh-url.ts', 'jobs:read', {
     idempotency: 'optional',
     resource: { param: 'file_id', kind: 'file' },
-    access: { table: 'write', cdnSign: true },
+    // The answer is a signed download URL: stored sealed for replays, never as a usable URL.
+    access: { table: 'write', cdnSign: true, ...SEALS },
   }),
 
   // --- Submissions (D8: scope jobs:read) ---
@@ -215,7 +216,8 @@ export const ROUTES: readonly RouteDef[] = [
   // which the table stream feeds from the same commit (stream rule files-withdrawn).
   buyer('submissions.override', 'POST', '/v1/submissions/{submission_id}/override', 'functions/submissions/override.ts', 'jobs:write', {
     resource: { param: 'submission_id', kind: 'submission' },
-    access: { table: 'write', bucket: 'tag', cdnSign: true },
+    // An approval's answer carries a signed download URL (file_url): stored sealed for replays.
+    access: { table: 'write', bucket: 'tag', cdnSign: true, ...SEALS },
   }),
 
   // --- API keys (D5, D6) ---

@@ -122,3 +122,35 @@ describe('anonymous idempotency records are scoped to the caller (issue 11.2)', 
     expect(JSON.stringify(other.json)).not.toContain(first.json.token);
   });
 });
+
+test('a signed download URL handed out under an Idempotency-Key is stored sealed, and the replay still returns it', async () => {
+  const { signupBuyer } = await import('../support/buyers');
+  const { Tx } = await import('../../shared/db/tx');
+  const { keys, gsi } = await import('../../shared/db/keys');
+  const { newId } = await import('../../shared/ids');
+  const b = await signupBuyer(rt, 'Sealed URLs');
+  const fileId = newId('file');
+  const jobId = newId('job');
+  const tx = new Tx().put('file', {
+    ...keys.file(fileId),
+    ...gsi.file(jobId, fileId),
+    entity: 'file',
+    id: fileId,
+    org_id: b.orgId,
+    environment: 'live',
+    job_id: jobId,
+    submission_id: newId('submission'),
+    object_key: `uploads/sub_x/r1/${fileId}.jpg`,
+    original_filename: 'shop.jpg',
+    content_type: 'image/jpeg',
+    size_bytes: 10,
+    ai_star_rating: 4,
+    created_at: new Date().toISOString(),
+  });
+  await tx.commit();
+  const first = await twice(`/v1/files/${fileId}/refresh_url`, undefined, b.live);
+  expect(first.status).toBe(200);
+  const signature = new URL(first.json.download_url).searchParams.get('Signature')!;
+  expect(signature.length).toBeGreaterThan(20);
+  expect((await scanAll()).filter((i) => i.includes(signature))).toEqual([]);
+});
