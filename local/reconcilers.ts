@@ -44,7 +44,10 @@ export function runMarker(file: string): { uncleanBefore: boolean; startedAt: st
   const uncleanBefore = existsSync(file);
   // "<pid> <ISO start>" of the run that did not stop cleanly (null when unreadable).
   const startedAt = uncleanBefore ? (/^\S+ (\S+)/.exec(readFileSync(file, 'utf8'))?.[1] ?? null) : null;
-  writeFileSync(file, `${process.pid} ${new Date().toISOString()}\n`);
+  // After an unclean stop the marker keeps that run's start: if this run's reconcilers fail too,
+  // the next start still looks back from the run whose work was cut short.
+  const keep = startedAt && !Number.isNaN(Date.parse(startedAt)) ? startedAt : new Date().toISOString();
+  writeFileSync(file, `${process.pid} ${keep}\n`);
   return { uncleanBefore, startedAt: startedAt && !Number.isNaN(Date.parse(startedAt)) ? startedAt : null, release: () => rmSync(file, { force: true }) };
 }
 

@@ -50,7 +50,7 @@ export const createJobBody = z.strictObject({
     .check(z.minLength(1), z.maxLength(8)),
   // Bounds of the price are business rules with their own error (D14: pricing_violation).
   // Any integer: one above the maximum (however large) is a pricing_violation naming the limits, not a number-range error.
-  price_per_file_cents: z.number().check(z.multipleOf(1, { message: 'Expected an integer number of cents.' })),
+  price_per_file_cents: z.number().check(z.refine(Number.isInteger, { message: 'Expected an integer number of cents.' })),
   location: optional(location),
   metadata: optional(
     z

@@ -90,14 +90,17 @@ export async function completeUpload(
       slots_held: mode === 'retry' ? s.slots_held : n,
     });
     const notReady = unlessReady ? notReadyCondition(s.uploads.map((u) => u.file_id)) : null;
+    // The pipeline completes only while no file of the round was refused by its byte check: one
+    // refused meanwhile (another file's stage, concurrently) keeps the round open for its new upload.
+    const unrefused = opts.checkObjects ? noUploadErrorCondition(s.uploads.map((u) => u.file_id)) : null;
     tx.update(
       'submission',
       keys.submission(s.id),
       `SET #s = :ps, submitted_at = :t, updated_at = :t, reserved_until = :null, attempt = :a, GSI1PK = :g1, GSI1SK = :g1s, GSI2PK = :g2, GSI2SK = :g2s${mode === 'upload' ? ', slots_held = :n' : ''}`,
       {
         // A retry completes only the round its plan installed (a late event of the first round cannot).
-        condition: `#s = :from AND #r = :round${mode === 'retry' ? ' AND retry_round = :round' : ''}${notReady ? ` AND ${notReady.condition}` : ''}`,
-        names: { '#s': 'status', '#r': 'round', ...notReady?.names },
+        condition: `#s = :from AND #r = :round${mode === 'retry' ? ' AND retry_round = :round' : ''}${notReady ? ` AND ${notReady.condition}` : ''}${unrefused ? ` AND ${unrefused.condition}` : ''}`,
+        names: { '#s': 'status', '#r': 'round', ...notReady?.names, ...unrefused?.names },
         values: {
           ':ps': 'pending_score',
           ':t': at,
@@ -146,6 +149,7 @@ export async function completeUpload(
       // The round may be ready for a verdict already (both stages done): complete without the
       // condition and take the verdict here. Anything else changed: report below.
       const now = await getSubmissionItem(subId);
+      if (opts.checkObjects && refusedFile(now)) return null; // a file was refused meanwhile: its new upload completes the round
       if (!now || now.round !== round || now.status !== from) throw e;
       sub = now;
       decideHere = true;
@@ -155,6 +159,7 @@ export async function completeUpload(
     if (!(e instanceof ConditionFailed)) throw e;
     // Someone else completed (or ended) it: report the state as it is.
     sub = (await getSubmissionItem(subId))!;
+    if (opts.checkObjects && sub.round === round && sub.status === from && refusedFile(sub)) return null;
     if (sub.round === round && sub.status === 'pending_score') return presentWorkerSubmission(sub);
     throw conflict('The reservation ended before the upload completed.', 'reservation_expired');
   }
@@ -167,6 +172,18 @@ export async function completeUpload(
   }
   return view;
 }
+
+/** No file of the round refused by its byte check (`upload_error`, set by the scoring stage). */
+function noUploadErrorCondition(fileIds: string[]): { condition: string; names: Record<string, string> } {
+  const names: Record<string, string> = { '#up': 'parts', '#uerr': 'upload_error' };
+  const parts = fileIds.map((id, i) => {
+    names[`#uf${i}`] = id;
+    return `attribute_not_exists(#up.#uf${i}.#uerr)`;
+  });
+  return { condition: parts.join(' AND '), names };
+}
+
+const refusedFile = (s: SubmissionItem | undefined): boolean => Object.values(s?.parts ?? {}).some((p) => p.upload_error);
 
 /**
  * A condition that holds while the files' round is NOT ready for a verdict (verdict.ts

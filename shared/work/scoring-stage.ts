@@ -155,8 +155,10 @@ async function scoreBytes({ sub, upload, part }: Located): Promise<StageOutcome>
       await deleteObjects([upload.key]); // nothing stays behind (D25)
       if (awaitsFiles(sub)) {
         // The round is still open: the worker sees the error on the file and may send it again.
-        await writePart(sub, upload.file_id, { upload_error: first });
-        return 'refused';
+        // Another file's stage may have completed the round since `sub` was read: then no new
+        // upload is awaited, and the file is rejected by its pre-check below (never stuck).
+        const { item } = await writePart(sub, upload.file_id, { upload_error: first });
+        if (!item || awaitsFiles(item)) return 'refused';
       }
       // The round completed on its other files before this one was checked: no new upload is
       // awaited, so the file is rejected by its pre-check and the fan-in decides (never stuck).

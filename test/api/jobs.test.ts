@@ -104,8 +104,10 @@ describe('create', () => {
     // However far above: still the pricing rule with its limits, not a number-range error.
     const huge = await post(rt, b.test, '/v1/jobs', jobBody({ price_per_file_cents: 1e16 }));
     expect(huge.json.error).toMatchObject({ type: 'pricing_violation', max_cents: 50000, provided_cents: 1e16 });
-    const fraction = await post(rt, b.test, '/v1/jobs', jobBody({ price_per_file_cents: 30.5 }));
-    expect(fraction.json.error).toMatchObject({ type: 'validation_error', details: [expect.objectContaining({ field: 'price_per_file_cents' })] });
+    for (const price of [30.5, 100.00000000000001]) {
+      const fraction = await post(rt, b.test, '/v1/jobs', jobBody({ price_per_file_cents: price }));
+      expect(fraction.json.error).toMatchObject({ type: 'validation_error', details: [expect.objectContaining({ field: 'price_per_file_cents' })] });
+    }
   });
 
   const long = (n: number) => 'x'.repeat(n);

@@ -253,3 +253,17 @@ it('a retry whose files landed before the run was killed goes back to scoring; a
   expect(keysRouted).toContain(inFlight);
   expect(keysRouted).not.toContain(notPlanned);
 });
+
+it('after an unclean stop the run marker keeps the cut-short run\'s start, so a second failure still looks back from it', async () => {
+  const { mkdtempSync, readFileSync, writeFileSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const { runMarker } = await import('../../local/reconcilers');
+  const file = join(mkdtempSync(join(tmpdir(), 'marker-')), 'runtime.running');
+  const fresh = runMarker(file);
+  expect([fresh.uncleanBefore, fresh.startedAt]).toEqual([false, null]);
+  writeFileSync(file, '4242 2026-01-01T00:00:00.000Z\n'); // a run killed long ago
+  const next = runMarker(file);
+  expect([next.uncleanBefore, next.startedAt]).toEqual([true, '2026-01-01T00:00:00.000Z']);
+  expect(readFileSync(file, 'utf8')).toMatch(/ 2026-01-01T00:00:00\.000Z\n$/);
+});
