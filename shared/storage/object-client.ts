@@ -134,10 +134,16 @@ export class ObjectClient {
   }
 
   /** Size and type, or null when the object does not exist. */
-  async headObject(key: string): Promise<{ size: number; contentType: string | null } | null> {
+  async headObject(key: string): Promise<{ size: number; contentType: string | null; lastModified: Date | null } | null> {
     try {
       const { headers } = await this.send({ operation: 'HeadObject', method: 'HEAD', key });
-      return { size: Number(headers['content-length'] ?? 0), contentType: headers['content-type'] ?? null };
+      const modified = headers['last-modified'] ? new Date(headers['last-modified']) : null;
+      return {
+        size: Number(headers['content-length'] ?? 0),
+        contentType: headers['content-type'] ?? null,
+        // When the object landed (whole seconds, as S3 gives it).
+        lastModified: modified && !Number.isNaN(modified.getTime()) ? modified : null,
+      };
     } catch (err) {
       if ((err as AwsServiceError).$metadata?.httpStatusCode === 404) return null;
       throw err;

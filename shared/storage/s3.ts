@@ -80,7 +80,7 @@ export async function getObjectBytes(key: string): Promise<Buffer> {
 }
 
 /** Size and type of an object, or null when it does not exist. */
-export async function headObject(key: string): Promise<{ size: number; contentType: string | null } | null> {
+export async function headObject(key: string): Promise<{ size: number; contentType: string | null; lastModified: Date | null } | null> {
   return client().headObject(key);
 }
 

@@ -57,14 +57,20 @@ export async function completeUpload(
   let sub = opts.known?.sub ?? (await getSubmissionItem(subId));
   if (!sub || sub.round !== round) return null;
   if (sub.status !== 'awaiting_upload' && sub.status !== 'retry_pending') return presentWorkerSubmission(sub);
+  // When the upload was made: now, or for landed objects when the last of them landed (their URLs
+  // expire with the window, so bytes that landed in time complete it even when the pipeline reaches
+  // them after the window's end; the sweep leaves such a plan a grace period, reservations.ts).
+  let madeAt = now().getTime();
   if (opts.checkObjects) {
     if (Object.values(sub.parts ?? {}).some((p) => p.upload_error)) return null;
     const heads = await Promise.all(sub.uploads.map((u) => headObject(u.key)));
     if (heads.some((h) => h === null)) return null;
+    const landed = heads.map((h) => h!.lastModified?.getTime() ?? madeAt);
+    madeAt = Math.max(...landed);
   }
   const mode: UploadMode = sub.status === 'retry_pending' ? 'retry' : 'upload';
   const w = opts.known?.window ?? (mode === 'retry' ? await getRetryWindow(sub.id) : await getReservation(sub.job_id, sub.worker_id));
-  if (!w || w.submission_id !== sub.id || new Date(w.reserved_until).getTime() <= now().getTime()) {
+  if (!w || w.submission_id !== sub.id || new Date(w.reserved_until).getTime() <= madeAt) {
     throw conflict(mode === 'retry' ? 'The retry window has ended.' : 'The reservation has expired; accept the job again.', 'reservation_expired');
   }
   const n = sub.uploads.length;

@@ -23,7 +23,7 @@ import { recordResponse, systemContext, type MutationContext } from '../context'
 import { categoryOf, freeSlots, type JobItem } from '../jobs/model';
 import { summaryUpdate as summaryClauses } from './summary';
 import { addSlotChange, withJobRetry } from './slots';
-import { presentWorkerSubmission, RESERVATION_MS, submissionIndexes, type SubmissionItem } from './model';
+import { presentWorkerSubmission, RESERVATION_MS, retryInFlight, submissionIndexes, type SubmissionItem } from './model';
 import type { WorkerPrincipal } from '../types';
 
 export interface ReservationFields {
@@ -99,7 +99,13 @@ export async function acceptJob(ctx: MutationContext, worker: WorkerPrincipal, j
     }
     if (existing) {
       // Expired but not swept yet: free it first, then decide on fresh counters.
-      await releaseReservation(systemContext('reservation-sweep'), existing, 'expired');
+      if (!(await releaseReservation(systemContext('reservation-sweep'), existing, 'expired', { graceForLandedFiles: true }))) {
+        const still = await getReservation(job.id, worker.workerId);
+        if (still && still.reserved_until === existing.reserved_until) {
+          // Its pre-signed files may have landed in time and are being checked (PRESIGNED_GRACE_MS).
+          throw errors.conflict('Your files for this job are still being checked; accept again in a few minutes.', [{ field: 'job_id', message: 'upload being checked', code: 'upload_being_checked' }], { 'Retry-After': '60' });
+        }
+      }
       throw new ConditionFailed(['job']);
     }
     // D23: a submission reserves files_per_submission slots; when fewer are left (files_needed not a
@@ -165,6 +171,20 @@ export async function acceptJob(ctx: MutationContext, worker: WorkerPrincipal, j
   });
 }
 
+/**
+ * A window whose pre-signed files may have landed just before its end: the scoring stage needs
+ * time to fetch and check them (a large video takes seconds), and it completes the upload by when
+ * the files landed (complete-upload.ts). The sweep leaves such a window this long after its end.
+ */
+export const PRESIGNED_GRACE_MS = 10 * 60_000;
+
+/** The window's round is a pre-signed plan whose files the pipeline may still be checking. */
+function presignedPlanPending(sub: SubmissionItem, res: ReservationItem): boolean {
+  const planned = (sub.uploads ?? []).some((u) => u.mode === 'presigned');
+  if (!planned) return false;
+  return res.phase === 'upload' ? sub.status === 'awaiting_upload' : sub.status === 'retry_pending' && retryInFlight(sub);
+}
+
 /** Why a reservation ends: the worker gave it back, it ran out, or its job was cancelled. */
 export type ReleaseReason = 'withdrawn' | 'expired' | 'cancelled';
 
@@ -181,13 +201,16 @@ const RETRY_ENDED: Record<ReleaseReason, string> = {
  * verdict final (`rejected`), and its pending slots come back. Returns false when the reservation
  * changed meanwhile (someone else ended or used it).
  */
-export async function releaseReservation(ctx: MutationContext, res: ReservationItem, reason: ReleaseReason): Promise<boolean> {
+export async function releaseReservation(ctx: MutationContext, res: ReservationItem, reason: ReleaseReason, opts: { graceForLandedFiles?: boolean } = {}): Promise<boolean> {
   try {
     return await withJobRetry(res.job_id, async (job) => {
       const current = await reread(res);
       if (!current || current.submission_id !== res.submission_id || current.reserved_until !== res.reserved_until) return false;
       const sub = await getSubmissionItem(res.submission_id);
       if (!sub) return false;
+      if (opts.graceForLandedFiles && reason === 'expired' && presignedPlanPending(sub, res) && now().getTime() < new Date(res.reserved_until).getTime() + PRESIGNED_GRACE_MS) {
+        return false; // the next sweep looks again
+      }
       const at = nowIso();
       const tx = new Tx();
       tx.delete('reservation', reservationKey(res), {
@@ -296,7 +319,7 @@ export async function sweepExpiredReservations(limitPerShard = 200): Promise<num
           const fresh = await reread(it);
           if (!fresh || !isExpired(fresh)) continue;
           try {
-            if (await releaseReservation(ctx, fresh, 'expired')) released++;
+            if (await releaseReservation(ctx, fresh, 'expired', { graceForLandedFiles: true })) released++;
           } catch (err) {
             logger.error('reservation sweep: release failed', { error: err as Error, job_id: it.job_id, worker_id: it.worker_id });
           }

@@ -227,6 +227,33 @@ describe('fan-in: the verdict whatever order the stages and the upload completio
     expect(r.json.error.details).toEqual([expect.objectContaining({ field: 'file', code: 'missing_file' })]);
   });
 
+  it('pre-signed files that landed in time complete their upload though the pipeline reaches them after the reservation ended; an empty plan is swept after the grace', async () => {
+    const { clock } = await import('../../shared/clock');
+    const { sweepExpiredReservations, PRESIGNED_GRACE_MS } = await import('../../shared/work/reservations');
+    const landed = await presignedUpload(218); // its bytes landed now, within the hour
+    const buyer = await liveBuyer(rt);
+    const job = await createJob(rt, buyer.live, { files_needed: 1 });
+    const w = await signupWorker(rt);
+    const empty = (await accept(rt, w.token, job.id)).json.id as string;
+    expect((await rt.request('POST', `/internal/worker/submissions/${empty}/upload`, { key: w.token, body: { files: [{ filename: 'p.jpg', content_type: 'image/jpeg', size_bytes: 1234 }] } })).status).toBe(200);
+    try {
+      clock.advance(61 * 60_000); // both reservations have ended; the pipeline has not run yet
+      await sweepExpiredReservations();
+      const status = async (token: string, id: string) => (await rt.request('GET', `/internal/worker/submissions/${id}`, { key: token })).json.status;
+      expect(await status(landed.w.token, landed.sub)).toBe('awaiting_upload'); // left for the pipeline
+      expect(await status(w.token, empty)).toBe('awaiting_upload');
+      expect((await score({ Records: [sqsRecord(landed.bodies.scoring, 's')] })).batchItemFailures).toEqual([]);
+      expect(await status(landed.w.token, landed.sub)).toBe('pending_score'); // completed by when its bytes landed
+      expect((await annotate({ Records: [sqsRecord(landed.bodies.annotation, 'a')] })).batchItemFailures).toEqual([]);
+      await expectOneApproval(landed);
+      clock.advance(PRESIGNED_GRACE_MS); // past the grace: nothing landed for the other plan
+      await sweepExpiredReservations();
+      expect(await status(w.token, empty)).toBe('expired');
+    } finally {
+      clock.reset();
+    }
+  });
+
   it('the bytes approved are the bytes delivered: the upload URL writes once, so a second PUT of other bytes is refused (412)', async () => {
     const t = await presignedUpload(213);
     expect((await score({ Records: [sqsRecord(t.bodies.scoring, 's')] })).batchItemFailures).toEqual([]);

@@ -75,7 +75,7 @@ describe('calls through the verifying S3 front', () => {
     const body = Buffer.from(Array.from({ length: 70_000 }, (_, i) => i % 251));
     await client.putObject('uploads/o/1.png', body, 'image/png');
     expect((await client.getObject('uploads/o/1.png')).equals(body)).toBe(true);
-    expect(await client.headObject('uploads/o/1.png')).toEqual({ size: body.length, contentType: 'image/png' });
+    expect(await client.headObject('uploads/o/1.png')).toEqual({ size: body.length, contentType: 'image/png', lastModified: expect.any(Date) });
     const head = await sdk.send(new HeadObjectCommand({ Bucket: 'media', Key: 'uploads/o/1.png' }));
     expect(head.ContentDisposition).toBe('attachment');
   });
