@@ -30,7 +30,7 @@ import { logger } from '../logger';
 import { ApiError } from '../errors';
 import { getJobItem } from '../jobs';
 import { freeSlots, type JobItem } from '../jobs/model';
-import { acceptJob, getSubmissionItem } from '../work/reservations';
+import { acceptJob, getSubmissionItem, withdrawFromJob } from '../work/reservations';
 import { uploadDirect } from '../work/uploads';
 import type { SubmissionItem } from '../work/model';
 import type { MutationContext } from '../context';
@@ -269,7 +269,12 @@ export async function tick(jobId: string, seq: number): Promise<TickResult> {
     firstNonce ??= nonce;
     const sub = (await getSubmissionItem(view.id))!;
     await setDirective(sub.id, plan.directive);
-    await upload(job, sub, 'upload', nonce).catch(ignoreRefusal);
+    await upload(job, sub, 'upload', nonce).catch(async (e: unknown) => {
+      // A simulated worker that could not upload gives its reservation back, as a real one would
+      // withdraw: the slots are free for the next tick instead of held for the hour.
+      await withdrawFromJob(workerCtx(sub.worker_id), { kind: 'worker', workerId: sub.worker_id, env: 'test' }, job.id).catch(() => undefined);
+      ignoreRefusal(e);
+    });
     attempts++;
     started++;
   }
