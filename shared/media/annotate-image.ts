@@ -32,8 +32,15 @@ export type { ImageAnnotations } from './annotation/types';
 export { DEFAULT_FRACTIONS, DEFAULT_MAX_SIDE, extractKeyframes, loudness, type ExtractedKeyframe, type Loudness } from './frames';
 export type { AnnotateImageOptions } from './annotation/image';
 
-/** annotation_model of audio (measurement only: ffmpeg). */
+/** annotation_model of audio (measurement only: ffmpeg), when every measurement ran. */
 export const ANNOTATION_MODEL = 'local-media-analysis/2 (ffmpeg ebur128, volumedetect, pcm noise floor)';
+
+/** The audio measurements that did run, named as ANNOTATION_MODEL names them (D58: only what ran). */
+function audioModel(ran: { loudness: boolean; noise: boolean }): string {
+  if (ran.loudness && ran.noise) return ANNOTATION_MODEL;
+  const parts = [...(ran.loudness ? ['ffmpeg ebur128, volumedetect'] : []), ...(ran.noise ? ['pcm noise floor'] : [])];
+  return `local-media-analysis/2 (${parts.length ? parts.join(', ') : 'no sound measurement ran'})`;
+}
 
 /**
  * Image annotations from the bytes (or a local path). `quality` may be passed if already
@@ -140,7 +147,7 @@ export async function annotateAudio(input: Buffer | string, contentType: string)
     room_acoustics: null,
     background_sounds: null,
     speaker_demographics: null,
-    annotation_model: ANNOTATION_MODEL,
+    annotation_model: audioModel({ loudness: !!m.loudness && !m.failures.loudness, noise: !!m.noise }),
     unavailable,
   };
 }
@@ -256,6 +263,7 @@ async function annotateVideoAt(file: string, input: Buffer | string, opts: Annot
     if (!audio.noise?.noise_level) unavailable.noise_level = audio.failures.noise_level ? `noise measurement failed: ${audio.failures.noise_level}` : 'no noise level could be measured';
   }
   const models = new Set(keyframes?.map((k) => k.annotations?.annotation_model).filter((m): m is string => !!m));
+  const sound = audioModel({ loudness: !!audio && !audio.failures.loudness, noise: !!audio?.noise });
   return {
     type: 'video',
     duration_seconds: p.duration_seconds,
@@ -281,7 +289,7 @@ async function annotateVideoAt(file: string, input: Buffer | string, opts: Annot
     language: null,
     speaker_count: null,
     // D58: only models that ran — keyframe models only when a keyframe was annotated.
-    annotation_model: models.size ? `${ANNOTATION_MODEL}; keyframes: ${[...models].join(', ')}` : ANNOTATION_MODEL,
+    annotation_model: models.size ? `${sound}; keyframes: ${[...models].join(', ')}` : sound,
     unavailable,
   };
 }

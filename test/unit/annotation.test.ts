@@ -299,6 +299,13 @@ ff('audio and video annotations (ffmpeg)', () => {
     expect(n.noise_level).toBe('high');
   });
 
+  it('a video without a sound track names no sound measurement in annotation_model (only what ran)', async () => {
+    const mute = ffmpegFixture(['-f', 'lavfi', '-i', 'testsrc=duration=1:size=160x120:rate=5', '-c:v', 'libx264', '-pix_fmt', 'yuv420p'], '.mp4');
+    const v = await annotateVideo(mute, { annotateKeyframes: false });
+    expect(v.annotation_model).toMatch(/^local-media-analysis\/2 \(no sound measurement ran\)/);
+    expect(v.annotation_model).not.toMatch(/ebur128/);
+  });
+
   it('a sound track whose measuring tool cannot run fails the annotation (the step is retried), rather than freezing null loudness into the File', async () => {
     const wav = ffmpegFixture(['-f', 'lavfi', '-i', 'sine=frequency=440:duration=1:sample_rate=44100', '-c:a', 'pcm_s16le'], '.wav');
     process.env.FFMPEG_PATH = '/nonexistent/ffmpeg';
