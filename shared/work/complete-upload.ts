@@ -65,7 +65,8 @@ export async function completeUpload(
     if (Object.values(sub.parts ?? {}).some((p) => p.upload_error)) return null;
     const heads = await Promise.all(sub.uploads.map((u) => headObject(u.key)));
     if (heads.some((h) => h === null)) return null;
-    const landed = heads.map((h) => h!.lastModified?.getTime() ?? madeAt);
+    // Last-Modified has whole seconds: the latest instant of its second (never earlier than the landing).
+    const landed = heads.map((h) => (h!.lastModified ? h!.lastModified.getTime() + 999 : madeAt));
     madeAt = Math.max(...landed);
   }
   const mode: UploadMode = sub.status === 'retry_pending' ? 'retry' : 'upload';

@@ -101,10 +101,8 @@ export async function acceptJob(ctx: MutationContext, worker: WorkerPrincipal, j
       // Expired but not swept yet: free it first, then decide on fresh counters.
       if (!(await releaseReservation(systemContext('reservation-sweep'), existing, 'expired', { graceForLandedFiles: true }))) {
         const still = await getReservation(job.id, worker.workerId);
-        if (still && still.reserved_until === existing.reserved_until) {
-          // Its pre-signed files may have landed in time and are being checked (PRESIGNED_GRACE_MS).
-          throw errors.conflict('Your files for this job are still being checked; accept again in a few minutes.', [{ field: 'job_id', message: 'upload being checked', code: 'upload_being_checked' }], { 'Retry-After': '60' });
-        }
+        // Its pre-signed files may have landed in time and are being checked (PRESIGNED_GRACE_MS).
+        if (still && still.reserved_until === existing.reserved_until) throw uploadBeingChecked();
       }
       throw new ConditionFailed(['job']);
     }
@@ -176,12 +174,16 @@ export async function acceptJob(ctx: MutationContext, worker: WorkerPrincipal, j
  * time to fetch and check them (a large video takes seconds), and it completes the upload by when
  * the files landed (complete-upload.ts). The sweep leaves such a window this long after its end.
  */
-export const PRESIGNED_GRACE_MS = 10 * 60_000;
+export const PRESIGNED_GRACE_MS = 15 * 60_000; // ≥ the scoring queue's visibility timeout + 2 min (a crashed first check comes back once): test/unit/manifest.test.ts
+
+const uploadBeingChecked = () =>
+  errors.conflict('Your files for this job are still being checked; try again in a few minutes.', [{ field: 'job_id', message: 'upload being checked', code: 'upload_being_checked' }], { 'Retry-After': '60' });
 
 /** The window's round is a pre-signed plan whose files the pipeline may still be checking. */
 function presignedPlanPending(sub: SubmissionItem, res: ReservationItem): boolean {
   const planned = (sub.uploads ?? []).some((u) => u.mode === 'presigned');
-  if (!planned) return false;
+  // A file refused by its byte check cannot be sent again after the window: that plan is dead.
+  if (!planned || Object.values(sub.parts ?? {}).some((p) => p.upload_error)) return false;
   return res.phase === 'upload' ? sub.status === 'awaiting_upload' : sub.status === 'retry_pending' && retryInFlight(sub);
 }
 
@@ -283,10 +285,13 @@ export async function withdrawFromJob(ctx: MutationContext, worker: WorkerPrinci
     if (!res) {
       throw errors.conflict('You hold no reservation on this job.', [{ field: 'job_id', message: 'no active reservation', code: 'no_reservation' }]);
     }
-    if (await releaseReservation(ctx, res, isExpired(res) ? 'expired' : 'withdrawn')) {
+    const expired = isExpired(res);
+    if (await releaseReservation(ctx, res, expired ? 'expired' : 'withdrawn', { graceForLandedFiles: expired })) {
       const sub = (await getSubmissionItem(res.submission_id))!;
       return presentWorkerSubmission(sub);
     }
+    const still = expired ? await getReservation(jobId, worker.workerId) : null;
+    if (still && still.reserved_until === res.reserved_until) throw uploadBeingChecked();
   }
   throw errors.conflict('The reservation changed while withdrawing; retry.', undefined, { 'Retry-After': '1' });
 }

@@ -1,7 +1,8 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROUTES, matchRoute, routeLogicalName } from '../../shared/manifest/routes';
-import { QUEUES, RULES, STREAM_RULES, SCHEDULES, TABLE_STREAM, matchesPattern, streamRecordOf } from '../../shared/manifest/wiring';
+import { QUEUES, RULES, STREAM_RULES, SCHEDULES, TABLE_STREAM, matchesPattern, queueByName, streamRecordOf } from '../../shared/manifest/wiring';
+import { PRESIGNED_GRACE_MS } from '../../shared/work/reservations';
 import { routeWithoutIdempotencyKey } from '../../shared/http/route-without-key';
 
 const root = join(__dirname, '..', '..');
@@ -122,6 +123,10 @@ describe('event wiring', () => {
     expect(matchesPattern(pipe.filter, rec('INSERT', 'credits.low_balance', false))).toBe(false); // only the event
     expect(matchesPattern(pipe.filter, rec('MODIFY', 'credits.low_balance', true))).toBe(false); // delivery bookkeeping
     expect(matchesPattern(pipe.filter, rec('INSERT', 'credits.expired', true))).toBe(false);
+  });
+
+  test('the sweep leaves a pre-signed plan long enough for a crashed first check of its landed files to come back once', () => {
+    expect(PRESIGNED_GRACE_MS).toBeGreaterThanOrEqual((queueByName('scoring').visibilityTimeoutSeconds + 120) * 1000);
   });
 
   test('every queue consumer times out before its visibility timeout', () => {
