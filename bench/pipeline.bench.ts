@@ -55,7 +55,9 @@ taken once whichever stage finishes first):
   submission, reservation and job the request already read (3 GetItems less). The upload no longer reads the
   submission again for the fan-in: the completion is conditioned on the round not yet being ready for a verdict,
   so when it commits a stage still has to write and that stage decides; when both stages finished first (the
-  condition fails), the upload completes without it and takes the verdict itself.
+  condition fails), the upload completes without it and takes the verdict itself. That completion also writes a
+  fan-in item whose insert queues the verdict to the scoring consumer (stream rule \`fan-in-due\`), so a verdict
+  that fails after the commit is still taken; only this rare order pays that item and message.
 - **No availability reconcile after an approval** (a job read and sometimes a write): the approval's job update
   is conditioned on the counters it was computed from, so the board index it writes is exact.
 - **No contention on the job item for the common writes.** An upload completing turns its reserved slots into
