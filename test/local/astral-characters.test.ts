@@ -4,16 +4,13 @@
  * others: the stream pipes retry a failing record a bounded number of times, dead-letter it with a
  * log line, and go on.
  */
-import { PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { ReceiveMessageCommand, SendMessageBatchCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { createHash } from 'node:crypto';
-import { localDynamoClient } from '../../local/dynamodb';
-import { silentLog } from '../../local/log';
 import { localSqsClient, startSqsEmulator, createQueues, type SqsEmulator } from '../../local/sqs';
-import { localStreamsClient, memoryCheckpoints, StreamPipes } from '../../local/streams';
 import { startDevReceiver, type DevReceiver } from '../../shared/webhooks/dev-receiver';
 import { signupBuyer, idemKey } from '../support/buyers';
 import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
+import { withRecordingPipes } from '../support/stream-pipes';
 
 const ASTRAL = 'Boom \u{1F4A5} 𝕏 🀄 𐍈 \u{10FFFD}';
 
@@ -126,38 +123,15 @@ describe('one poison stream record never stops the others', () => {
   });
 
   it('a record whose send keeps failing is retried a bounded number of times, dead-lettered with a log line, and the next record goes through', async () => {
-    const ddb = localDynamoClient(rt.dynamoEndpoint);
-    const sent: string[] = [];
-    const errors: string[] = [];
     let poisonAttempts = 0;
-    const pipes = new StreamPipes({
-      client: localStreamsClient(rt.dynamoEndpoint),
-      tableName: rt.tableName,
-      log: { ...silentLog, error: (msg: string) => errors.push(msg) },
-      checkpoints: memoryCheckpoints(),
-      intervalMs: 50,
-      maxAttempts: 3,
-      send: async (_queue, body) => {
-        if (body.includes('evt_poison')) {
-          poisonAttempts++;
-          throw new Error('InvalidMessageContents');
-        }
-        sent.push(JSON.parse(body).dynamodb.Keys.PK.S);
-      },
-    });
-    await pipes.start();
-    try {
-      const put = (pk: string) =>
-        ddb.send(new PutItemCommand({ TableName: rt.tableName, Item: { PK: { S: pk }, SK: { S: 'EVT' }, entity: { S: 'event' }, type: { S: 'job.completed' }, environment: { S: 'live' } } }));
-      await put('EVT#evt_poison');
-      await put('EVT#evt_after');
+    const refuse = (body: string) => body.includes('evt_poison') && ++poisonAttempts > 0;
+    await withRecordingPipes(rt, { maxAttempts: 3, refuse }, async ({ pipes, sent, errors, putEvent }) => {
+      await putEvent('EVT#evt_poison');
+      await putEvent('EVT#evt_after');
       await waitFor(() => sent.includes('EVT#evt_after'));
       expect(poisonAttempts).toBe(3);
       expect(pipes.deadLetters.map((d) => d.record.dynamodb?.Keys?.PK?.S)).toEqual(['EVT#evt_poison']);
       expect(errors).toEqual([expect.stringMatching(/rule outbox-to-webhooks gave up on record .* after 3 attempts \(InvalidMessageContents\); dead-lettered, moving on/)]);
-    } finally {
-      await pipes.stop();
-      ddb.destroy();
-    }
+    });
   });
 });

@@ -1,8 +1,7 @@
 import { PutItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ReceiveMessageCommand, SQSClient, type Message } from '@aws-sdk/client-sqs';
 import { localDynamoClient } from '../../local/dynamodb';
-import { localStreamsClient, memoryCheckpoints, StreamPipes } from '../../local/streams';
-import { silentLog } from '../../local/log';
+import { withRecordingPipes } from '../support/stream-pipes';
 import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
 
 // D35/D40: the outbox rule sends every inserted event item to the webhook dispatcher, and the
@@ -95,38 +94,14 @@ describe('a stream record whose event is over EventBridge\'s 1 MiB is dead-lette
   });
 
   it('an event item whose record is over 1 MiB as JSON reaches no queue, is dead-lettered at the pipe with a log line, and the next record goes through', async () => {
-    const ddb = localDynamoClient(rt.dynamoEndpoint);
-    const sent: string[] = [];
-    const errors: string[] = [];
-    const pipes = new StreamPipes({
-      client: localStreamsClient(rt.dynamoEndpoint),
-      tableName: rt.tableName,
-      log: { ...silentLog, error: (msg: string) => errors.push(msg) },
-      checkpoints: memoryCheckpoints(),
-      intervalMs: 50,
-      send: async (_queue, body) => {
-        sent.push(JSON.parse(body).dynamodb.Keys.PK.S);
-      },
-    });
-    await pipes.start();
-    try {
-      const put = (pk: string, padding: string) =>
-        ddb.send(
-          new PutItemCommand({
-            TableName: rt.tableName,
-            Item: { PK: { S: pk }, SK: { S: 'EVT' }, entity: { S: 'event' }, type: { S: 'job.completed' }, environment: { S: 'live' }, padding: { S: padding } },
-          }),
-        );
-      await put('EVT#evt_large', '\u0001'.repeat(200 * 1024)); // 200 KB stored, 1.2 MB as JSON
-      await put('EVT#evt_after', 'x'.repeat(350 * 1024)); // over the old 256 KB, under 1 MiB: delivered
+    await withRecordingPipes(rt, {}, async ({ pipes, sent, errors, putEvent }) => {
+      await putEvent('EVT#evt_large', { padding: '\u0001'.repeat(200 * 1024) }); // 200 KB stored, 1.2 MB as JSON
+      await putEvent('EVT#evt_after', { padding: 'x'.repeat(350 * 1024) }); // over the old 256 KB, under 1 MiB: delivered
       await waitFor(() => sent.includes('EVT#evt_after'));
       expect(sent).toEqual(['EVT#evt_after']);
       expect(pipes.deadLetters.map((d) => [d.stage, d.name, d.record.dynamodb?.Keys?.PK?.S])).toEqual([['pipe', 'table-stream', 'EVT#evt_large']]);
       expect(errors).toEqual([expect.stringMatching(/pipe table-stream gave up on record .* after 1 attempt \(the event is \d+ bytes, over EventBridge's 1048576\)/)]);
-    } finally {
-      await pipes.stop();
-      ddb.destroy();
-    }
+    });
   });
 });
 
