@@ -143,6 +143,15 @@ describe('create', () => {
     ['metadata long value', { metadata: { a: long(501) } }, 'metadata.a'],
     ['unknown field', { colour: 'red' }, 'colour'],
   ];
+  test('D4: a metadata key "__proto__" (plain or escaped) is 400 naming it, never silently dropped', async () => {
+    for (const key of ['__proto__', '\\u005f_proto__']) {
+      const text = JSON.stringify(jobBody({ metadata: { keep: 1 } })).replace('"keep"', `"${key}"`);
+      const r = await rt.request('POST', '/v1/jobs', { key: b.test, headers: { 'Content-Type': 'application/json', 'Idempotency-Key': `proto-${key.length}-${Date.now()}` }, body: text });
+      expect(r.status).toBe(400);
+      expect(r.json.error.details).toEqual([expect.objectContaining({ field: 'metadata.__proto__', code: 'reserved_key' })]);
+    }
+  });
+
   test.each(bounds)('D4: %s is rejected with 400 naming the field', async (_name, over, field) => {
     const r = await post(rt, b.test, '/v1/jobs', jobBody(over));
     expect(r.status).toBe(400);

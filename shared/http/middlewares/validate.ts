@@ -53,11 +53,35 @@ function parseJson(raw: string | null, contentType: string | undefined, o: { bas
   if (!raw || raw.trim() === '') return undefined;
   // A body API Gateway passed base64-encoded (sent with a binary Content-Type) is still UTF-8 JSON text.
   const text = o.base64 ? Buffer.from(raw, 'latin1').toString('utf8') : raw;
+  let json: unknown;
   try {
-    return JSON.parse(text);
+    json = JSON.parse(text);
   } catch {
     throw errors.invalidRequest('The request body is not valid JSON; send a JSON object (Content-Type: application/json).');
   }
+  // JSON may name a key "__proto__" (also escaped, hence the loose test), but a JavaScript object
+  // cannot hold it: the schemas would drop it silently, so it is refused by name.
+  if (text.includes('proto')) {
+    const fields = protoKeyPaths(json, '');
+    if (fields.length) {
+      throw errors.validation(
+        'The request body is invalid.',
+        fields.map((field) => ({ field, code: 'reserved_key', message: 'The key "__proto__" cannot be stored; use another name.' })),
+      );
+    }
+  }
+  return json;
+}
+
+function protoKeyPaths(v: unknown, at: string): string[] {
+  if (v === null || typeof v !== 'object') return [];
+  const out: string[] = [];
+  for (const [k, x] of Object.entries(v)) {
+    const path = at ? `${at}.${k}` : k;
+    if (k === '__proto__') out.push(path);
+    else out.push(...protoKeyPaths(x, path));
+  }
+  return out;
 }
 
 /** A request schema: zod 4's full API or zod/mini (both share the core and its `safeParse`). */
