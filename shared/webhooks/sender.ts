@@ -60,6 +60,8 @@ export async function postWebhook(
   const mod = url.protocol === 'https:' ? https : http;
   return new Promise<AttemptResult>((done) => {
     let settled = false;
+    /** The outcome the status line gave (D37: a 2xx within the time-out is a success, body or not). */
+    let answered: Omit<AttemptResult, 'durationMs'> | null = null;
     const finish = (r: Omit<AttemptResult, 'durationMs'>) => {
       if (settled) return;
       settled = true;
@@ -76,26 +78,28 @@ export async function postWebhook(
       },
       (res) => {
         const status = res.statusCode ?? 0;
+        answered = {
+          ok: status >= 200 && status < 300,
+          statusCode: status,
+          error: status >= 200 && status < 300 ? null : `http_${status}`,
+          retryAfter: res.headers['retry-after'],
+        };
         let read = 0;
         res.on('data', (chunk: Buffer) => {
           read += chunk.length;
           if (read > MAX_RESPONSE_BYTES) res.destroy();
         });
-        const end = () =>
-          finish({
-            ok: status >= 200 && status < 300,
-            statusCode: status,
-            error: status >= 200 && status < 300 ? null : `http_${status}`,
-            retryAfter: res.headers['retry-after'],
-          });
+        const end = () => finish(answered!);
         res.on('end', end);
         res.on('close', end);
         res.on('error', end);
       },
     );
     const timer = setTimeout(() => {
+      // A receiver that answered in time but never finished its body is judged by its status.
+      const outcome = answered ?? { ok: false, statusCode: null, error: 'timeout', retryAfter: undefined };
       req.destroy(new Error('timeout'));
-      finish({ ok: false, statusCode: null, error: 'timeout', retryAfter: undefined });
+      finish(outcome);
     }, Math.max(0, started + timeoutMs - Date.now()));
     req.on('error', (e: NodeJS.ErrnoException) =>
       finish({ ok: false, statusCode: null, error: e.code ?? e.message ?? 'network_error', retryAfter: undefined }),

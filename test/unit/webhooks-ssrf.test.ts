@@ -139,4 +139,20 @@ describe('one attempt keeps to its time-out, resolving the name included (D37)',
       await new Promise((r) => server.close(r));
     }
   });
+
+  it('a 2xx status line within the time-out is a success even when its body never finishes', async () => {
+    const server = http.createServer((_req, res) => {
+      res.writeHead(200, { 'Content-Length': '100' });
+      res.write('partial'); // the other 93 bytes never come
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const port = (server.address() as AddressInfo).port;
+      const r = await postWebhook(`http://localhost:${port}/hook`, '{}', {}, { allowLoopback: true }, async () => ['127.0.0.1'], 800);
+      expect(r).toMatchObject({ ok: true, statusCode: 200, error: null });
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
+  });
 });
