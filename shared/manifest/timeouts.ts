@@ -12,6 +12,13 @@ export const DEFAULT_INTEGRATION_TIMEOUT_SECONDS = 29;
  */
 export const ROUTE_FUNCTION_TIMEOUT_SECONDS = 28;
 
+/**
+ * The webhooks consumer's time-out. With the routes' it bounds how long a writer of webhook
+ * attempt messages (the consumer, the replay route) can still commit the state a message it sent
+ * waits for (shared/webhooks/delivery.ts).
+ */
+export const WEBHOOKS_CONSUMER_TIMEOUT_SECONDS = 30;
+
 /** The long-poll budget (D20, 1..60 s) turned into the integration's and the function's time-outs. */
 export function longPollTimeoutSeconds(longPollSeconds: number): { integration: number; fn: number } {
   if (!Number.isInteger(longPollSeconds) || longPollSeconds < 1 || longPollSeconds > 60) {

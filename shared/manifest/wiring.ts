@@ -10,6 +10,7 @@
 
 import type { BucketAccess, KeyAccess } from './access';
 import { STREAM_EVENT_DETAIL_TYPE, STREAM_EVENT_SOURCE } from './stream-event';
+import { WEBHOOKS_CONSUMER_TIMEOUT_SECONDS } from './timeouts';
 
 export { streamRecordOf } from './stream-event';
 
@@ -223,7 +224,7 @@ export const QUEUES: readonly QueueDef[] = [
     visibilityTimeoutSeconds: 180,
     maxReceiveCount: 10,
     batchSize: 10,
-    consumerTimeoutSeconds: 30,
+    consumerTimeoutSeconds: WEBHOOKS_CONSUMER_TIMEOUT_SECONDS,
     consumerMemoryMb: 512,
     // Waiting on receivers, not the CPU: a hanging receiver holds one invocation for up to 15 s,
     // the others go on delivering (issue 11.6).

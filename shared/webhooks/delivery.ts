@@ -12,6 +12,7 @@
  * the event again, always with the same `webhook-id` / event id.
  */
 import { randomUUID } from 'node:crypto';
+import { ROUTE_FUNCTION_TIMEOUT_SECONDS, WEBHOOKS_CONSUMER_TIMEOUT_SECONDS } from '../manifest/timeouts';
 import { now, addMs } from '../clock';
 import { logger } from '../logger';
 import { allEndpoints, signingSecrets, subscribes } from './endpoints';
@@ -39,8 +40,14 @@ import type { Env } from '../types';
 /** How the dispatcher reaches receivers; tests wrap it (e.g. to die after a send). */
 export type Post = typeof postWebhook;
 
-/** How long a message whose delivery state is not visible yet keeps waiting for it (wall clock). */
-const NOT_YET_VISIBLE_MS = 20_000;
+/**
+ * How long a message whose delivery state is not visible yet keeps waiting for it (wall clock,
+ * from when it was sent). Its writer sends it before committing that state (the replay route after
+ * all its sends, the consumer before recording an attempt), and may commit until its function times
+ * out: the wait outlasts the longest of them, with a margin, so a late commit never finds its
+ * message already dropped (D37: nothing is lost). A message whose state never commits drops after.
+ */
+export const NOT_YET_VISIBLE_MS = (Math.max(ROUTE_FUNCTION_TIMEOUT_SECONDS, WEBHOOKS_CONSUMER_TIMEOUT_SECONDS) + 10) * 1000;
 
 export interface AttemptPlan {
   expect: number;
