@@ -127,6 +127,14 @@ test('D13/D52: the first completed purchase lifts the free tier (second job allo
   expect((await post(rt, b.live, '/v1/jobs', jobBody({ files_needed: 2 }))).status).toBe(201);
 });
 
+test('D3/D32: a test key\'s purchase completes at once, locally as deployed: paid, no checkout_url, nothing to pay on a page', async () => {
+  const b = await newBuyer(rt, { verified: false });
+  const cs = await rt.request('POST', '/v1/billing/credits/purchase', { key: b.test, headers: { 'Idempotency-Key': `t-${Date.now()}` }, body: { amount_cents: 2000 } });
+  expect(cs.status).toBe(200);
+  expect(cs.json).toMatchObject({ status: 'paid', checkout_url: null, amount_cents: 2000 });
+  expect((await rt.request('GET', '/v1/billing/credits', { key: b.test })).json.available_cents).toBe(2000 + cs.json.bonus_cents);
+});
+
 test('D3: purchases with a test key credit only the test balance', async () => {
   const b = await newBuyer(rt, { verified: false });
   await buyCredits(rt, b.test, 1000);
