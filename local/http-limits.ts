@@ -1,19 +1,18 @@
 /**
  * The limits the deployed API puts on a request, enforced by the local HTTP front (local/http.ts,
- * D61), and the error envelope it answers with: API Gateway's 10 MB body and 10 KiB headers,
- * Lambda's 6 MB payload each way (binary bodies count base64-encoded), the 4 MiB multipart upload
- * limit, and the integration time-outs. A refused body is read to its end (up to a bound) so that
+ * D61), and the error envelope it answers with: the 4 MiB body (the web ACL's rule deployed,
+ * shared/http/body-limits.ts), API Gateway's 10 KiB headers, Lambda's 6 MB payload each way
+ * (binary bodies count base64-encoded), and the integration time-outs. A refused body is read to its end (up to a bound) so that
  * the client reads the answer rather than a connection reset (issue 11.5).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { newId } from '../shared/ids';
 import type { ErrorDetail } from '../shared/errors';
-import { isMultipart, MAX_MULTIPART_BODY_BYTES, multipartTooLarge } from '../shared/work/upload-limits';
+import { bodyOverLimit, MAX_BODY_BYTES } from '../shared/http/body-limits';
 import { DEFAULT_INTEGRATION_TIMEOUT_SECONDS, longPollTimeoutSeconds, ROUTE_FUNCTION_TIMEOUT_SECONDS } from '../shared/manifest/timeouts';
 
-/** API Gateway's payload limit (10 MB). */
-export const MAX_BODY_BYTES = 10 * 1024 * 1024;
+export { MAX_BODY_BYTES };
 /** Lambda's synchronous invocation payload limit, request and response (6 MB). */
 export const LAMBDA_PAYLOAD_BYTES = 6 * 1024 * 1024;
 /** API Gateway's limit on the request line and headers (10 KiB); larger answers 431. */
@@ -81,27 +80,15 @@ export interface BodyLimit {
   refuse(): { status: number; type: string; message: string; details?: ErrorDetail[] };
 }
 
-const GATEWAY_LIMIT: BodyLimit = {
-  bytes: MAX_BODY_BYTES,
-  refuse: () => ({
-    status: 413,
-    type: 'invalid_request',
-    message: `The request body exceeds ${MAX_BODY_BYTES} bytes, the API's limit.`,
-    details: [{ field: 'body', code: 'body_too_large', message: `at most ${MAX_BODY_BYTES} bytes` }],
-  }),
-};
-
-const MULTIPART_LIMIT: BodyLimit = {
-  bytes: MAX_MULTIPART_BODY_BYTES,
-  refuse: () => {
-    const e = multipartTooLarge();
-    return { status: e.status, type: e.type, message: e.message, details: e.details };
-  },
-};
-
-/** The limit of a request's body: 4 MiB for multipart uploads (D61), else API Gateway's 10 MB. */
+/** The limit of a request's body: 4 MiB, a multipart upload's refusal pointing to the pre-signed upload. */
 export function bodyLimitFor(contentType: string | undefined): BodyLimit {
-  return isMultipart(contentType) ? MULTIPART_LIMIT : GATEWAY_LIMIT;
+  return {
+    bytes: MAX_BODY_BYTES,
+    refuse: () => {
+      const e = bodyOverLimit(contentType);
+      return { status: e.status, type: e.type, message: e.message, details: e.details };
+    },
+  };
 }
 
 /**

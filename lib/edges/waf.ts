@@ -1,7 +1,30 @@
 import { Stack, aws_apigateway as apigw, aws_wafv2 as wafv2 } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
 import { ROUTES } from '../../shared/manifest/routes';
+import { bodyTooLarge, MAX_BODY_BYTES } from '../../shared/http/body-limits';
+import { multipartTooLarge } from '../../shared/work/upload-limits';
+import type { ApiError } from '../../shared/errors';
 import type { Limits } from '../settings';
+
+/**
+ * A regular expression (WAF's PCRE subset) matching exactly the decimal integers above `n`,
+ * leading zeros allowed: how the web ACL reads a Content-Length as a number.
+ */
+export function integerAbove(n: number): string {
+  if (!Number.isSafeInteger(n) || n < 0) throw new Error(`integerAbove: ${n} is not a non-negative integer`);
+  const d = String(n);
+  const alternatives = [`[1-9][0-9]{${d.length},}`]; // more digits
+  for (let i = 0; i < d.length; i++) {
+    const digit = Number(d[i]);
+    if (digit === 9) continue;
+    const rest = d.length - i - 1;
+    alternatives.push(`${d.slice(0, i)}[${digit + 1}-9]${rest > 0 ? `[0-9]{${rest}}` : ''}`);
+  }
+  return `^0*(?:${alternatives.join('|')})$`;
+}
+
+/** A refusal as the API's error envelope; WAF's bodies are fixed, so it has no request id. */
+const envelopeOf = (e: ApiError) => JSON.stringify({ error: { type: e.type, message: e.message, details: e.details } });
 
 /** Paths WAF sees on a REST API include the stage: `/api/v1/...`; we match on the manifest path's end. */
 const endsWith = (path: string): wafv2.CfnWebACL.StatementProperty => ({
@@ -16,6 +39,8 @@ const anyOf = (statements: wafv2.CfnWebACL.StatementProperty[]): wafv2.CfnWebACL
   statements.length === 1 ? statements[0]! : { orStatement: { statements } };
 
 const RATE_LIMITED_BODY = 'rate_limited';
+const MULTIPART_TOO_LARGE_BODY = 'multipart_too_large';
+const BODY_TOO_LARGE_BODY = 'body_too_large';
 
 /** Rules of AWSManagedRulesCommonRuleSet set to count (see apiWaf): the body rules and the User-Agent rule. */
 export const BODY_AND_AGENT_RULES_COUNTED = [
@@ -38,7 +63,10 @@ export const BODY_AND_AGENT_RULES_COUNTED = [
  *    local runtime serves (a 9 KB job, a Stripe event over 8 KB, a description quoting `<script>`
  *    or `../`, a webhook URL with an IP address, a server client that sends no User-Agent). Every
  *    body is validated by its route's schema instead; the header, query and path rules block.
- * Rate-based blocks answer 429 in the API's error envelope.
+ * Rate-based blocks answer 429 in the API's error envelope. Before all of them, a declared body
+ * (Content-Length) over 4 MiB is refused with the same 413 as the local HTTP front: a multipart
+ * upload's points to the pre-signed upload (D61). Without these rules such a body would reach
+ * Lambda over its 6 MB (binary bodies arrive base64-encoded) and API Gateway would answer a 5xx.
  */
 export function apiWaf(scope: Construct, id: string, o: { stage: apigw.Stage; limits: Limits }): wafv2.CfnWebACL {
   const signupPaths = ROUTES.filter((r) => r.rateLimit === 'signup_buyer' || r.rateLimit === 'signup_worker').map((r) => r.path);
@@ -52,10 +80,40 @@ export function apiWaf(scope: Construct, id: string, o: { stage: apigw.Stage; li
     block: { customResponse: { responseCode: 429, customResponseBodyKey: RATE_LIMITED_BODY, responseHeaders: [{ name: 'Retry-After', value: '300' }] } },
   };
   const rules: wafv2.CfnWebACL.RuleProperty[] = [];
+  const declaredOver: wafv2.CfnWebACL.StatementProperty = {
+    regexMatchStatement: {
+      fieldToMatch: { singleHeader: { Name: 'content-length' } },
+      regexString: integerAbove(MAX_BODY_BYTES),
+      textTransformations: [{ priority: 0, type: 'NONE' }],
+    },
+  };
+  const multipart: wafv2.CfnWebACL.StatementProperty = {
+    byteMatchStatement: {
+      fieldToMatch: { singleHeader: { Name: 'content-type' } },
+      positionalConstraint: 'CONTAINS',
+      searchString: 'multipart/form-data',
+      textTransformations: [{ priority: 0, type: 'LOWERCASE' }],
+    },
+  };
+  const block413 = (body: string): wafv2.CfnWebACL.RuleActionProperty => ({ block: { customResponse: { responseCode: 413, customResponseBodyKey: body } } });
+  rules.push({
+    name: 'MultipartBodyOver4MiB',
+    priority: 0,
+    action: block413(MULTIPART_TOO_LARGE_BODY),
+    statement: { andStatement: { statements: [multipart, declaredOver] } },
+    visibilityConfig: visibility('MultipartBodyOver4MiB'),
+  });
+  rules.push({
+    name: 'BodyOver4MiB',
+    priority: 1,
+    action: block413(BODY_TOO_LARGE_BODY),
+    statement: declaredOver,
+    visibilityConfig: visibility('BodyOver4MiB'),
+  });
   if (signupPaths.length > 0) {
     rules.push({
       name: 'SignupRatePerIp',
-      priority: 0,
+      priority: 2,
       action: block429,
       statement: {
         rateBasedStatement: {
@@ -70,7 +128,7 @@ export function apiWaf(scope: Construct, id: string, o: { stage: apigw.Stage; li
   }
   rules.push({
     name: 'RatePerIp',
-    priority: 1,
+    priority: 3,
     action: block429,
     statement: { rateBasedStatement: { aggregateKeyType: 'IP', limit: o.limits.wafRatePer5Min, evaluationWindowSec: 300 } },
     visibilityConfig: visibility('RatePerIp'),
@@ -85,7 +143,7 @@ export function apiWaf(scope: Construct, id: string, o: { stage: apigw.Stage; li
   };
   rules.push({
     name: 'AwsCommonRules',
-    priority: 2,
+    priority: 4,
     overrideAction: { none: {} },
     statement: common,
     visibilityConfig: visibility('AwsCommonRules'),
@@ -94,13 +152,15 @@ export function apiWaf(scope: Construct, id: string, o: { stage: apigw.Stage; li
   const acl = new wafv2.CfnWebACL(scope, id, {
     scope: 'REGIONAL',
     defaultAction: { allow: {} },
-    description: 'API - per-IP rate limits, tighter on signups, and the AWS managed common rules',
+    description: 'API - bodies over 4 MiB, per-IP rate limits, tighter on signups, and the AWS managed common rules',
     rules,
     customResponseBodies: {
       [RATE_LIMITED_BODY]: {
         contentType: 'APPLICATION_JSON',
         content: JSON.stringify({ error: { type: 'rate_limit_exceeded', message: 'Too many requests from this address; retry after 300 seconds.' } }),
       },
+      [MULTIPART_TOO_LARGE_BODY]: { contentType: 'APPLICATION_JSON', content: envelopeOf(multipartTooLarge()) },
+      [BODY_TOO_LARGE_BODY]: { contentType: 'APPLICATION_JSON', content: envelopeOf(bodyTooLarge()) },
     },
     visibilityConfig: visibility('ApiWebAcl'),
   });

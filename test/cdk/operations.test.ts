@@ -9,6 +9,8 @@ import { TABLE_DEF } from '../../shared/db/table';
 import { METRIC, METRICS_NAMESPACE } from '../../shared/observability/metrics';
 import { maxConcurrencyContextKey, QUOTA_BOUND_DEFAULT_CONCURRENCY } from '../../lib/settings';
 import { flatten, synthesize, type Resource } from './support';
+import { integerAbove } from '../../lib/edges/waf';
+import { MAX_BODY_BYTES } from '../../shared/http/body-limits';
 
 const synthesized = synthesize({ transcriptionMaxConcurrency: 7, annotationMaxConcurrency: 3, longPollMaxWaits: 30, longPollMaxWaitsPerOrg: 6 });
 const resources = flatten(synthesized);
@@ -143,6 +145,23 @@ describe('edges', () => {
     expect(assoc.Properties.WebACLArn).toEqual({ 'Fn::GetAtt': [aclId, 'Arn'] });
     const stageId = ofType('AWS::ApiGateway::Stage')[0]![0];
     expect(JSON.stringify(assoc.Properties.ResourceArn)).toContain(`"/stages/",{"Ref":"${stageId}"}`);
+  });
+
+  test('D61: a declared body over 4 MiB is refused first with the local front\'s 413 (a multipart upload\'s points to the pre-signed upload), before Lambda\'s 6 MB could answer a 5xx', () => {
+    const [, acl] = ofType('AWS::WAFv2::WebACL')[0]!;
+    const rules = (acl.Properties.Rules as any[]).sort((a, b) => a.Priority - b.Priority);
+    const [multipart, any] = rules;
+    const bodies = acl.Properties.CustomResponseBodies as Record<string, { Content: string }>;
+    const refusal = (r: any) => {
+      expect(r.Action.Block.CustomResponse.ResponseCode).toBe(413);
+      return JSON.parse(bodies[r.Action.Block.CustomResponse.CustomResponseBodyKey]!.Content).error;
+    };
+    const lengthTest = (s: any) => s.RegexMatchStatement;
+    expect(multipart.Statement.AndStatement.Statements.map(lengthTest).filter(Boolean)).toEqual([expect.objectContaining({ FieldToMatch: { SingleHeader: { Name: 'content-length' } }, RegexString: integerAbove(MAX_BODY_BYTES) })]);
+    expect(JSON.stringify(multipart.Statement)).toContain('multipart/form-data');
+    expect(refusal(multipart)).toMatchObject({ type: 'invalid_request', details: [expect.objectContaining({ code: 'use_presigned_upload' })] });
+    expect(lengthTest(any.Statement)).toMatchObject({ FieldToMatch: { SingleHeader: { Name: 'content-length' } }, RegexString: integerAbove(MAX_BODY_BYTES) });
+    expect(refusal(any)).toMatchObject({ type: 'invalid_request', details: [expect.objectContaining({ code: 'body_too_large' })] });
   });
 
   test('the common rules only count on what the API accepts: the JSON body rules (an 8 KB+ job or Stripe event, text quoting <script>) and the User-Agent rule', () => {

@@ -241,23 +241,23 @@ describe('local HTTP front: request size limits on the real routes', () => {
     await nothingStored(subId, token);
   });
 
-  it('a body above API Gateway’s 10 MB is a readable 413 envelope, not a connection reset', async () => {
+  it('D61: a JSON body above 4 MiB is a readable 413 body_too_large envelope (the web ACL\'s rule deployed), not a connection reset', async () => {
     const res = await fetch(`${rt.url}/v1/jobs`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: `{"x":"${'a'.repeat(MAX_BODY_BYTES)}"}` });
     const r = { status: res.status, headers: Object.fromEntries(res.headers), json: (await res.json()) as any };
     expectEnvelope(r, 413);
     expect(r.json.error.details[0].code).toBe('body_too_large');
   });
 
-  it('a binary body under 10 MB that exceeds 6 MB once base64-encoded is a 413 (Lambda’s payload limit)', async () => {
+  it('a binary body above 4 MiB (over 6 MB once base64-encoded, which Lambda would refuse) is the same 413 body_too_large', async () => {
     const body = Buffer.alloc(5 * 1024 * 1024, 1);
     const res = await fetch(`${rt.url}/v1/jobs`, { method: 'POST', headers: { 'Content-Type': 'application/octet-stream' }, body });
     const r = { status: res.status, headers: Object.fromEntries(res.headers), json: (await res.json()) as any };
     expectEnvelope(r, 413);
-    expect(r.json.error.details[0].code).toBe('payload_too_large');
+    expect(r.json.error.details[0].code).toBe('body_too_large');
   });
 
-  it('the same 5 MB as JSON text fits (text bodies are not encoded)', async () => {
-    const res = await fetch(`${rt.url}/v1/jobs`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: `{"x":"${'a'.repeat(5 * 1024 * 1024)}"}` });
+  it('a binary body of exactly 4 MiB reaches the function: base64-encoded it fits Lambda\'s 6 MB', async () => {
+    const res = await fetch(`${rt.url}/v1/jobs`, { method: 'POST', headers: { 'Content-Type': 'application/octet-stream' }, body: Buffer.alloc(MAX_BODY_BYTES, 0x20) });
     expect(res.status).not.toBe(413);
     expect(res.status).toBeLessThan(500);
   });
