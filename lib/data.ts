@@ -2,12 +2,14 @@ import { Duration, RemovalPolicy, aws_dynamodb as dynamodb, aws_s3 as s3 } from 
 import { Construct } from 'constructs';
 import { TABLE_DEF } from '../shared/db/table';
 import { BUCKET_PREFIXES } from '../shared/manifest/wiring';
+import { EXPORT_RETENTION_DAYS } from '../shared/exports/model';
 
 /**
  * S3 lifecycle (days after the object was written):
  * - rejected uploads: the pipeline tags their bytes `REJECTED_OBJECT_TAG`; deleted after 8 days,
  *   so they outlive the buyer's 7-day override window, counted from the verdict minutes after upload;
- * - exports (`exports/`): 7 days, the life of their download URL;
+ * - exports (`exports/`): `EXPORT_RETENTION_DAYS` (30); every read of an export signs a fresh
+ *   7-day link that never lasts past this (shared/exports/model.ts);
  * - incomplete multipart uploads: aborted after 1 day;
  * - approved files and keyframes: kept.
  */
@@ -84,7 +86,7 @@ export class Data extends Construct {
       lifecycleRules: [
         { id: 'abort-incomplete-multipart', abortIncompleteMultipartUploadAfter: Duration.days(1) },
         { id: 'expire-rejected-uploads', tagFilters: { [REJECTED_OBJECT_TAG.key]: REJECTED_OBJECT_TAG.value }, expiration: Duration.days(REJECTED_EXPIRY_DAYS) },
-        { id: 'expire-exports', prefix: EXPORTS_PREFIX, expiration: Duration.days(7) },
+        { id: 'expire-exports', prefix: EXPORTS_PREFIX, expiration: Duration.days(EXPORT_RETENTION_DAYS) },
       ],
       removalPolicy: RemovalPolicy.RETAIN,
     });

@@ -29,6 +29,11 @@ export interface SignedUrl {
 export interface DownloadUrlOptions {
   /** The name the browser saves the file under (the worker's original file name). */
   filename?: string | null;
+  /**
+   * When the object's bytes may be deleted (a lifecycle rule): the URL expires then at the latest,
+   * so no link outlives what it points to (D60). Defaults to 7 days from now.
+   */
+  notAfter?: Date;
 }
 
 export class CdnNotConfiguredError extends Error {
@@ -75,7 +80,8 @@ export function cannedPolicy(resource: string, expiresEpochSeconds: number): str
 /** A signed download URL for one object of the media bucket, valid 7 days from now. */
 export async function signDownloadUrl(key: string, opts: DownloadUrlOptions = {}): Promise<SignedUrl> {
   // Whole seconds, so `download_url_expires_at` is exactly the URL's `Expires`.
-  const expiresSeconds = Math.floor(now().getTime() / 1000) + DOWNLOAD_URL_TTL_SECONDS;
+  const full = Math.floor(now().getTime() / 1000) + DOWNLOAD_URL_TTL_SECONDS;
+  const expiresSeconds = opts.notAfter ? Math.min(full, Math.floor(opts.notAfter.getTime() / 1000)) : full;
   const resource = `${cdnBaseUrl()}/${encodeObjectKey(key)}?response-content-disposition=${encodeURIComponent(attachmentDisposition(opts.filename))}`;
   const url = getSignedUrl({
     url: resource,

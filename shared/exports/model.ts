@@ -12,6 +12,7 @@ import { db, tableName } from '../db/client';
 import { keys } from '../db/keys';
 import { BUCKET_PREFIXES } from '../manifest/wiring';
 import { signDownloadUrl } from '../cdn';
+import { now } from '../clock';
 import type { Env } from '../types';
 
 export const EXPORT_FORMATS = ['jsonl', 'coco', 'csv'] as const;
@@ -61,11 +62,25 @@ export const exportFilename = (e: Pick<ExportItem, 'id' | 'job_id' | 'format'>) 
 /** Bucket key of an export's bytes: `exports/<export id>/<file name>`. */
 export const exportObjectKey = (e: Pick<ExportItem, 'id' | 'job_id' | 'format'>) => `${BUCKET_PREFIXES.exports}${e.id}/${exportFilename(e)}`;
 
-/** The `export` object (D73); the URL fields are null until the export succeeded. */
+/**
+ * How long an export's file is kept: the bucket's lifecycle deletes `exports/` objects this many
+ * days after they were written (lib/data.ts), at the earliest. Counted here from the export's
+ * creation, which comes before its file was written.
+ */
+export const EXPORT_RETENTION_DAYS = 30;
+
+/** When the export's file may be gone; no download link lasts past it (D60). */
+export const exportKeptUntil = (e: Pick<ExportItem, 'created_at'>) => new Date(Date.parse(e.created_at) + EXPORT_RETENTION_DAYS * 86_400_000);
+
+/**
+ * The `export` object (D73); the URL fields are null until the export succeeded, and again once its
+ * file's retention has ended (a link is never handed out to bytes that may be gone).
+ */
 export async function presentExport(e: ExportItem) {
+  const keptUntil = exportKeptUntil(e);
   const url =
-    e.status === 'succeeded' && e.object_key
-      ? await signDownloadUrl(e.object_key, { filename: exportFilename(e) })
+    e.status === 'succeeded' && e.object_key && now().getTime() < keptUntil.getTime() - 1000
+      ? await signDownloadUrl(e.object_key, { filename: exportFilename(e), notAfter: keptUntil })
       : null;
   return {
     object: 'export' as const,

@@ -17,6 +17,9 @@ import { annotateImage } from '../../shared/media';
 import { LocalAnnotationProvider } from '../../shared/media/annotation/local';
 import { packageFile } from '../../shared/media/native';
 import { CSV_COLUMNS } from '../../shared/exports/formats';
+import { EXPORT_RETENTION_DAYS } from '../../shared/exports/model';
+import { db } from '../../shared/db/client';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 
 let rt: TestRuntime;
 let a: TestBuyer;
@@ -291,6 +294,25 @@ describe('reading exports', () => {
     );
     expect(r.json).toMatchObject({ object: 'export', job_id: jobId, format: 'csv', status: 'pending', download_url: null, download_url_expires_at: null, error: null, completed_at: null });
     expect(r.json.id).toMatch(/^exp_[0-9A-HJKMNP-TV-Z]{26}$/);
+  });
+
+  test('D60: no link outlives the file: near the end of its retention the link expires with it, and after it the URL fields are null', async () => {
+    const exp = await exportAndWait(a.test, jobId, { format: 'csv' });
+    expect(exp.status).toBe('succeeded');
+    const backdate = async (ms: number) => {
+      const createdAt = new Date(Date.now() - ms).toISOString();
+      await db().send(new UpdateCommand({ TableName: config().tableName, Key: keys.export(exp.id), UpdateExpression: 'SET created_at = :c', ExpressionAttributeValues: { ':c': createdAt } }));
+      return createdAt;
+    };
+    const fresh = (await rt.request('GET', `/v1/exports/${exp.id}`, { key: a.test })).json;
+    expect(Date.parse(fresh.download_url_expires_at) - Date.now()).toBeGreaterThan(6.9 * 86_400_000); // the usual 7 days
+    const createdAt = await backdate((EXPORT_RETENTION_DAYS - 1) * 86_400_000);
+    const late = (await rt.request('GET', `/v1/exports/${exp.id}`, { key: a.test })).json;
+    expect(late.download_url_expires_at).toBe(new Date(Math.floor((Date.parse(createdAt) + EXPORT_RETENTION_DAYS * 86_400_000) / 1000) * 1000).toISOString());
+    expect(new URL(late.download_url).searchParams.get('Expires')).toBe(String(Date.parse(late.download_url_expires_at) / 1000));
+    await backdate((EXPORT_RETENTION_DAYS + 1) * 86_400_000);
+    const gone = (await rt.request('GET', `/v1/exports/${exp.id}`, { key: a.test })).json;
+    expect(gone).toMatchObject({ status: 'succeeded', download_url: null, download_url_expires_at: null });
   });
 
   test('a long-poll answers when the status changes, and says what wait it applied', async () => {

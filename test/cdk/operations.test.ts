@@ -11,6 +11,7 @@ import { maxConcurrencyContextKey, QUOTA_BOUND_DEFAULT_CONCURRENCY } from '../..
 import { flatten, synthesize, type Resource } from './support';
 import { integerAbove } from '../../lib/edges/waf';
 import { MAX_BODY_BYTES } from '../../shared/http/body-limits';
+import { EXPORT_RETENTION_DAYS } from '../../shared/exports/model';
 
 const synthesized = synthesize({ transcriptionMaxConcurrency: 7, annotationMaxConcurrency: 3, longPollMaxWaits: 30, longPollMaxWaitsPerOrg: 6 });
 const resources = flatten(synthesized);
@@ -197,8 +198,8 @@ describe('lifecycle', () => {
     expect(r.ExpirationInDays).toBeGreaterThanOrEqual(7);
   });
 
-  test('exports are deleted after 7 days and incomplete multipart uploads after 1 day; nothing else expires', () => {
-    expect(rules.find((x) => x.Prefix === 'exports/')!.ExpirationInDays).toBe(7);
+  test('exports are deleted after their retention (the bound of every export link) and incomplete multipart uploads after 1 day; nothing else expires', () => {
+    expect(rules.find((x) => x.Prefix === 'exports/')!.ExpirationInDays).toBe(EXPORT_RETENTION_DAYS);
     expect(rules.find((x) => x.AbortIncompleteMultipartUpload)!.AbortIncompleteMultipartUpload.DaysAfterInitiation).toBe(1);
     // Approved files (uploads/ without the rejected tag) and keyframes have no expiry.
     expect(rules.filter((x) => x.ExpirationInDays !== undefined && !x.TagFilters && x.Prefix !== 'exports/')).toEqual([]);
