@@ -3,18 +3,20 @@ import { Construct } from 'constructs';
 import { TABLE_DEF } from '../shared/db/table';
 import { BUCKET_PREFIXES } from '../shared/manifest/wiring';
 import { EXPORT_RETENTION_DAYS } from '../shared/exports/model';
+import { REJECTED_RETENTION_DAYS } from '../shared/storage/lifecycle';
 
 /**
  * S3 lifecycle (days after the object was written):
- * - rejected uploads: the pipeline tags their bytes `REJECTED_OBJECT_TAG`; deleted after 8 days,
- *   so they outlive the buyer's 7-day override window, counted from the verdict minutes after upload;
+ * - rejected uploads: the pipeline tags their bytes `REJECTED_OBJECT_TAG`; deleted after
+ *   `REJECTED_RETENTION_DAYS` (30) from the upload, so they outlive the buyer's 7-day override
+ *   window counted from the verdict, even a verdict days late (shared/storage/lifecycle.ts);
  * - exports (`exports/`): `EXPORT_RETENTION_DAYS` (30); every read of an export signs a fresh
  *   7-day link that never lasts past this (shared/exports/model.ts);
  * - incomplete multipart uploads: aborted after 1 day;
  * - approved files and keyframes: kept.
  */
 export const REJECTED_OBJECT_TAG = { key: 'verdict', value: 'rejected' } as const;
-export const REJECTED_EXPIRY_DAYS = 8;
+export const REJECTED_EXPIRY_DAYS = REJECTED_RETENTION_DAYS;
 export const EXPORTS_PREFIX: string = (BUCKET_PREFIXES as Record<string, string>).exports ?? 'exports/';
 
 /**

@@ -87,24 +87,26 @@ export async function headObject(key: string): Promise<{ size: number; contentTy
 /**
  * The tag the bucket's lifecycle rule reads (lib/data.ts): it expires objects tagged
  * `verdict=rejected`, so the bytes of a rejected submission are deleted once the 7-day override
- * window has passed; an override that approves them sets the tag back to `approved`, which no rule
+ * window has passed (the rule counts from the upload, with room for a late verdict: lib/data.ts); an override that approves them sets the tag back to `approved`, which no rule
  * expires (D71).
  */
 export const VERDICT_TAG_KEY = 'verdict';
 
-/** Replaces the objects' tag set with `verdict=<value>`. A missing object is skipped. */
-export async function tagVerdict(keys: string[], value: 'rejected' | 'approved'): Promise<void> {
+/** Replaces the objects' tag set with `verdict=<value>`. A missing object is skipped; the keys of those are returned. */
+export async function tagVerdict(keys: string[], value: 'rejected' | 'approved'): Promise<string[]> {
+  const missing: string[] = [];
   await Promise.all(
     keys.map(async (key) => {
       try {
         await client().putObjectTagging(key, { [VERDICT_TAG_KEY]: value });
       } catch (err) {
         const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
-        if (e.name === 'NoSuchKey' || e.$metadata?.httpStatusCode === 404) return;
+        if (e.name === 'NoSuchKey' || e.$metadata?.httpStatusCode === 404) return void missing.push(key);
         throw err;
       }
     }),
   );
+  return missing;
 }
 
 /** Deletes the objects, a few at a time (a missing key counts as deleted). */

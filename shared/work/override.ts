@@ -38,6 +38,7 @@ import { getSubmissionItem } from './reservations';
 import { annotationsOf, approvedRef, uploadObjectKeys } from './verdict';
 import { addPayoutAndApprovedEvent } from './approval-records';
 import { tagVerdict } from '../storage/s3';
+import { REJECTED_RETENTION_DAYS } from '../storage/lifecycle';
 import { presentSubmission, retryInFlight, type SubmissionItem } from './model';
 import { addWithdrawal, StaleRead, type Withdrawal } from './override-withdraw';
 
@@ -252,7 +253,11 @@ export async function overrideSubmission(ctx: MutationContext, first: Submission
     // Approving by override: the bytes stop being "rejected" BEFORE the commit, so the lifecycle rule
     // that expires rejected bytes can never delete an approved file (a failed commit leaves bytes
     // tagged approved, which only keeps them longer).
-    if (input.decision === 'approve') await tagVerdict(uploadObjectKeys(sub), 'approved');
+    if (input.decision === 'approve' && (await tagVerdict(uploadObjectKeys(sub), 'approved')).length > 0) {
+      // Bytes the lifecycle already deleted (a verdict that came very late): nothing to deliver,
+      // so nothing is charged.
+      throw conflict('invalid_state', `The files of this submission were deleted (rejected files are kept ${REJECTED_RETENTION_DAYS} days after upload); it can no longer be approved.`);
+    }
     try {
       await tx.commit();
     } catch (e) {

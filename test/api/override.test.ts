@@ -6,6 +6,8 @@ import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '../../shared/db/client';
 import { keys } from '../../shared/db/keys';
 import { deleteWithdrawnObjects } from '../../shared/work/withdrawn-objects';
+import { deleteObjects } from '../../shared/storage/s3';
+import { uploadObjectKeys } from '../../shared/work/verdict';
 import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
 import { clock, DAY_MS } from '../../shared/clock';
 import { idemKey } from '../support/buyers';
@@ -172,6 +174,19 @@ describe('D71: POST /v1/submissions/{id}/override', () => {
       expect([b.status, b.json.error.details[0].code]).toEqual([409, 'invalid_state']);
       const c = await override(buyer.live, sub.id, { decision: 'approve' });
       expect([c.status, c.json.error.details[0].code]).toEqual([409, 'invalid_state']);
+    });
+
+    it('invalid_state: approving a rejected submission whose bytes were already deleted (a verdict that came very late) delivers and charges nothing', async () => {
+      const buyer = await liveBuyer(rt);
+      const j = await createJob(rt, buyer.live, { files_needed: 2, price_per_file_cents: 10, min_width: 1000 });
+      const { sub } = await submit(j.id, await detailedJpeg(209)); // 640 px wide: rejected
+      expect(sub.status).toBe('rejected');
+      const item = (await db().send(new GetCommand({ TableName: tableName(), Key: keys.submission(sub.id), ConsistentRead: true }))).Item!;
+      await deleteObjects(uploadObjectKeys(item as never)); // what the lifecycle rule does to rejected bytes
+      const r = await override(buyer.live, sub.id, { decision: 'approve', reason_code: 'other' });
+      expect([r.status, r.json.error.details[0].code]).toEqual([409, 'invalid_state']);
+      expect(await rows(buyer.live, 'deduction')).toEqual([]);
+      expect((await rt.request('GET', `/v1/jobs/${j.id}/files?min_score=1`, { key: buyer.live })).json.data).toEqual([]);
     });
 
     it('override_window_closed: more than 7 days after the verdict', async () => {

@@ -12,6 +12,8 @@ import { flatten, synthesize, type Resource } from './support';
 import { integerAbove } from '../../lib/edges/waf';
 import { MAX_BODY_BYTES } from '../../shared/http/body-limits';
 import { EXPORT_RETENTION_DAYS } from '../../shared/exports/model';
+import { REJECTED_RETENTION_DAYS } from '../../shared/storage/lifecycle';
+import { DLQ_RETENTION } from '../../lib/plumbing';
 
 const synthesized = synthesize({ transcriptionMaxConcurrency: 7, annotationMaxConcurrency: 3, longPollMaxWaits: 30, longPollMaxWaitsPerOrg: 6 });
 const resources = flatten(synthesized);
@@ -192,10 +194,13 @@ describe('lifecycle', () => {
   const [, media] = ofType('AWS::S3::Bucket').find(([id]) => id.startsWith('DataMediaBucket'))!;
   const rules = media.Properties.LifecycleConfiguration.Rules as any[];
 
-  test('rejected uploads (tagged by the pipeline) are deleted after the 7-day override window', () => {
+  test('D71: rejected uploads (tagged by the pipeline) outlive the 7-day override window even when the verdict came from a message dead-lettered and redriven late', () => {
     const r = rules.find((x) => x.TagFilters)!;
     expect(r.TagFilters).toEqual([{ Key: 'verdict', Value: 'rejected' }]);
-    expect(r.ExpirationInDays).toBeGreaterThanOrEqual(7);
+    // S3 counts from the upload; the verdict may come after a dead-letter queue's 14 days and a
+    // source queue's 4 more, then the window runs 7 days.
+    expect(r.ExpirationInDays).toBe(REJECTED_RETENTION_DAYS);
+    expect(r.ExpirationInDays).toBeGreaterThanOrEqual(DLQ_RETENTION.toDays() + 4 + 7);
   });
 
   test('exports are deleted after their retention (the bound of every export link) and incomplete multipart uploads after 1 day; nothing else expires', () => {
