@@ -163,6 +163,6 @@ export class ApiGateway extends Construct {
 /** The p99 latency above which a route alarms: the long-poll budget, uploads, everything else. */
 export function latencyThresholdMs(route: RouteDef, longPollSeconds: number): number {
   if (route.longPoll) return (longPollSeconds + 2) * 1000;
-  if (route.access.bucket === 'write' || route.access.bucket === 'read-write') return 10_000;
+  if (route.access.bucket === 'write') return 10_000;
   return 3_000;
 }

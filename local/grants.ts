@@ -26,7 +26,7 @@
 import { contextStore } from '../shared/context-store';
 import { BUCKET_PREFIXES, TRANSCRIBE_JOB_PREFIX } from '../shared/manifest/wiring';
 import { DEFAULT_BEDROCK_MODEL_ID } from '../shared/scoring/bedrock-reply';
-import { REQUEST_COUNT_ATTRIBUTES, REQUEST_COUNT_PARTITIONS, WAIT_SLOT_ATTRIBUTES, WAIT_SLOT_PARTITIONS, type BucketAccess } from '../shared/manifest/access';
+import { BUCKET_GRANTS, REQUEST_COUNT_ATTRIBUTES, REQUEST_COUNT_PARTITIONS, WAIT_SLOT_ATTRIBUTES, WAIT_SLOT_PARTITIONS, type BucketAccess, type BucketAction } from '../shared/manifest/access';
 import { config } from '../shared/config';
 import { setLocalCallCheck } from '../shared/observability/invocation';
 
@@ -59,37 +59,22 @@ export class AccessDenied extends Error {
 
 // ---- bucket ----
 
-/** The IAM actions our S3 calls need (one per operation; multipart parts need s3:PutObject). */
-export type BucketAction =
-  | 's3:GetObject'
-  | 's3:GetObjectTagging'
-  | 's3:ListBucket'
-  | 's3:PutObject'
-  | 's3:PutObjectTagging'
-  | 's3:DeleteObject'
-  | 's3:AbortMultipartUpload';
+export type { BucketAction };
 
-const READ: BucketAction[] = ['s3:GetObject', 's3:GetObjectTagging', 's3:ListBucket'];
-const ANYWHERE = null;
-
-/** Per mode: the actions, and the key prefix they are limited to (null: any key of the bucket). */
-const BUCKET_GRANTS: Record<BucketAccess, { actions: BucketAction[]; prefix: string | null }> = {
-  read: { actions: READ, prefix: ANYWHERE },
-  // Uploads: the bytes, and the verdict tag of a rejection decided in the request (the fan-in can
-  // complete there) or of the bytes of a direct upload that failed half-way.
-  write: { actions: ['s3:PutObject', 's3:PutObjectTagging'], prefix: BUCKET_PREFIXES.uploads },
-  'read-write': { actions: [...READ, 's3:PutObject', 's3:PutObjectTagging', 's3:DeleteObject', 's3:AbortMultipartUpload'], prefix: ANYWHERE },
-  delete: { actions: ['s3:DeleteObject'], prefix: ANYWHERE },
-  tag: { actions: ['s3:PutObjectTagging'], prefix: BUCKET_PREFIXES.uploads },
-};
-
-/** True when a function with bucket access `mode` (undefined: none) may do `action` on `key` (null: the bucket). */
-export function allows(mode: BucketAccess | undefined, action: BucketAction, key: string | null): boolean {
+/**
+ * True when a function with bucket access `mode` (undefined: none) may do `action` on `key` (null:
+ * the bucket). With `transcribe`, also what Amazon Transcribe does with the caller's permissions
+ * (lib/constructs/grants.ts `grantTranscribe`): read uploads, write under transcripts/.
+ */
+export function allows(mode: BucketAccess | undefined, action: BucketAction, key: string | null, opts: { transcribe?: boolean } = {}): boolean {
+  if (opts.transcribe && key !== null) {
+    if (action === 's3:GetObject' && key.startsWith(BUCKET_PREFIXES.uploads)) return true;
+    if (action === 's3:PutObject' && key.startsWith(BUCKET_PREFIXES.transcripts)) return true;
+  }
   if (!mode) return false;
   const g = BUCKET_GRANTS[mode];
-  if (!g.actions.includes(action)) return false;
-  if (action === 's3:ListBucket') return g.prefix === null; // a bucket action: granted on the bucket or not at all
-  return key !== null && (g.prefix === null || key.startsWith(g.prefix));
+  if (action === 's3:ListBucket') return g.list && key === null;
+  return key !== null && g.objects.some((o) => o.actions.includes(action) && (o.prefix === null || key.startsWith(o.prefix)));
 }
 
 interface S3Input {
@@ -117,7 +102,7 @@ function checkBucket(g: Grants, command: string, input: S3Input): void {
   const c = S3_COMMANDS[command];
   if (!c) throw new AccessDenied(`${g.fn}: ${command} is not an S3 operation any function of the stack is granted`);
   for (const key of c.keys(input)) {
-    if (!allows(g.bucket, c.action, key)) {
+    if (!allows(g.bucket, c.action, key, { transcribe: g.transcribe })) {
       throw new AccessDenied(`${g.fn} is not authorized to perform ${c.action} on ${key ?? 'the bucket'} (bucket access: ${g.bucket ?? 'none'})`);
     }
   }

@@ -12,7 +12,7 @@ import {
   aws_secretsmanager as secretsmanager,
   aws_sqs as sqs,
 } from 'aws-cdk-lib';
-import { REQUEST_COUNT_ATTRIBUTES, REQUEST_COUNT_PARTITIONS, WAIT_SLOT_ATTRIBUTES, WAIT_SLOT_PARTITIONS, secretArnVariable, secretsRead, type BucketAccess, type KeyAccess, type SecretName } from '../../shared/manifest/access';
+import { BUCKET_GRANTS, REQUEST_COUNT_ATTRIBUTES, REQUEST_COUNT_PARTITIONS, WAIT_SLOT_ATTRIBUTES, WAIT_SLOT_PARTITIONS, secretArnVariable, secretsRead, type BucketAccess, type KeyAccess, type SecretName } from '../../shared/manifest/access';
 import { EXTENSION_TTL_SECONDS } from '../../shared/secrets';
 import { acknowledge } from './nag';
 import { BUCKET_PREFIXES, TRANSCRIBE_JOB_PREFIX } from '../../shared/manifest/wiring';
@@ -76,9 +76,10 @@ export function bindWaitSlots(fn: lambda.Function, table: dynamodb.ITable): void
  * itself decides: the fan-in can complete there): no delete, no retention or legal hold, and
  * nothing outside `uploads/` (exports and keyframes are what buyers download). A pre-signed PUT
  * cannot carry a tag: it signs its headers, and S3 refuses unsigned `x-amz-*` ones.
- * `read-write`: get, put and delete.
  * `delete`: delete objects only. `tag`: set the tags of upload objects only (the verdict tag the
- * lifecycle rules read), nothing else.
+ * lifecycle rules read), nothing else. `score`, `annotate`, `export`: the pipeline consumers'
+ * actions, each on its prefixes only (local/grants.ts `BUCKET_GRANTS`, which these statements are
+ * made from).
  * local/grants.ts states the same per action; the local runtime enforces it there
  * (test/cdk/stack.test.ts checks that both agree).
  */
@@ -87,18 +88,14 @@ export function bindBucket(fn: lambda.Function, bucket: s3.IBucket, mode: Bucket
     case 'read':
       bucket.grantRead(fn);
       break;
-    case 'write':
-      onUploadObjects(fn, bucket, ['s3:PutObject', 's3:PutObjectTagging']);
-      break;
-    case 'read-write':
-      bucket.grantReadWrite(fn);
-      break;
     case 'delete':
       bucket.grantDelete(fn);
       break;
-    case 'tag':
-      onUploadObjects(fn, bucket, ['s3:PutObjectTagging']);
-      break;
+    default: {
+      const g = BUCKET_GRANTS[mode];
+      for (const o of g.objects) onObjects(fn, bucket, o.prefix!, o.actions);
+      if (g.list) fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['s3:ListBucket'], resources: [bucket.bucketArn] }));
+    }
   }
   fn.addEnvironment('BUCKET_NAME', bucket.bucketName);
   acknowledge(fn, `AwsSolutions-IAM5[Resource::${nagReference(fn, bucket)}/*]`, 'Objects of the media bucket (keys are per submission, not known in advance).');
@@ -107,10 +104,10 @@ export function bindBucket(fn: lambda.Function, bucket: s3.IBucket, mode: Bucket
   }
 }
 
-/** S3 actions on the bucket's upload objects (`uploads/*`) only. */
-function onUploadObjects(fn: lambda.Function, bucket: s3.IBucket, actions: ('s3:PutObject' | 's3:PutObjectTagging')[]): void {
-  fn.addToRolePolicy(new iam.PolicyStatement({ actions, resources: [bucket.arnForObjects(`${BUCKET_PREFIXES.uploads}*`)] }));
-  acknowledge(fn, `AwsSolutions-IAM5[Resource::${nagReference(fn, bucket)}/${BUCKET_PREFIXES.uploads}*]`, 'Upload objects of the media bucket (keys are per submission, not known in advance).');
+/** S3 actions on the bucket's objects under one prefix only (e.g. `uploads/*`). */
+function onObjects(fn: lambda.Function, bucket: s3.IBucket, prefix: string, actions: readonly string[]): void {
+  fn.addToRolePolicy(new iam.PolicyStatement({ actions: [...actions], resources: [bucket.arnForObjects(`${prefix}*`)] }));
+  acknowledge(fn, `AwsSolutions-IAM5[Resource::${nagReference(fn, bucket)}/${prefix}*]`, `Objects under ${prefix} of the media bucket (keys are per submission, file or export, not known in advance).`);
 }
 
 /**

@@ -14,6 +14,8 @@
  * The local runtime ignores the grants and serves the same names from its data folder.
  */
 
+import { BUCKET_PREFIXES } from './wiring';
+
 /** Secrets Manager secrets of the stack. `stripe` holds `{"secret_key","webhook_secret"}` as JSON. */
 export const SECRET_NAMES = ['cursor', 'cdn-signing-key', 'stripe'] as const;
 export type SecretName = (typeof SECRET_NAMES)[number];
@@ -21,10 +23,48 @@ export type SecretName = (typeof SECRET_NAMES)[number];
 /**
  * Access to the media bucket (lib/constructs/grants.ts `bindBucket`; local/grants.ts says action by
  * action what each allows, and the local runtime enforces it):
- * `read` get and list; `write` put and tag upload objects only; `read-write` everything on objects;
- * `delete` delete objects only; `tag` tag upload objects only.
+ * `read` get and list; `write` put and tag upload objects only; `delete` delete objects only;
+ * `tag` tag upload objects only; and one mode per pipeline consumer that needs more than one of
+ * these, each limited to the prefixes it works on: `score` get, tag and delete upload objects (and
+ * list, so a missing one is a 404, not a 403); `annotate` get upload objects and put keyframes;
+ * `export` put (multipart) and abort under `exports/` only.
  */
-export type BucketAccess = 'read' | 'write' | 'read-write' | 'delete' | 'tag';
+export type BucketAccess = 'read' | 'write' | 'delete' | 'tag' | 'score' | 'annotate' | 'export';
+
+/** The IAM actions our S3 calls need (one per operation; multipart parts need s3:PutObject). */
+export type BucketAction =
+  | 's3:GetObject'
+  | 's3:GetObjectTagging'
+  | 's3:ListBucket'
+  | 's3:PutObject'
+  | 's3:PutObjectTagging'
+  | 's3:DeleteObject'
+  | 's3:AbortMultipartUpload';
+
+const ANYWHERE = null;
+
+/**
+ * Per mode: the object actions, each set limited to a key prefix (null: any key of the bucket), and
+ * whether the bucket may be listed (s3:ListBucket: a bucket action, granted on the bucket or not at
+ * all; with it a missing object answers 404 rather than 403).
+ */
+export const BUCKET_GRANTS: Record<BucketAccess, { objects: { actions: BucketAction[]; prefix: string | null }[]; list: boolean }> = {
+  read: { objects: [{ actions: ['s3:GetObject', 's3:GetObjectTagging'], prefix: ANYWHERE }], list: true },
+  // Uploads: the bytes, and the verdict tag of a rejection decided in the request (the fan-in can
+  // complete there) or of the bytes of a direct upload that failed half-way.
+  write: { objects: [{ actions: ['s3:PutObject', 's3:PutObjectTagging'], prefix: BUCKET_PREFIXES.uploads }], list: false },
+  delete: { objects: [{ actions: ['s3:DeleteObject'], prefix: ANYWHERE }], list: false },
+  tag: { objects: [{ actions: ['s3:PutObjectTagging'], prefix: BUCKET_PREFIXES.uploads }], list: false },
+  score: { objects: [{ actions: ['s3:GetObject', 's3:PutObjectTagging', 's3:DeleteObject'], prefix: BUCKET_PREFIXES.uploads }], list: true },
+  annotate: {
+    objects: [
+      { actions: ['s3:GetObject'], prefix: BUCKET_PREFIXES.uploads },
+      { actions: ['s3:PutObject'], prefix: BUCKET_PREFIXES.keyframes },
+    ],
+    list: false,
+  },
+  export: { objects: [{ actions: ['s3:PutObject', 's3:AbortMultipartUpload'], prefix: BUCKET_PREFIXES.exports }], list: false },
+};
 
 /**
  * What every authenticated request writes, even on a read-only route (shared/ratelimit,

@@ -82,8 +82,8 @@ export interface QueueDef {
   maxConcurrency?: number;
   /** Dead-letter depth at or above which the alarm fires. */
   dlqAlarmThreshold: number;
-  /** `delete`: delete objects only (no reads, no writes). `tag`: tag upload objects only. */
-  access: { table: 'read' | 'write'; bucket?: Exclude<BucketAccess, 'write'>; bedrock?: boolean; sendTo?: string[] } & KeyAccess;
+  /** The bucket modes are those of shared/manifest/access.ts, each as narrow as the consumer's work. */
+  access: { table: 'read' | 'write'; bucket?: BucketAccess; bedrock?: boolean; sendTo?: string[] } & KeyAccess;
   /** Packages and executables the consumer needs beyond its bundle; absent: the bundle is enough. */
   native?: NativeDeps;
 }
@@ -158,9 +158,10 @@ export const QUEUES: readonly QueueDef[] = [
     // 256 MB of objects at once (the budget), each probed or framed from a copy in /tmp.
     ephemeralStorageMb: 1024,
     dlqAlarmThreshold: 1,
-    // read-write: a pre-signed upload refused on its landed bytes is deleted (D25).
+    // score: reads the upload's bytes, tags a verdict, deletes a pre-signed upload refused on its
+    // landed bytes (D25), all under uploads/ only.
     // transcribe: audio and video sound tracks are sent to Amazon Transcribe before scoring (D65).
-    access: { table: 'write', bucket: 'read-write', bedrock: true, transcribe: true },
+    access: { table: 'write', bucket: 'score', bedrock: true, transcribe: true },
     // measure(): sharp for images, ffprobe for video (without it every video reads as undecodable
     // and is refused); the local scorer's middle frame and loudness need ffmpeg.
     // music-metadata (audio) and exifr (image EXIF) are read by path too, loaded by the first file
@@ -183,7 +184,8 @@ export const QUEUES: readonly QueueDef[] = [
     // 512 MB of objects at once (the budget); a video's loudness and keyframes read two copies at once.
     ephemeralStorageMb: 2048,
     dlqAlarmThreshold: 1,
-    access: { table: 'write', bucket: 'read-write', bedrock: true },
+    // annotate: reads the approved upload's bytes, writes its keyframes; nothing else.
+    access: { table: 'write', bucket: 'annotate', bedrock: true },
     // Image annotation (shared/media/annotation/models.ts): faces and objects with human on tfjs
     // + WASM, NSFW with nsfwjs, OCR with tesseract.js, all loaded by path; sharp for pixels;
     // ffmpeg for audio loudness/noise, video probing and keyframes.
@@ -243,7 +245,8 @@ export const QUEUES: readonly QueueDef[] = [
     consumerTimeoutSeconds: 60,
     consumerMemoryMb: 512,
     dlqAlarmThreshold: 1,
-    access: { table: 'write', bucket: 'read-write', sendTo: ['sandbox'] },
+    // write: the simulated worker's uploads go through the upload code (put and tag under uploads/).
+    access: { table: 'write', bucket: 'write', sendTo: ['sandbox'] },
     // The simulated worker uploads the sample media (shared/sandbox/samples.ts), each made unique
     // with sharp (shared/sandbox/unique-bytes.ts).
     native: { packages: ['sharp'], files: [{ from: 'samples', to: 'samples', env: 'SANDBOX_SAMPLES_DIR' }] },
@@ -262,8 +265,9 @@ export const QUEUES: readonly QueueDef[] = [
     consumerTimeoutSeconds: 600,
     consumerMemoryMb: 1024,
     dlqAlarmThreshold: 1,
-    // Writes the export to the bucket; JSONL and COCO carry each File's signed download URL.
-    access: { table: 'write', bucket: 'read-write', cdnSign: true },
+    // export: writes the export (multipart) under exports/ only; JSONL and COCO carry each File's
+    // signed download URL, which needs no bucket access.
+    access: { table: 'write', bucket: 'export', cdnSign: true },
   },
   {
     // D71: deletes the delivered objects (files and keyframes) of a submission whose Files an

@@ -271,9 +271,9 @@ describe('least privilege', () => {
       const actions = actionsOf(fnId);
       const mode = route.access.bucket;
       expect(fn.Properties.Environment.Variables.BUCKET_NAME !== undefined).toBe(mode !== undefined);
-      expect(actions.some((a) => a.startsWith('s3:GetObject'))).toBe(mode === 'read' || mode === 'read-write');
-      expect(actions.includes('s3:PutObject')).toBe(mode === 'write' || mode === 'read-write');
-      expect([route.id, actions.some((a) => a.startsWith('s3:DeleteObject'))]).toEqual([route.id, mode === 'read-write']);
+      expect(actions.some((a) => a.startsWith('s3:GetObject'))).toBe(mode === 'read');
+      expect(actions.includes('s3:PutObject')).toBe(mode === 'write');
+      expect([route.id, actions.some((a) => a.startsWith('s3:DeleteObject'))]).toEqual([route.id, false]);
     }
   });
 
@@ -340,24 +340,41 @@ describe('least privilege', () => {
     };
     const keys = ['uploads/sub_1/r1/file_1.jpg', 'keyframes/file_1/0.png', 'exports/exp_1.jsonl', 'transcripts/media-1.json', null];
     const actions: BucketAction[] = ['s3:GetObject', 's3:GetObjectTagging', 's3:ListBucket', 's3:PutObject', 's3:PutObjectTagging', 's3:DeleteObject', 's3:AbortMultipartUpload'];
-    const functions: [string, BucketAccess | undefined, string][] = [
-      ...ROUTES.map((r) => [r.id, r.access.bucket, routeFunction(r)[0]] as [string, BucketAccess | undefined, string]),
-      ...QUEUES.map((q) => [q.name, q.access.bucket, functionByDescription(`Consumer of the ${q.name} queue`)[0]] as [string, BucketAccess | undefined, string]),
+    const functions: [string, EntryAccess, string][] = [
+      ...ROUTES.map((r) => [r.id, r.access, routeFunction(r)[0]] as [string, EntryAccess, string]),
+      ...QUEUES.map((q) => [q.name, q.access, functionByDescription(`Consumer of the ${q.name} queue`)[0]] as [string, EntryAccess, string]),
     ];
     const mediaBucket = ofType('AWS::S3::Bucket').find(([, r]) => r.Properties.NotificationConfiguration?.EventBridgeConfiguration)![0];
     let checked = 0;
-    for (const [name, mode, fnId] of functions) {
+    for (const [name, access, fnId] of functions) {
       const statements = statementsOf(fnId);
       for (const action of actions) {
         for (const key of keys) {
           if ((action === 's3:ListBucket') !== (key === null)) continue;
           const deployed = statements.some((st) => [st.Action].flat().some((a) => iamGlob(a, action)) && [st.Resource].flat().some((r) => covers(r, mediaBucket, key)));
-          expect({ name, action, key, allowed: allows(mode, action, key) }).toEqual({ name, action, key, allowed: deployed });
+          expect({ name, action, key, allowed: allows(access.bucket, action, key, { transcribe: access.transcribe }) }).toEqual({ name, action, key, allowed: deployed });
           checked++;
         }
       }
     }
     expect(checked).toBe(functions.length * (6 * 4 + 1));
+  });
+
+  test('least privilege: each pipeline consumer reaches only the prefixes its work needs (exports cannot touch uploads, annotation cannot delete, the sandbox cannot read)', () => {
+    const mode = (name: string) => QUEUES.find((q) => q.name === name)!.access.bucket;
+    const upload = 'uploads/sub_1/r1/file_1.jpg';
+    const can = (name: string, action: BucketAction, key: string | null) => allows(mode(name), action, key);
+    // exports: writes its multipart file under exports/, nothing else
+    expect(can('exports', 's3:PutObject', 'exports/exp_1/x.jsonl')).toBe(true);
+    expect([can('exports', 's3:PutObject', upload), can('exports', 's3:DeleteObject', upload), can('exports', 's3:GetObject', upload)]).toEqual([false, false, false]);
+    // annotation: reads the upload, writes keyframes
+    expect([can('annotation', 's3:GetObject', upload), can('annotation', 's3:PutObject', 'keyframes/file_1/0.png')]).toEqual([true, true]);
+    expect([can('annotation', 's3:DeleteObject', upload), can('annotation', 's3:PutObject', upload)]).toEqual([false, false]);
+    // scoring: reads, tags and deletes uploads only; keyframes and exports are out of its reach
+    expect([can('scoring', 's3:GetObject', upload), can('scoring', 's3:PutObjectTagging', upload), can('scoring', 's3:DeleteObject', upload)]).toEqual([true, true, true]);
+    expect([can('scoring', 's3:DeleteObject', 'exports/exp_1/x.jsonl'), can('scoring', 's3:PutObject', upload)]).toEqual([false, false]);
+    // sandbox: uploads as a worker would, and reads nothing
+    expect([can('sandbox', 's3:PutObject', upload), can('sandbox', 's3:GetObject', upload), can('sandbox', 's3:DeleteObject', upload)]).toEqual([true, false, false]);
   });
 
   test('the override may only tag upload objects: the withdrawn objects are deleted by the withdrawals consumer, which may only delete (D71)', () => {
