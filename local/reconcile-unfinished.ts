@@ -143,6 +143,8 @@ export const webhooksReconciler: Reconciler = {
         continue;
       }
       for (const [endpointId, d] of pending) {
+        // As the writer of the entry sent it: a replay stays a replay, keeping the retries it took over.
+        const replay = d.next_replay === true;
         const msg: AttemptMessage = {
           kind: 'webhook.attempt',
           event_id: ev.id as string,
@@ -151,8 +153,9 @@ export const webhooksReconciler: Reconciler = {
           environment: ev.environment as AttemptMessage['environment'],
           token: d.next_token!,
           expect_attempts: d.attempts,
-          retry_index: d.retry_index ?? d.attempts, // its place in the retry schedule (a replay may keep an earlier one)
-          replay: false,
+          retry_index: d.retry_index ?? (replay ? 0 : d.attempts), // its place in the retry schedule (a replay may keep an earlier one)
+          replay,
+          ...(replay && d.retry_index != null ? { keep_retries: true } : {}),
           due_at: d.next_attempt_at ?? new Date().toISOString(),
           created_ms: Date.now(),
         };

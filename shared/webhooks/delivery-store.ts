@@ -28,6 +28,11 @@ export interface DeliveryEntry {
    * Absent on entries written before it existed (then: the attempt count, as without replays).
    */
   retry_index?: number | null;
+  /**
+   * The next attempt is a replay (D37: one attempt that takes none of the retries left): what a
+   * message re-enqueued from this entry alone (the local runtime's start-up reconciler) must say.
+   */
+  next_replay?: boolean;
 }
 
 /** A failed DynamoDB condition, from a single write or a transaction (shared/db/tx.ts). */

@@ -70,8 +70,8 @@ async function replayOnce(ctx: MutationContext, p: BuyerPrincipal, ev: Item, end
     const retryIndex = prev ? keptRetryIndex(prev) : beforeFanOut ? 0 : null;
     retryIndexes.set(id, retryIndex);
     next[id] = prev
-      ? { ...prev, status: 'pending', next_token: token, next_attempt_at: at.toISOString(), retry_index: retryIndex }
-      : { ...newEntry(at, token), retry_index: retryIndex };
+      ? { ...prev, status: 'pending', next_token: token, next_attempt_at: at.toISOString(), retry_index: retryIndex, next_replay: true }
+      : { ...newEntry(at, token), retry_index: retryIndex, next_replay: true };
   }
 
   for (const ep of targets) {

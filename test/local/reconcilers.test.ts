@@ -22,6 +22,7 @@ import { topUpSessionId } from '../../shared/billing/auto-top-up';
 import { silentLog } from '../../local/log';
 import type { ReconcileContext } from '../../local/reconcilers';
 import { startTestRuntime, type TestRuntime } from '../support/harness';
+import { idemKey, signupBuyer } from '../support/buyers';
 
 let rt: TestRuntime;
 beforeAll(async () => {
@@ -100,13 +101,44 @@ it('a pending delivery goes back at its place in the retry schedule: the one a r
   const { retry_index: _unrecorded, ...older } = { ...newEntry(new Date(), 'tok-old'), attempts: 3 };
   await setDeliveries(ev, {
     // Three attempts, then a replay that kept the schedule at its second retry.
-    we_replayed: { ...newEntry(new Date(), 'tok-replayed'), attempts: 3, retry_index: 1 },
+    we_replayed: { ...newEntry(new Date(), 'tok-replayed'), attempts: 3, retry_index: 1, next_replay: true },
     we_older: older,
   });
   const ctx = context();
   await webhooksReconciler.run(ctx);
   const byEndpoint = Object.fromEntries(ctx.sent.filter((m) => m.body.kind === 'webhook.attempt' && m.body.event_id === ev).map((m) => [m.body.endpoint_id, m.body.retry_index]));
   expect(byEndpoint).toEqual({ we_replayed: 1, we_older: 3 });
+});
+
+it('D37: a pending replay goes back as a replay: of a finished delivery, one attempt with no retries; of one being retried, keeping the retries it took over', async () => {
+  const ev = await newEvent(`org_rec${Date.now()}`);
+  await setDeliveries(ev, {
+    we_finished: { ...newEntry(new Date(), 'tok-f'), attempts: 8, retry_index: null, next_replay: true },
+    we_retrying: { ...newEntry(new Date(), 'tok-r'), attempts: 2, retry_index: 2, next_replay: true },
+    we_plain: { ...newEntry(new Date(), 'tok-p'), attempts: 2, retry_index: 2 },
+  });
+  const ctx = context();
+  await webhooksReconciler.run(ctx);
+  const sent = Object.fromEntries(ctx.sent.filter((m) => m.body.kind === 'webhook.attempt' && m.body.event_id === ev).map((m) => [m.body.endpoint_id, m.body]));
+  expect(sent.we_finished).toMatchObject({ replay: true, retry_index: 0 });
+  expect(sent.we_finished.keep_retries).toBeUndefined();
+  expect(sent.we_retrying).toMatchObject({ replay: true, keep_retries: true, retry_index: 2 });
+  expect(sent.we_plain).toMatchObject({ replay: false, retry_index: 2 });
+  expect(sent.we_plain.keep_retries).toBeUndefined();
+});
+
+it('D37: the replay route marks its deliveries as replays, so a start-up re-enqueues a replay of a finished delivery as one attempt', async () => {
+  const b = await signupBuyer(rt, 'Replay restart');
+  const ep = await rt.request('POST', '/v1/webhook_endpoints', { key: b.live, body: { url: 'http://127.0.0.1:9/hook', events: ['*'] }, headers: { 'Idempotency-Key': idemKey() } });
+  expect(ep.status).toBe(201);
+  const ev = await newEvent(b.orgId);
+  await setDeliveries(ev, { [ep.json.id]: { ...newEntry(new Date()), status: 'delivered', attempts: 1, next_token: null } }, 'delivered');
+  expect((await rt.request('POST', `/v1/webhook_events/${ev}/replay`, { key: b.live, body: {}, headers: { 'Idempotency-Key': idemKey() } })).status).toBe(202);
+  const ctx = context();
+  await webhooksReconciler.run(ctx);
+  const msg = ctx.sent.find((m) => m.body.kind === 'webhook.attempt' && m.body.event_id === ev);
+  expect(msg?.body).toMatchObject({ replay: true, retry_index: 0, expect_attempts: 1 });
+  expect(msg?.body.keep_retries).toBeUndefined();
 });
 
 it('an unfinished sandbox run gets its next tick; a test job whose run never started gets its job.created again', async () => {
