@@ -25,8 +25,8 @@ export type SecretName = (typeof SECRET_NAMES)[number];
  * action what each allows, and the local runtime enforces it):
  * `read` get and list; `write` put and tag upload objects only; `delete` delete objects only;
  * `tag` tag upload objects only; and one mode per pipeline consumer that needs more than one of
- * these, each limited to the prefixes it works on: `score` get, tag and delete upload objects (and
- * list, so a missing one is a 404, not a 403); `annotate` get upload objects and put keyframes;
+ * these, each limited to the prefixes it works on: `score` get, tag and delete upload objects, get
+ * transcripts (and list, so a missing one is a 404, not a 403); `annotate` get and tag upload objects and put keyframes;
  * `export` put (multipart) and abort under `exports/` only.
  */
 export type BucketAccess = 'read' | 'write' | 'delete' | 'tag' | 'score' | 'annotate' | 'export';
@@ -55,10 +55,18 @@ export const BUCKET_GRANTS: Record<BucketAccess, { objects: { actions: BucketAct
   write: { objects: [{ actions: ['s3:PutObject', 's3:PutObjectTagging'], prefix: BUCKET_PREFIXES.uploads }], list: false },
   delete: { objects: [{ actions: ['s3:DeleteObject'], prefix: ANYWHERE }], list: false },
   tag: { objects: [{ actions: ['s3:PutObjectTagging'], prefix: BUCKET_PREFIXES.uploads }], list: false },
-  score: { objects: [{ actions: ['s3:GetObject', 's3:PutObjectTagging', 's3:DeleteObject'], prefix: BUCKET_PREFIXES.uploads }], list: true },
+  score: {
+    objects: [
+      { actions: ['s3:GetObject', 's3:PutObjectTagging', 's3:DeleteObject'], prefix: BUCKET_PREFIXES.uploads },
+      // A transcript whose state-change event never came is read from Transcribe's output (D65).
+      { actions: ['s3:GetObject'], prefix: BUCKET_PREFIXES.transcripts },
+    ],
+    list: true,
+  },
   annotate: {
     objects: [
-      { actions: ['s3:GetObject'], prefix: BUCKET_PREFIXES.uploads },
+      // Either stage may take the verdict (the one that writes last): a rejection tags the bytes.
+      { actions: ['s3:GetObject', 's3:PutObjectTagging'], prefix: BUCKET_PREFIXES.uploads },
       { actions: ['s3:PutObject'], prefix: BUCKET_PREFIXES.keyframes },
     ],
     list: false,

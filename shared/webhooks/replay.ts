@@ -32,7 +32,8 @@ export async function replayEvent(ctx: MutationContext, p: BuyerPrincipal, event
     } catch (e) {
       // A delivery was written concurrently (dispatcher): read again and retry a few times.
       if ((e as Error).name !== 'ConditionFailed' || attempt >= 3) {
-        if ((e as Error).name === 'ConditionFailed') throw errors.conflict('The event is being delivered right now; retry the replay.');
+        // A "retry" answer carries Retry-After, so the idempotency key is released for that retry (D11).
+        if ((e as Error).name === 'ConditionFailed') throw errors.conflict('The event is being delivered right now; retry the replay.', undefined, { 'Retry-After': '1' });
         throw e;
       }
     }

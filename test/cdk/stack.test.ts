@@ -367,8 +367,10 @@ describe('least privilege', () => {
     // exports: writes its multipart file under exports/, nothing else
     expect(can('exports', 's3:PutObject', 'exports/exp_1/x.jsonl')).toBe(true);
     expect([can('exports', 's3:PutObject', upload), can('exports', 's3:DeleteObject', upload), can('exports', 's3:GetObject', upload)]).toEqual([false, false, false]);
-    // annotation: reads the upload, writes keyframes
-    expect([can('annotation', 's3:GetObject', upload), can('annotation', 's3:PutObject', 'keyframes/file_1/0.png')]).toEqual([true, true]);
+    // annotation: reads the upload, writes keyframes, and tags rejected bytes when it takes the verdict
+    expect([can('annotation', 's3:GetObject', upload), can('annotation', 's3:PutObject', 'keyframes/file_1/0.png'), can('annotation', 's3:PutObjectTagging', upload)]).toEqual([true, true, true]);
+    // both stages may take the verdict, so both may tag the bytes a rejection leaves for the lifecycle rule
+    expect([can('scoring', 's3:PutObjectTagging', upload), can('annotation', 's3:PutObjectTagging', upload)]).toEqual([true, true]);
     expect([can('annotation', 's3:DeleteObject', upload), can('annotation', 's3:PutObject', upload)]).toEqual([false, false]);
     // scoring: reads, tags and deletes uploads only; keyframes and exports are out of its reach
     expect([can('scoring', 's3:GetObject', upload), can('scoring', 's3:PutObjectTagging', upload), can('scoring', 's3:DeleteObject', upload)]).toEqual([true, true, true]);

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startS3Emulator } from '../../local/s3';
 import { ensureLocalSecrets } from '../../local/secrets';
-import { resetS3 } from '../../shared/storage/s3';
+import { objectKeys, putObject, resetS3 } from '../../shared/storage/s3';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { ensureTable, localDynamoClient } from '../../local/dynamodb';
 import { resetConfig } from '../../shared/config';
@@ -123,7 +123,7 @@ export async function ledgerState(p: BuyerPrincipal, jobIds: string[]) {
 export function submissionItem(job: JobItem, submissionId: string, files: number, status: 'approved' | 'rejected', extra: Record<string, unknown> = {}): SubmissionItem & Key {
   const uploads = Array.from({ length: files }, () => {
     const fileId = newId('file');
-    return { file_id: fileId, key: `uploads/${submissionId}/r1/${fileId}`, filename: 'p.jpg', content_type: 'image/jpeg', size_bytes: 100, mode: 'direct' as const };
+    return { file_id: fileId, key: objectKeys.upload(submissionId, 'r1', fileId, 'image/jpeg'), filename: 'p.jpg', content_type: 'image/jpeg', size_bytes: 100, mode: 'direct' as const };
   });
   const stars = status === 'approved' ? 4 : 1;
   return {
@@ -160,11 +160,16 @@ export function submissionItem(job: JobItem, submissionId: string, files: number
   } as unknown as SubmissionItem & Key;
 }
 
-/** A rejected submission (no charge, no slot held), as a pre-check rejection leaves it. */
+/**
+ * A rejected submission (no charge, no slot held), as a pre-check rejection leaves it: its bytes
+ * stay in the bucket for the override window (an override approval delivers them).
+ */
 export async function reject(jobId: string, submissionId: string, files: number): Promise<void> {
   const job = (await getJobItem(jobId))!;
+  const sub = submissionItem(job, submissionId, files, 'rejected');
+  await Promise.all(sub.uploads.map((u) => putObject(u.key, Buffer.from('fixture bytes'), u.content_type)));
   const tx = new Tx();
-  tx.put('submission', submissionItem(job, submissionId, files, 'rejected'));
+  tx.put('submission', sub);
   await tx.commit();
 }
 

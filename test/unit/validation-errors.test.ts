@@ -5,6 +5,7 @@
 import * as classic from 'zod';
 import * as z from '../../shared/zod';
 import { toApiError } from '../../shared/http/middlewares/envelope';
+import { ConditionFailed } from '../../shared/errors';
 
 const thrown = (fn: () => unknown): unknown => {
   try {
@@ -30,4 +31,9 @@ test.each([
 test('an ordinary Error that merely has `issues` is not taken for a validation error', () => {
   const err = toApiError(Object.assign(new Error('boom'), { issues: [] }));
   expect(err.status).toBe(500);
+});
+
+test('D11: a 409 that says "retry" (an unmapped failed condition) carries Retry-After, so the idempotency key is released for the retry', () => {
+  const err = toApiError(new ConditionFailed(['job']));
+  expect([err.status, err.message, err.headers?.['Retry-After']]).toEqual([409, expect.stringMatching(/retry/), '1']);
 });

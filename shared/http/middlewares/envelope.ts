@@ -34,7 +34,8 @@ export function toApiError(err: unknown): ApiError {
   }
   if (err instanceof ConditionFailed) {
     logger.info('unmapped condition failure', { reasons: err.reasons });
-    return errors.conflict('The resource changed while the request ran; retry.');
+    // Says "retry", so it carries Retry-After: the idempotency key is released, not bound to it (D11).
+    return errors.conflict('The resource changed while the request ran; retry.', undefined, { 'Retry-After': '1' });
   }
   return errors.internal();
 }
