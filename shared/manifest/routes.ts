@@ -83,7 +83,7 @@ const R = (d: RouteDef): RouteDef => d;
 
 /** D63: list routes sign and check cursors with the `cursor` secret. */
 const LIST: RouteAccess = { table: 'read', secrets: ['cursor'] };
-/** Issue 11.1: the response holds a one-time secret or a signed download URL, stored sealed for replays (KMS). */
+/** Issue 11.1: the response holds a one-time secret or a signed URL (download or upload), stored sealed for replays (KMS). */
 const SEALS: Pick<RouteAccess, 'kms'> = { kms: 'encrypt-decrypt' };
 /** D62/D34: may charge or confirm a payment through the provider (the `stripe` secret). */
 const PAYS: Pick<RouteAccess, 'secrets'> = { secrets: ['stripe'] };
@@ -314,13 +314,14 @@ export const ROUTES: readonly RouteDef[] = [
   }),
   worker('worker.submissions.upload', 'POST', '/internal/worker/submissions/{submission_id}/upload', 'functions/worker/submission-upload.ts', {
     resource: { param: 'submission_id', kind: 'worker_submission' },
-    access: { table: 'write', bucket: 'write' },
+    // SEALS: the JSON plan's answer holds pre-signed PUT URLs (each opens its object for a write).
+    access: { table: 'write', bucket: 'write', ...SEALS },
     successStatus: 202,
     multipart: true,
   }),
   worker('worker.submissions.retry', 'POST', '/internal/worker/submissions/{submission_id}/retry', 'functions/worker/submission-retry.ts', {
     resource: { param: 'submission_id', kind: 'worker_submission' },
-    access: { table: 'write', bucket: 'write' }, // the retry carries a new upload (D27)
+    access: { table: 'write', bucket: 'write', ...SEALS }, // the retry carries a new upload (D27); its plan holds pre-signed URLs
     successStatus: 202,
     multipart: true,
   }),

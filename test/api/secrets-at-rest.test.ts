@@ -12,6 +12,7 @@ import { idemKey, uniqueEmail } from '../support/buyers';
 
 let rt: TestRuntime;
 beforeAll(async () => {
+  process.env.LOCAL_FIXED_OTP = '123456'; // a live buyer (phone verified) for the upload test
   rt = await startTestRuntime({ enablePollers: false });
 });
 afterAll(() => rt.stop());
@@ -153,4 +154,19 @@ test('a signed download URL handed out under an Idempotency-Key is stored sealed
   const signature = new URL(first.json.download_url).searchParams.get('Signature')!;
   expect(signature.length).toBeGreaterThan(20);
   expect((await scanAll()).filter((i) => i.includes(signature))).toEqual([]);
+});
+
+test('pre-signed upload URLs handed out under an Idempotency-Key are stored sealed, and the replay still returns them', async () => {
+  const { accept, createJob, liveBuyer, signupWorker } = await import('../pipeline/support');
+  const b = await liveBuyer(rt);
+  const job = await createJob(rt, b.live, { files_needed: 1 });
+  const w = await signupWorker(rt);
+  const sub = await accept(rt, w.token, job.id);
+  expect(sub.status).toBe(201);
+  const plan = await twice(`/internal/worker/submissions/${sub.json.id}/upload`, { files: [{ filename: 'big.jpg', content_type: 'image/jpeg', size_bytes: 5_000_000 }] }, w.token);
+  expect(plan.status).toBe(200);
+  const signatures = (plan.json.uploads as { url: string }[]).map((u) => new URL(u.url).searchParams.get('X-Amz-Signature')!);
+  expect(signatures).toHaveLength(1);
+  expect(signatures[0]!.length).toBeGreaterThan(20);
+  expect((await scanAll()).filter((i) => signatures.some((s) => i.includes(s)))).toEqual([]);
 });
