@@ -117,15 +117,30 @@ export class IdempotencyHandle {
 
 export type AcquireResult = { kind: 'acquired'; handle: IdempotencyHandle } | { kind: 'replay'; stored: StoredResponse };
 
-/** Canonical request fingerprint: method, path and the body (JSON with sorted keys when JSON). */
-export function fingerprint(method: string, path: string, rawBody: string | null): string {
+/**
+ * Canonical request fingerprint: method, path and the body (JSON with sorted keys when JSON). A
+ * multipart form's boundary is chosen afresh by the client on every send (curl, browsers, fetch's
+ * FormData), so it is left out: the same files and fields resent with the same key are the same
+ * request (D11), and get the stored answer.
+ */
+export function fingerprint(method: string, path: string, rawBody: string | null, contentType?: string): string {
   let canonical = rawBody ?? '';
-  try {
-    if (canonical.trim()) canonical = stableStringify(JSON.parse(canonical));
-  } catch {
-    /* not JSON: the raw bytes are the body */
+  const boundary = multipartBoundary(contentType);
+  if (boundary) canonical = canonical.split(`--${boundary}`).join('--<boundary>');
+  else {
+    try {
+      if (canonical.trim()) canonical = stableStringify(JSON.parse(canonical));
+    } catch {
+      /* not JSON: the raw bytes are the body */
+    }
   }
   return sha256hex(`${method.toUpperCase()} ${path}\n${canonical}`);
+}
+
+function multipartBoundary(contentType: string | undefined): string | null {
+  if (!contentType || !/^\s*multipart\//i.test(contentType)) return null;
+  const m = /;\s*boundary=(?:"([^"]+)"|([^;\s]+))/i.exec(contentType);
+  return m ? (m[1] ?? m[2] ?? null) : null;
 }
 
 function stableStringify(v: unknown): string {

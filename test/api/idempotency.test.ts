@@ -10,6 +10,7 @@ let rt: TestRuntime;
 let a: TestBuyer;
 
 beforeAll(async () => {
+  process.env.LOCAL_FIXED_OTP = '123456'; // a live buyer (phone verified) for the worker upload test
   rt = await startTestRuntime();
   a = await signupBuyer(rt);
 });
@@ -186,4 +187,23 @@ describe('the response recorded in a transaction counts only once that transacti
     await tx.commit();
     expect(handle.recorded).toBe(true);
   });
+});
+
+test('D11/D45: a worker\'s upload resent with the same Idempotency-Key gets the stored answer, though the client chose a new multipart boundary', async () => {
+  const { accept, createJob, detailedJpeg, liveBuyer, multipart, signupWorker } = await import('../pipeline/support');
+  const b = await liveBuyer(rt);
+  const job = await createJob(rt, b.live, { files_needed: 1 });
+  const w = await signupWorker(rt);
+  const sub = (await accept(rt, w.token, job.id)).json.id as string;
+  const bytes = await detailedJpeg(211);
+  const key = idemKey();
+  const send = () => {
+    const m = multipart([{ filename: 'p.jpg', contentType: 'image/jpeg', data: bytes }]); // a fresh boundary each time
+    return rt.request('POST', `/internal/worker/submissions/${sub}/upload`, { key: w.token, body: m.body, headers: { 'Content-Type': m.contentType, 'Idempotency-Key': key } });
+  };
+  const first = await send();
+  expect(first.status).toBe(202);
+  const again = await send();
+  expect([again.status, again.headers['idempotent-replayed']]).toEqual([202, 'true']);
+  expect(again.json).toEqual(first.json);
 });

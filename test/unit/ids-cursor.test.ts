@@ -99,6 +99,17 @@ describe('idempotency fingerprint (D11)', () => {
   test('the same JSON with other key order or spacing is the same request', () => {
     expect(fingerprint('POST', '/v1/jobs', '{"a":1,"b":2}')).toBe(fingerprint('POST', '/v1/jobs', '{ "b": 2, "a": 1 }'));
   });
+  test('the same multipart form sent with another boundary is the same request; other bytes are another', () => {
+    const form = (boundary: string, data: string) =>
+      [`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="p.jpg"\r\nContent-Type: image/jpeg\r\n\r\n${data}\r\n--${boundary}--\r\n`, `multipart/form-data; boundary=${boundary}`] as const;
+    const [a, ctA] = form('----curlA1b2', 'JPEGBYTES');
+    const [b, ctB] = form('----formdataZ9', 'JPEGBYTES');
+    const [c, ctC] = form('----formdataZ9', 'OTHERBYTES');
+    const path = '/internal/worker/submissions/sub_1/upload';
+    expect(fingerprint('POST', path, a, ctA)).toBe(fingerprint('POST', path, b, ctB));
+    expect(fingerprint('POST', path, a, `multipart/form-data; boundary="----curlA1b2"`)).toBe(fingerprint('POST', path, b, ctB));
+    expect(fingerprint('POST', path, c, ctC)).not.toBe(fingerprint('POST', path, b, ctB));
+  });
   test('another path or body is another request', () => {
     expect(fingerprint('POST', '/v1/jobs', '{"a":1}')).not.toBe(fingerprint('POST', '/v1/jobs', '{"a":2}'));
     expect(fingerprint('POST', '/v1/a', '{}')).not.toBe(fingerprint('POST', '/v1/b', '{}'));
