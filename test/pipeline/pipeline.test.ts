@@ -335,6 +335,21 @@ describe('pipeline: from a worker upload to a delivered, charged File', () => {
     expect(objects.KeyCount ?? 0).toBe(0);
   });
 
+  it('D24/D25: a pre-signed file refused by its byte check can be sent again to the same URL, and the good bytes complete the upload', async () => {
+    const buyer = await liveBuyer(rt);
+    const job = await createJob(rt, buyer.live, { files_needed: 1 });
+    const w = await signupWorker(rt);
+    const a = await accept(rt, w.token, job.id);
+    const good = await detailedJpeg(78);
+    const plan = await rt.request('POST', `/internal/worker/submissions/${a.json.id}/upload`, { key: w.token, body: { files: [{ filename: 'p.jpg', content_type: 'image/jpeg', size_bytes: good.length }] } });
+    expect(plan.status).toBe(200);
+    const { url, headers } = plan.json.uploads[0];
+    expect((await fetch(url, { method: 'PUT', body: Buffer.alloc(good.length, 0x41), headers })).status).toBe(200); // not a JPEG
+    await waitFor(async () => (await rt.request('GET', `/internal/worker/submissions/${a.json.id}`, { key: w.token })).json.upload_errors.length > 0, { timeoutMs: 30_000, intervalMs: 500 });
+    expect((await fetch(url, { method: 'PUT', body: good, headers })).status).toBe(200); // the refused bytes were deleted: the URL writes again
+    expect(await verdictOf(w.token, a.json.id)).toMatchObject({ status: 'approved', upload_errors: [] });
+  });
+
   it('D23/D29: 30 workers race for a job needing 10 files: exactly 10 reserve, 10 are approved and 10 charged', async () => {
     const buyer = await liveBuyer(rt);
     const job = await createJob(rt, buyer.live, { files_needed: 10, price_per_file_cents: 10 });
