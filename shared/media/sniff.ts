@@ -260,7 +260,9 @@ export function uploadCheckError(result: Extract<UploadCheckResult, { ok: false 
  * (a broken file is left to the decoder). Data appended to an image is how polyglot files (an
  * image that is also a ZIP, an HTML page, a script) are made: such uploads are refused as
  * `content_mismatch` rather than silently cut, so the stored bytes and their `content_hash` are
- * always exactly what the worker sent.
+ * always exactly what the worker sent. The images a JPEG itself declares after its end in a
+ * Multi-Picture Format segment (an Ultra HDR photo's gain map, a camera's preview or depth map),
+ * each a JPEG where the declaration says, are part of the photo, not other data.
  */
 export function trailingDataAfterImage(b: Uint8Array, contentType: string): number {
   const t = normalizeContentType(contentType);
@@ -268,7 +270,67 @@ export function trailingDataAfterImage(b: Uint8Array, contentType: string): numb
   if (end === null) return 0;
   let last = b.length;
   while (last > end && b[last - 1] === 0) last--;
-  return last - end;
+  if (last === end || t !== 'image/jpeg') return last - end;
+  // Walk the declared images in order; only zero bytes may sit between them.
+  const declared = mpfImages(b).filter(([s, e]) => s >= end && e <= b.length && e > s + 2 && b[s] === 0xff && b[s + 1] === 0xd8).sort((x, y) => x[0] - y[0]);
+  let p = end;
+  for (const [s, e] of declared) {
+    while (p < s && b[p] === 0) p++;
+    if (p !== s) break;
+    p = e;
+  }
+  while (p < last && b[p] === 0) p++;
+  return Math.max(0, last - p);
+}
+
+/**
+ * The images after the first that a JPEG's Multi-Picture Format segment (CIPA DC-007: APP2
+ * `MPF\0`, a TIFF structure whose MP Entry tag 0xB002 lists each image's size and offset from the
+ * TIFF header) declares, as [start, end) offsets in the file; none when it has no such segment.
+ */
+function mpfImages(b: Uint8Array): [number, number][] {
+  let o = 2;
+  while (o + 4 <= b.length && b[o] === 0xff) {
+    const m = b[o + 1]!;
+    if (m === 0xda || m === 0xd9) break; // the scan starts: no more APP segments
+    if (m === 0xff) {
+      o++;
+      continue;
+    }
+    if (m === 0x01 || (m >= 0xd0 && m <= 0xd7)) {
+      o += 2;
+      continue;
+    }
+    const len = (b[o + 2]! << 8) | b[o + 3]!;
+    if (len < 2) break;
+    if (m === 0xe2 && len >= 14 && ascii(b, o + 4, 4) === 'MPF\0') return mpEntries(b, o + 8, Math.min(b.length, o + 2 + len));
+    o += 2 + len;
+  }
+  return [];
+}
+
+function mpEntries(b: Uint8Array, tiff: number, segEnd: number): [number, number][] {
+  const le = b[tiff] === 0x49 && b[tiff + 1] === 0x49;
+  if (!le && !(b[tiff] === 0x4d && b[tiff + 1] === 0x4d)) return [];
+  const r16 = (p: number) => (le ? b[p]! | (b[p + 1]! << 8) : (b[p]! << 8) | b[p + 1]!);
+  const r32 = (p: number) => (le ? (b[p]! | (b[p + 1]! << 8) | (b[p + 2]! << 16) | (b[p + 3]! << 24)) >>> 0 : u32(b, p));
+  const ifd = tiff + r32(tiff + 4);
+  if (ifd + 2 > segEnd) return [];
+  const out: [number, number][] = [];
+  for (let i = 0, n = r16(ifd); i < n; i++) {
+    const entry = ifd + 2 + 12 * i;
+    if (entry + 12 > segEnd) break;
+    if (r16(entry) !== 0xb002) continue;
+    const values = tiff + r32(entry + 8);
+    for (let j = 0; j < Math.floor(r32(entry + 4) / 16); j++) {
+      const e = values + 16 * j;
+      if (e + 16 > segEnd) break;
+      const size = r32(e + 4);
+      const offset = r32(e + 8);
+      if (offset !== 0) out.push([tiff + offset, tiff + offset + size]); // offset 0: the first image itself
+    }
+  }
+  return out;
 }
 
 /** Offset just after the EOI marker, following segments and entropy-coded scans; null when not found. */
