@@ -3,7 +3,7 @@ import { Construct } from 'constructs';
 import { TABLE_DEF } from '../shared/db/table';
 import { BUCKET_PREFIXES } from '../shared/manifest/wiring';
 import { EXPORT_RETENTION_DAYS } from '../shared/exports/model';
-import { REJECTED_RETENTION_DAYS } from '../shared/storage/lifecycle';
+import { REJECTED_RETENTION_DAYS, TRANSCRIPT_RETENTION_DAYS } from '../shared/storage/lifecycle';
 
 /**
  * S3 lifecycle (days after the object was written):
@@ -12,6 +12,7 @@ import { REJECTED_RETENTION_DAYS } from '../shared/storage/lifecycle';
  *   window counted from the verdict, even a verdict days late (shared/storage/lifecycle.ts);
  * - exports (`exports/`): `EXPORT_RETENTION_DAYS` (30); every read of an export signs a fresh
  *   7-day link that never lasts past this (shared/exports/model.ts);
+ * - Transcribe's output documents (`transcripts/`): `TRANSCRIPT_RETENTION_DAYS` (30), read once;
  * - incomplete multipart uploads: aborted after 1 day;
  * - approved files and keyframes: kept.
  */
@@ -89,6 +90,7 @@ export class Data extends Construct {
         { id: 'abort-incomplete-multipart', abortIncompleteMultipartUploadAfter: Duration.days(1) },
         { id: 'expire-rejected-uploads', tagFilters: { [REJECTED_OBJECT_TAG.key]: REJECTED_OBJECT_TAG.value }, expiration: Duration.days(REJECTED_EXPIRY_DAYS) },
         { id: 'expire-exports', prefix: EXPORTS_PREFIX, expiration: Duration.days(EXPORT_RETENTION_DAYS) },
+        { id: 'expire-transcripts', prefix: BUCKET_PREFIXES.transcripts, expiration: Duration.days(TRANSCRIPT_RETENTION_DAYS) },
       ],
       removalPolicy: RemovalPolicy.RETAIN,
     });

@@ -184,6 +184,7 @@ export class DomainStack extends NestedStack {
       environment: { ...shared.environment, PUBLIC_BASE_URL: shared.api.baseUrl },
     });
     bindTable(fn, shared.table, def.access.table);
+    if (def.access.bucket) bindBucket(fn, shared.bucket, def.access.bucket);
     for (const q of def.access.sendTo ?? []) bindQueue(fn, q, shared.plumbing.queue(q));
     bindKeyAccess(fn, def.access, shared.keys, shared.cdn);
     functionAlarms(fn, shared.alarmAction, `The ${def.name} schedule`);

@@ -302,12 +302,16 @@ export const ROUTES: readonly RouteDef[] = [
     successStatus: 201,
   }),
   worker('worker.jobs.available', 'GET', '/internal/worker/jobs/available', 'functions/worker/jobs-available.ts', { access: LIST }),
+  // tag: accepting again ends the worker's expired reservation, and withdrawing ends it; bytes that
+  // landed in it are tagged for the lifecycle rule.
   worker('worker.jobs.accept', 'POST', '/internal/worker/jobs/{job_id}/accept', 'functions/worker/job-accept.ts', {
     resource: { param: 'job_id', kind: 'worker_job' },
     successStatus: 201,
+    access: { table: 'write', bucket: 'tag' },
   }),
   worker('worker.jobs.withdraw', 'POST', '/internal/worker/jobs/{job_id}/withdraw', 'functions/worker/job-withdraw.ts', {
     resource: { param: 'job_id', kind: 'worker_job' },
+    access: { table: 'write', bucket: 'tag' },
   }),
   worker('worker.jobs.flag', 'POST', '/internal/worker/jobs/{job_id}/flag', 'functions/worker/job-flag.ts', {
     resource: { param: 'job_id', kind: 'worker_job' },

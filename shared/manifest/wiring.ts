@@ -126,7 +126,7 @@ export interface ScheduleDef {
   everyMinutes: number;
   handler: string;
   timeoutSeconds: number;
-  access: { table: 'read' | 'write'; sendTo?: string[] } & KeyAccess;
+  access: { table: 'read' | 'write'; bucket?: BucketAccess; sendTo?: string[] } & KeyAccess;
 }
 
 /** S3 key prefixes (one place): uploads start the pipeline, keyframes do not. */
@@ -472,7 +472,8 @@ export const SCHEDULES: readonly ScheduleDef[] = [
     everyMinutes: 1,
     handler: 'functions/scheduled/reservation-sweep.ts',
     timeoutSeconds: 55,
-    access: { table: 'write' },
+    // tag: bytes that landed in a reservation or retry window that ended are tagged for the lifecycle rule.
+    access: { table: 'write', bucket: 'tag' },
   },
   {
     name: 'credit-expiry-sweep',

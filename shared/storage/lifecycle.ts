@@ -7,3 +7,10 @@
  * anyway refuses to approve (nothing to deliver, nothing charged).
  */
 export const REJECTED_RETENTION_DAYS = 30;
+
+/**
+ * Amazon Transcribe's output documents (`transcripts/`) are read once, when their job completes
+ * (the transcript then lives in the submission's part and the File's annotations): the bucket
+ * deletes them after this many days.
+ */
+export const TRANSCRIPT_RETENTION_DAYS = 30;

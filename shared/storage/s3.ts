@@ -12,6 +12,7 @@ import { ObjectClient } from './object-client';
 import { addMs, now } from '../clock';
 import { BUCKET_PREFIXES } from '../manifest/wiring';
 import { DOWNLOAD_URL_TTL_SECONDS, signDownloadUrl, type DownloadUrlOptions as CdnUrlOptions, type SignedUrl } from '../cdn';
+import { logger } from '../logger';
 
 export { DOWNLOAD_URL_TTL_SECONDS, signDownloadUrl, type SignedUrl };
 /** Options of a download URL; `contentType` is accepted for older callers, the stored type is served. */
@@ -63,6 +64,21 @@ export const objectKeys = {
     `${BUCKET_PREFIXES.uploads}${subId}/${round}/${fileId}${EXT[contentType] ?? ''}`,
   keyframe: (fileId: string, index: number) => `${BUCKET_PREFIXES.keyframes}${fileId}/${index}.png`,
 };
+
+/** The object keys of a submission's current round (none before a plan). */
+export function roundObjectKeys(sub: { id: string; round?: string | null; uploads?: { file_id: string; content_type: string }[] }): string[] {
+  if (!sub.round) return [];
+  return (sub.uploads ?? []).map((u) => objectKeys.upload(sub.id, sub.round!, u.file_id, u.content_type));
+}
+
+/**
+ * Tags bytes no submission will deliver (a round replaced, a reservation or retry window that ended)
+ * `verdict=rejected`, for the lifecycle rule; a failure only keeps them longer, so it is logged.
+ */
+export async function tagUndelivered(keys: string[], context: Record<string, unknown>): Promise<void> {
+  if (!keys.length) return;
+  await tagVerdict(keys, 'rejected').catch((err: Error) => logger.warn('tagging undelivered bytes failed; they are kept', { error: err, ...context }));
+}
 
 /** `uploads/<sub>/<round>/<file><ext>` → its parts, or null for any other key. */
 export function parseUploadKey(key: string): { subId: string; round: string; fileId: string } | null {

@@ -32,7 +32,7 @@ import type { MutationContext } from '../context';
 import { batchGetConsistent, keyId } from '../db/batch-get';
 import { ACTIVE_STATUSES, type JobItem } from '../jobs/model';
 import { checkUpload, MAX_SIZE_BYTES, categoryOf, normalizeContentType } from '../media/sniff';
-import { objectKeys, presignPut, putObject, tagVerdict } from '../storage/s3';
+import { objectKeys, presignPut, putObject, roundObjectKeys, tagUndelivered, tagVerdict } from '../storage/s3';
 import { reservationKey, type ReservationItem } from './reservations';
 import type { DeviceFields, PlannedUpload, SubmissionItem } from './model';
 import type { PresignRequest } from './upload-request';
@@ -132,6 +132,9 @@ async function writePlan(sub: SubmissionItem, w: ReservationItem, uploads: Plann
     if (e instanceof ConditionFailed) throw conflict('The submission or its reservation changed meanwhile; fetch it and retry.', 'submission_changed');
     throw e;
   }
+  // The round this plan replaced (a first attempt's judged bytes, or an earlier plan's) is never
+  // delivered now: its objects are tagged for the lifecycle rule.
+  await tagUndelivered(roundObjectKeys(sub), { submission_id: sub.id, replaced_round: sub.round });
 }
 
 /** POST …/upload or …/retry with multipart/form-data: D25 checks, store, complete. 202 with the submission. */

@@ -41,7 +41,7 @@ import { withSpeech } from '../speech/annotate';
 import { fileItem } from '../files';
 import { addApprovalIndexes } from '../trust/indexes';
 import { addPayoutAndApprovedEvent } from './approval-records';
-import { objectKeys, tagVerdict } from '../storage/s3';
+import { objectKeys, roundObjectKeys, tagVerdict } from '../storage/s3';
 import { addSlotChange, withJobRetry } from './slots';
 import { getSubmissionItem, reservationItem } from './reservations';
 import { RESERVATION_MS, type FilePart, type SubmissionItem } from './model';
@@ -149,8 +149,7 @@ async function markRejectedBytes(sub: SubmissionItem): Promise<void> {
 
 /** The object keys of the submission's current upload round. */
 export function uploadObjectKeys(sub: SubmissionItem): string[] {
-  if (!sub.round) return [];
-  return sub.uploads.map((u) => objectKeys.upload(sub.id, sub.round!, u.file_id, u.content_type));
+  return roundObjectKeys(sub);
 }
 
 async function decide(sub: SubmissionItem): Promise<Verdict | null> {

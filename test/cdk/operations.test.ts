@@ -12,7 +12,7 @@ import { flatten, synthesize, type Resource } from './support';
 import { integerAbove } from '../../lib/edges/waf';
 import { MAX_BODY_BYTES } from '../../shared/http/body-limits';
 import { EXPORT_RETENTION_DAYS } from '../../shared/exports/model';
-import { REJECTED_RETENTION_DAYS } from '../../shared/storage/lifecycle';
+import { REJECTED_RETENTION_DAYS, TRANSCRIPT_RETENTION_DAYS } from '../../shared/storage/lifecycle';
 import { DLQ_RETENTION } from '../../lib/plumbing';
 
 const synthesized = synthesize({ transcriptionMaxConcurrency: 7, annotationMaxConcurrency: 3, longPollMaxWaits: 30, longPollMaxWaitsPerOrg: 6 });
@@ -206,8 +206,10 @@ describe('lifecycle', () => {
   test('exports are deleted after their retention (the bound of every export link) and incomplete multipart uploads after 1 day; nothing else expires', () => {
     expect(rules.find((x) => x.Prefix === 'exports/')!.ExpirationInDays).toBe(EXPORT_RETENTION_DAYS);
     expect(rules.find((x) => x.AbortIncompleteMultipartUpload)!.AbortIncompleteMultipartUpload.DaysAfterInitiation).toBe(1);
+    // Transcribe's output is read once, when its job completes.
+    expect(rules.find((x) => x.Prefix === 'transcripts/')!.ExpirationInDays).toBe(TRANSCRIPT_RETENTION_DAYS);
     // Approved files (uploads/ without the rejected tag) and keyframes have no expiry.
-    expect(rules.filter((x) => x.ExpirationInDays !== undefined && !x.TagFilters && x.Prefix !== 'exports/')).toEqual([]);
+    expect(rules.filter((x) => x.ExpirationInDays !== undefined && !x.TagFilters && !['exports/', 'transcripts/'].includes(x.Prefix))).toEqual([]);
   });
 });
 

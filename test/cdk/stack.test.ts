@@ -343,6 +343,7 @@ describe('least privilege', () => {
     const functions: [string, EntryAccess, string][] = [
       ...ROUTES.map((r) => [r.id, r.access, routeFunction(r)[0]] as [string, EntryAccess, string]),
       ...QUEUES.map((q) => [q.name, q.access, functionByDescription(`Consumer of the ${q.name} queue`)[0]] as [string, EntryAccess, string]),
+      ...SCHEDULES.map((s) => [s.name, s.access, functionByDescription(s.description)[0]] as [string, EntryAccess, string]),
     ];
     const mediaBucket = ofType('AWS::S3::Bucket').find(([, r]) => r.Properties.NotificationConfiguration?.EventBridgeConfiguration)![0];
     let checked = 0;

@@ -56,6 +56,35 @@ describe('pipeline: rejected bytes are tagged for the lifecycle rule, approved o
     expect(await tagsOf(a.json.id)).toEqual([{ verdict: 'approved' }]);
   });
 
+  /** A plan of two pre-signed files with only the first sent: the round stays open, its one object landed. */
+  async function halfSentPlan() {
+    const b = await liveBuyer(rt);
+    const job = await createJob(rt, b.live, { files_needed: 2, files_per_submission: 2 });
+    const w = await signupWorker(rt);
+    const a = await accept(rt, w.token, job.id);
+    const bytes = await detailedJpeg(402);
+    const plan = await rt.request('POST', `/internal/worker/submissions/${a.json.id}/upload`, {
+      key: w.token,
+      body: { files: [{ filename: 'a.jpg', content_type: 'image/jpeg', size_bytes: bytes.length }, { filename: 'b.jpg', content_type: 'image/jpeg', size_bytes: bytes.length }] },
+    });
+    expect(plan.status).toBe(200);
+    expect((await fetch(plan.json.uploads[0].url, { method: 'PUT', body: bytes, headers: plan.json.uploads[0].headers })).status).toBe(200);
+    return { job, w, subId: a.json.id as string, bytes };
+  }
+
+  it('bytes that landed in a reservation the worker withdrew from are tagged verdict=rejected: nothing delivers them', async () => {
+    const { job, w, subId } = await halfSentPlan();
+    expect((await rt.request('POST', `/internal/worker/jobs/${job.id}/withdraw`, { key: w.token })).status).toBe(200);
+    expect(await tagsOf(subId)).toEqual([{ verdict: 'rejected' }]);
+  });
+
+  it('bytes of a plan that a new plan replaced are tagged verdict=rejected', async () => {
+    const { w, subId, bytes } = await halfSentPlan();
+    const replan = await rt.request('POST', `/internal/worker/submissions/${subId}/upload`, { key: w.token, body: { files: [{ filename: 'c.jpg', content_type: 'image/jpeg', size_bytes: bytes.length }] } });
+    expect(replan.status).toBe(200);
+    expect(await tagsOf(subId)).toEqual([{ verdict: 'rejected' }]); // the old round's object; the new one has none yet
+  });
+
   it('a late or repeated event of a delivered file never tags it: only bytes no submission delivers are tagged', async () => {
     const b = await liveBuyer(rt);
     const job = await createJob(rt, b.live, { files_needed: 1 });
