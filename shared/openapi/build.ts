@@ -77,7 +77,7 @@ export function errorStatuses(r: RouteDef, hasInput: boolean, extra: Record<numb
     out[409] = 'Same Idempotency-Key with another body (`idempotency_conflict`), or while the first request runs (`details[0].code = idempotency_key_in_use`, with Retry-After).';
   }
   if (hasInput) out[422] = 'Fields valid one by one but not together (e.g. a range whose start is after its end).';
-  if (r.method === 'POST' || r.method === 'PATCH') out[413] = 'The request body is larger than the gateway accepts.';
+  if (r.method === 'POST' || r.method === 'PATCH') out[413] = 'The request body is over 4 MiB (`details[0].code = body_too_large`).';
   if (r.principal !== 'none' || r.rateLimit.startsWith('signup')) out[429] = '`rate_limit_exceeded`, with Retry-After in seconds.';
   if (r.longPoll) {
     out[429] = `${out[429] ?? ''} Also for \`Prefer: wait\` when too many long polls of this route are held at once: by the organization (code \`long_polls_per_org\`) or in all (\`long_polls_full\`); a read without \`Prefer: wait\` is served.`.trim();

@@ -1373,7 +1373,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is larger than the gateway accepts. */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1490,7 +1490,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is larger than the gateway accepts. */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1616,7 +1616,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is larger than the gateway accepts. */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1945,7 +1945,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is larger than the gateway accepts. */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2160,7 +2160,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is larger than the gateway accepts. */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2280,7 +2280,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is larger than the gateway accepts. */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2743,7 +2743,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is larger than the gateway accepts. */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2958,7 +2958,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is larger than the gateway accepts. */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3362,7 +3362,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is larger than the gateway accepts. */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3580,7 +3580,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is larger than the gateway accepts. */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3703,7 +3703,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is larger than the gateway accepts. */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3814,7 +3814,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is larger than the gateway accepts. */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4021,7 +4021,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is larger than the gateway accepts. */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4313,7 +4313,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is larger than the gateway accepts. */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4440,7 +4440,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is larger than the gateway accepts. */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4670,7 +4670,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is larger than the gateway accepts. */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4962,7 +4962,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is larger than the gateway accepts. */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5089,7 +5089,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is larger than the gateway accepts. */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5187,7 +5187,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is larger than the gateway accepts. */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5326,7 +5326,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is larger than the gateway accepts. */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5535,7 +5535,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is larger than the gateway accepts. */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5734,7 +5734,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is larger than the gateway accepts. */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5836,7 +5836,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is larger than the gateway accepts. */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5946,7 +5946,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is larger than the gateway accepts. */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6119,7 +6119,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `details[0].code = use_presigned_upload`: the multipart body is over 4 MiB. The request body is larger than the gateway accepts. */
+            /** @description `details[0].code = use_presigned_upload`: the multipart body is over 4 MiB. The request body is over 4 MiB (`details[0].code = body_too_large`). */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6292,7 +6292,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `details[0].code = use_presigned_upload`: the multipart body is over 4 MiB. The request body is larger than the gateway accepts. */
+            /** @description `details[0].code = use_presigned_upload`: the multipart body is over 4 MiB. The request body is over 4 MiB (`details[0].code = body_too_large`). */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
