@@ -61,8 +61,14 @@ describe('local runtime: a function makes only the calls its manifest entry gran
 
   it('a function without bucket access makes no S3 call', async () => {
     await expect(asRoute('jobs.get', () => headObject(key('a')))).rejects.toMatchObject({ name: 'AccessDenied', $metadata: { httpStatusCode: 403 } });
-    const sweep = SCHEDULES.find((s) => s.name === 'reservation-sweep')!;
+    const sweep = SCHEDULES.find((s) => s.name === 'credit-expiry-sweep')!;
     await expect(grantedTo(sweep.name, sweep.access, () => headObject(key('a')))({}, {} as never)).rejects.toThrow(/bucket access: none/);
+  });
+
+  it('the reservation sweep tags the bytes of an ended reservation, and reads nothing', async () => {
+    const sweep = SCHEDULES.find((s) => s.name === 'reservation-sweep')!;
+    await grantedTo(sweep.name, sweep.access, () => tagVerdict([key('a')], 'rejected'))({}, {} as never);
+    await expect(grantedTo(sweep.name, sweep.access, () => headObject(key('a')))({}, {} as never)).rejects.toThrow(/s3:GetObject/);
   });
 
   it('a consumer granted only tagging tags upload objects and nothing else', async () => {
