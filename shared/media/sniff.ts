@@ -271,8 +271,11 @@ export function trailingDataAfterImage(b: Uint8Array, contentType: string): numb
   let last = b.length;
   while (last > end && b[last - 1] === 0) last--;
   if (last === end || t !== 'image/jpeg') return last - end;
-  // Walk the declared images in order; only zero bytes may sit between them.
-  const declared = mpfImages(b).filter(([s, e]) => s >= end && e <= b.length && e > s + 2 && b[s] === 0xff && b[s + 1] === 0xd8).sort((x, y) => x[0] - y[0]);
+  // Walk the declared images in order; only zero bytes may sit between them. A declared image
+  // counts only when it is a whole JPEG exactly where declared (its own end marker at its end).
+  const declared = mpfImages(b)
+    .filter(([s, e]) => s >= end && e <= b.length && e > s + 2 && b[s] === 0xff && b[s + 1] === 0xd8 && jpegEnd(b.subarray(s, e)) === e - s)
+    .sort((x, y) => x[0] - y[0]);
   let p = end;
   for (const [s, e] of declared) {
     while (p < s && b[p] === 0) p++;
@@ -309,6 +312,9 @@ function mpfImages(b: Uint8Array): [number, number][] {
   return [];
 }
 
+/** More images than any camera declares (a primary, a preview, a gain map, depth maps). */
+const MAX_MPF_IMAGES = 16;
+
 function mpEntries(b: Uint8Array, tiff: number, segEnd: number): [number, number][] {
   const le = b[tiff] === 0x49 && b[tiff + 1] === 0x49;
   if (!le && !(b[tiff] === 0x4d && b[tiff + 1] === 0x4d)) return [];
@@ -317,18 +323,21 @@ function mpEntries(b: Uint8Array, tiff: number, segEnd: number): [number, number
   const ifd = tiff + r32(tiff + 4);
   if (ifd + 2 > segEnd) return [];
   const out: [number, number][] = [];
-  for (let i = 0, n = r16(ifd); i < n; i++) {
+  for (let i = 0, n = Math.min(r16(ifd), 64); i < n; i++) {
     const entry = ifd + 2 + 12 * i;
     if (entry + 12 > segEnd) break;
     if (r16(entry) !== 0xb002) continue;
+    // The first MP Entry tag only, and a bounded number of images: the work never grows with a
+    // crafted segment (cameras declare a handful).
     const values = tiff + r32(entry + 8);
-    for (let j = 0; j < Math.floor(r32(entry + 4) / 16); j++) {
+    for (let j = 0; j < Math.min(Math.floor(r32(entry + 4) / 16), MAX_MPF_IMAGES); j++) {
       const e = values + 16 * j;
       if (e + 16 > segEnd) break;
       const size = r32(e + 4);
       const offset = r32(e + 8);
       if (offset !== 0) out.push([tiff + offset, tiff + offset + size]); // offset 0: the first image itself
     }
+    break;
   }
   return out;
 }

@@ -81,6 +81,9 @@ describe('uploads: polyglot images are refused as content_mismatch', () => {
     // A declaration that does not point at a JPEG where the bytes are declares nothing.
     expect(trailingDataAfterImage(withMpf(primary, gainMap, Buffer.alloc(0), 7), 'image/jpeg')).toBeGreaterThan(gainMap.length - 10);
     expect(trailingDataAfterImage(withMpf(primary, zipOfHtml()), 'image/jpeg')).toBeGreaterThan(60); // declared, but not a JPEG
+    // Declared, starting like a JPEG, but not one: an HTML page behind a JPEG's first two bytes.
+    const fake = Buffer.concat([Buffer.from([0xff, 0xd8]), Buffer.from('<html><script>alert(1)</script></html>'), zipOfHtml()]);
+    expect(trailingDataAfterImage(withMpf(primary, fake), 'image/jpeg')).toBeGreaterThan(60);
   });
 
   it('PNG: nothing may follow IEND', async () => {
