@@ -144,7 +144,7 @@ describe('create', () => {
     ['unknown field', { colour: 'red' }, 'colour'],
   ];
   test('D4: a metadata key "__proto__" (plain or escaped) is 400 naming it, never silently dropped', async () => {
-    for (const key of ['__proto__', '\\u005f_proto__']) {
+    for (const key of ['__proto__', '\\u005f_proto__', '__pr\\u006fto__']) {
       const text = JSON.stringify(jobBody({ metadata: { keep: 1 } })).replace('"keep"', `"${key}"`);
       const r = await rt.request('POST', '/v1/jobs', { key: b.test, headers: { 'Content-Type': 'application/json', 'Idempotency-Key': `proto-${key.length}-${Date.now()}` }, body: text });
       expect(r.status).toBe(400);

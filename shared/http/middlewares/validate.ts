@@ -59,9 +59,10 @@ function parseJson(raw: string | null, contentType: string | undefined, o: { bas
   } catch {
     throw errors.invalidRequest('The request body is not valid JSON; send a JSON object (Content-Type: application/json).');
   }
-  // JSON may name a key "__proto__" (also escaped, hence the loose test), but a JavaScript object
-  // cannot hold it: the schemas would drop it silently, so it is refused by name.
-  if (text.includes('proto')) {
+  // JSON may name a key "__proto__" (also with escaped letters: any `\u` escape sends the body to
+  // the walk), but a JavaScript object cannot hold it: the schemas would drop it silently, so it is
+  // refused by name.
+  if (text.includes('proto') || text.includes('\\u')) {
     const fields = protoKeyPaths(json, '');
     if (fields.length) {
       throw errors.validation(
