@@ -35,7 +35,7 @@ import { tryVerdictOn } from './verdict';
 import { giveUpAt, objectBudget } from './object-budget';
 import { retryInFlight, type FilePart, type PlannedUpload, type SubmissionItem } from './model';
 import { tagIfNeverDelivered, type Located } from './locate';
-import { clearUploadError, locate, writePart } from './stage-write';
+import { locate, writePart } from './stage-write';
 import { RetryLater, type StageOutcome } from './stage-message';
 import { lateTranscription } from './transcript-output';
 
@@ -143,6 +143,13 @@ export async function scoreObject(key: string): Promise<StageOutcome> {
 }
 
 async function scoreBytes({ sub, upload, part }: Located): Promise<StageOutcome> {
+  if (upload.mode === 'presigned' && part.upload_error && awaitsFiles(sub)) {
+    // Bytes sent again to the URL of a file refused by its byte check: the refusal stands for this
+    // round (its other stage may already hold results of the refused bytes), so they are deleted
+    // too; a new plan gives the file a new round and URL.
+    await deleteObjects([upload.key]);
+    return 'refused';
+  }
   const bytes = await getObjectBytes(upload.key);
 
   let refusedAfterCompletion: ScoreResult | null = null;
@@ -169,8 +176,6 @@ async function scoreBytes({ sub, upload, part }: Located): Promise<StageOutcome>
   // too), not after the provider answers. A provider outage, its backoff or a transcript wait must
   // not let the reservation run out under a worker who delivered in time.
   let triedCompletion = false;
-  // Bytes sent again to the URL of a file refused earlier passed now: the refusal no longer holds.
-  if (upload.mode === 'presigned' && !refusedAfterCompletion && part.upload_error) await clearUploadError(sub, upload.file_id);
   if (upload.mode === 'presigned' && !refusedAfterCompletion && awaitsFiles(sub)) {
     await completeIfAllLanded(sub.id, sub.round!);
     triedCompletion = true;

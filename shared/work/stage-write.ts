@@ -55,25 +55,3 @@ export async function writePart(sub: SubmissionItem, fileId: string, attrs: Reco
     throw e;
   }
 }
-
-/**
- * Takes back a file's `upload_error` once bytes sent again to its URL passed the check (D24, D25:
- * the refused bytes were deleted, so the URL writes again): the round may then complete.
- */
-export async function clearUploadError(sub: SubmissionItem, fileId: string): Promise<void> {
-  try {
-    await db().send(
-      new UpdateCommand({
-        TableName: tableName(),
-        Key: keys.submission(sub.id),
-        UpdateExpression: 'REMOVE #p.#f.#e',
-        ConditionExpression: '#r = :r AND attribute_exists(#p.#f)',
-        ExpressionAttributeNames: { '#p': 'parts', '#f': fileId, '#e': 'upload_error', '#r': 'round' },
-        ExpressionAttributeValues: { ':r': sub.round },
-      }),
-    );
-  } catch (e) {
-    // Another round was planned meanwhile: nothing of this one to take back.
-    if (!(e instanceof ConditionalCheckFailedException || (e as Error).name === 'ConditionalCheckFailedException')) throw e;
-  }
-}

@@ -335,7 +335,7 @@ describe('pipeline: from a worker upload to a delivered, charged File', () => {
     expect(objects.KeyCount ?? 0).toBe(0);
   });
 
-  it('D24/D25: a pre-signed file refused by its byte check can be sent again to the same URL, and the good bytes complete the upload', async () => {
+  it('D24/D25: a pre-signed file refused by its byte check is sent again through a new plan; bytes put again to the refused URL are deleted too', async () => {
     const buyer = await liveBuyer(rt);
     const job = await createJob(rt, buyer.live, { files_needed: 1 });
     const w = await signupWorker(rt);
@@ -346,7 +346,14 @@ describe('pipeline: from a worker upload to a delivered, charged File', () => {
     const { url, headers } = plan.json.uploads[0];
     expect((await fetch(url, { method: 'PUT', body: Buffer.alloc(good.length, 0x41), headers })).status).toBe(200); // not a JPEG
     await waitFor(async () => (await rt.request('GET', `/internal/worker/submissions/${a.json.id}`, { key: w.token })).json.upload_errors.length > 0, { timeoutMs: 30_000, intervalMs: 500 });
-    expect((await fetch(url, { method: 'PUT', body: good, headers })).status).toBe(200); // the refused bytes were deleted: the URL writes again
+    // Put again to the refused URL (S3 takes it: the refused bytes were deleted): refused as well.
+    expect((await fetch(url, { method: 'PUT', body: good, headers })).status).toBe(200);
+    await waitFor(async () => ((await s3.send(new ListObjectsV2Command({ Bucket: rt.bucketName, Prefix: `uploads/${a.json.id}/` }))).KeyCount ?? 0) === 0, { timeoutMs: 30_000, intervalMs: 500 });
+    expect((await rt.request('GET', `/internal/worker/submissions/${a.json.id}`, { key: w.token })).json).toMatchObject({ status: 'awaiting_upload', upload_errors: [expect.objectContaining({ code: 'content_mismatch' })] });
+    // A new plan: a new round and URL, whose good bytes complete the upload.
+    const again = await rt.request('POST', `/internal/worker/submissions/${a.json.id}/upload`, { key: w.token, body: { files: [{ filename: 'p.jpg', content_type: 'image/jpeg', size_bytes: good.length }] } });
+    expect(again.status).toBe(200);
+    expect((await fetch(again.json.uploads[0].url, { method: 'PUT', body: good, headers: again.json.uploads[0].headers })).status).toBe(200);
     expect(await verdictOf(w.token, a.json.id)).toMatchObject({ status: 'approved', upload_errors: [] });
   });
 
