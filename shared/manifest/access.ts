@@ -52,9 +52,10 @@ export const BUCKET_GRANTS: Record<BucketAccess, { objects: { actions: BucketAct
   read: { objects: [{ actions: ['s3:GetObject', 's3:GetObjectTagging'], prefix: ANYWHERE }], list: true },
   // Uploads: the bytes, and the verdict tag of a rejection decided in the request (the fan-in can
   // complete there) or of the bytes of a direct upload that failed half-way.
-  write: { objects: [{ actions: ['s3:PutObject', 's3:PutObjectTagging'], prefix: BUCKET_PREFIXES.uploads }], list: false },
+  // list: tagging a key that holds no object (bytes that never landed) must answer 404, not 403.
+  write: { objects: [{ actions: ['s3:PutObject', 's3:PutObjectTagging'], prefix: BUCKET_PREFIXES.uploads }], list: true },
   delete: { objects: [{ actions: ['s3:DeleteObject'], prefix: ANYWHERE }], list: false },
-  tag: { objects: [{ actions: ['s3:PutObjectTagging'], prefix: BUCKET_PREFIXES.uploads }], list: false },
+  tag: { objects: [{ actions: ['s3:PutObjectTagging'], prefix: BUCKET_PREFIXES.uploads }], list: true },
   score: {
     objects: [
       { actions: ['s3:GetObject', 's3:PutObjectTagging', 's3:DeleteObject'], prefix: BUCKET_PREFIXES.uploads },
