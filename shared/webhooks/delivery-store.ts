@@ -178,7 +178,8 @@ export async function recordAttempt(
           UpdateExpression:
             'SET deliveries.#w.#st = :st, deliveries.#w.attempts = :n, deliveries.#w.last_status_code = :c, ' +
             'deliveries.#w.next_attempt_at = :na, deliveries.#w.last_error = :err, deliveries.#w.next_token = :tok, ' +
-            'deliveries.#w.retry_index = :ri' +
+            // The next attempt this record plans is never a replay (only the replay route plans one).
+            'deliveries.#w.retry_index = :ri, deliveries.#w.next_replay = :nr' +
             (cond.counted ? ', deliveries.#w.last_attempt_at = :la' : '') +
             ' ADD dv :one',
           ConditionExpression: 'deliveries.#w.attempts = :expect AND deliveries.#w.next_token = :prevtok',
@@ -191,6 +192,7 @@ export async function recordAttempt(
             ':err': entry.last_error,
             ':tok': entry.next_token,
             ':ri': entry.retry_index ?? null,
+            ':nr': false,
             ':expect': cond.expect,
             ':prevtok': cond.prevToken,
             ':one': 1,

@@ -55,8 +55,9 @@ it('a failed replay of a delivery still being retried leaves it pending with its
     const d = await delivery(eventId, endpointId);
     return d && d.attempts === 2 ? d : null;
   });
-  // Still at the first retry of the schedule: the replay used none of them.
-  expect(afterReplay).toMatchObject({ status: 'pending', last_status_code: 503, retry_index: 1 });
+  // Still at the first retry of the schedule: the replay used none of them. The attempt it planned
+  // is a retry, not a replay (what a restart re-enqueues from the entry).
+  expect(afterReplay).toMatchObject({ status: 'pending', last_status_code: 503, retry_index: 1, next_replay: false });
   expect(Date.parse(afterReplay.next_attempt_at!) - Date.parse(afterReplay.last_attempt_at!)).toBeGreaterThanOrEqual(2_000);
 
   await waitFor(async () => (await delivery(eventId, endpointId))?.status === 'delivered', { timeoutMs: 20_000 });
