@@ -20,7 +20,7 @@ export function integerAbove(n: number): string {
     const rest = d.length - i - 1;
     alternatives.push(`${d.slice(0, i)}[${digit + 1}-9]${rest > 0 ? `[0-9]{${rest}}` : ''}`);
   }
-  return `^0*(?:${alternatives.join('|')})$`;
+  return `^\\s*0*(?:${alternatives.join('|')})\\s*$`; // optional whitespace around the value, as HTTP allows
 }
 
 /** A refusal as the API's error envelope; WAF's bodies are fixed, so it has no request id. */

@@ -102,8 +102,9 @@ export async function headObject(key: string): Promise<{ size: number; contentTy
 
 /**
  * The tag the bucket's lifecycle rule reads (lib/data.ts): it expires objects tagged
- * `verdict=rejected`, so the bytes of a rejected submission are deleted once the 7-day override
- * window has passed (the rule counts from the upload, with room for a late verdict: lib/data.ts); an override that approves them sets the tag back to `approved`, which no rule
+ * `verdict=rejected`, so the bytes of a rejected submission are deleted 30 days after their upload,
+ * past the 7-day override window even for a late verdict (shared/storage/lifecycle.ts); an
+ * override that approves them sets the tag back to `approved`, which no rule
  * expires (D71).
  */
 export const VERDICT_TAG_KEY = 'verdict';

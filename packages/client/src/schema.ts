@@ -1047,7 +1047,7 @@ export interface components {
             file_count: number | null;
             /** @description Size of the export file; null until it succeeded */
             size_bytes: number | null;
-            /** @description Signed URL valid 7 days, fresh on every read; null until it succeeded */
+            /** @description Signed URL valid 7 days (never past the export file's 30-day retention), fresh on every read; null until it succeeded and after its retention */
             download_url: string | null;
             download_url_expires_at: string | null;
             /** @description Why it failed; null otherwise */
