@@ -190,7 +190,7 @@ describe('the response recorded in a transaction counts only once that transacti
 });
 
 test('D11/D45: a worker\'s upload resent with the same Idempotency-Key gets the stored answer, though the client chose a new multipart boundary', async () => {
-  const { accept, createJob, detailedJpeg, liveBuyer, multipart, signupWorker } = await import('../pipeline/support');
+  const { accept, createJob, detailedJpeg, liveBuyer, multipart, signupWorker, waitForVerdict } = await import('../pipeline/support');
   const b = await liveBuyer(rt);
   const job = await createJob(rt, b.live, { files_needed: 1 });
   const w = await signupWorker(rt);
@@ -206,4 +206,5 @@ test('D11/D45: a worker\'s upload resent with the same Idempotency-Key gets the 
   const again = await send();
   expect([again.status, again.headers['idempotent-replayed']]).toEqual([202, 'true']);
   expect(again.json).toEqual(first.json);
+  await waitForVerdict(rt, w.token, sub); // the pipeline's work ends before the runtime stops
 });
