@@ -152,6 +152,15 @@ describe('create', () => {
     }
   });
 
+  test('D4: a deeply nested body (with an escape in it) is a 400, never a 500', async () => {
+    const depth = 200_000;
+    const text = `{"title":"\\u0041","deep":${'['.repeat(depth)}${']'.repeat(depth)}}`;
+    const r = await rt.request('POST', '/v1/jobs', { key: b.test, headers: { 'Content-Type': 'application/json', 'Idempotency-Key': `deep-${Date.now()}` }, body: text });
+    expect(r.status).toBe(400);
+    const plain = await rt.request('POST', '/v1/jobs', { key: b.test, headers: { 'Content-Type': 'application/json', 'Idempotency-Key': `deep2-${Date.now()}` }, body: text.replace('\\u0041', 'A') });
+    expect(plain.status).toBe(400);
+  });
+
   test.each(bounds)('D4: %s is rejected with 400 naming the field', async (_name, over, field) => {
     const r = await post(rt, b.test, '/v1/jobs', jobBody(over));
     expect(r.status).toBe(400);

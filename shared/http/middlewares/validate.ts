@@ -74,15 +74,20 @@ function parseJson(raw: string | null, contentType: string | undefined, o: { bas
   return json;
 }
 
-function protoKeyPaths(v: unknown, at: string): string[] {
-  if (v === null || typeof v !== 'object') return [];
+/** The paths of every `__proto__` key; iterative, so a deeply nested body cannot exhaust the stack. */
+function protoKeyPaths(root: unknown, rootPath: string): string[] {
   const out: string[] = [];
-  for (const [k, x] of Object.entries(v)) {
-    const path = at ? `${at}.${k}` : k;
-    if (k === '__proto__') out.push(path);
-    else out.push(...protoKeyPaths(x, path));
+  const todo: [unknown, string][] = [[root, rootPath]];
+  while (todo.length) {
+    const [v, at] = todo.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    for (const [k, x] of Object.entries(v)) {
+      const path = at ? `${at}.${k}` : k;
+      if (k === '__proto__') out.push(path);
+      else todo.push([x, path]);
+    }
   }
-  return out;
+  return out.reverse();
 }
 
 /** A request schema: zod 4's full API or zod/mini (both share the core and its `safeParse`). */
