@@ -19,6 +19,9 @@
  *   write, as in S3: 412 `PreconditionFailed` when the key already holds an object, checked and
  *   written under a per-key lock so two racing writes cannot both land; another If-None-Match value
  *   is 501 `NotImplemented`.
+ * - Multipart calls as S3 answers them (s3-multipart.ts): a completion is checked against the
+ *   parts stored (order, ETags, 5 MiB minimum of every part but the last), an unknown upload id is
+ *   404 `NoSuchUpload`, and AbortMultipartUpload (which s3rver lacks) deletes the parts.
  * - Anything else (anonymous) is 403 `AccessDenied`, as for a private bucket; CORS preflights pass.
  * Failures answer S3's XML error shape.
  *
@@ -32,6 +35,7 @@ import type { AddressInfo } from 'node:net';
 import { getCanonicalHeaders, SignatureV4 } from '@smithy/signature-v4';
 import type { HttpRequest, SourceData } from '@smithy/types';
 import { now } from '../shared/clock';
+import { MultipartUploads, multipartCall } from './s3-multipart';
 
 const ALGORITHM = 'AWS4-HMAC-SHA256';
 const UNSIGNED_PAYLOAD = 'UNSIGNED-PAYLOAD';
@@ -309,6 +313,8 @@ export interface SigV4FrontOptions {
   port?: number;
   credentials: Credentials;
   region: string;
+  /** s3rver's folder of open multipart uploads (s3rverUploadsDir): multipart calls are then answered as S3 answers them. */
+  multipartUploadsDir?: string;
 }
 
 export interface SigV4Front {
@@ -367,6 +373,7 @@ function conditionalPut(req: IncomingMessage): string | null {
 export async function startSigV4Front(opts: SigV4FrontOptions): Promise<SigV4Front> {
   // Conditional writes in flight, by object path: the next one on a key waits for the last.
   const writing = new Map<string, Promise<void>>();
+  const multipart = opts.multipartUploadsDir ? new MultipartUploads(opts.multipartUploadsDir) : null;
   const server = createServer((req, res) => {
     void (async () => {
       if (req.method === 'OPTIONS') return forward(opts, req, res, null); // CORS preflight: unsigned in S3 too
@@ -408,9 +415,19 @@ export async function startSigV4Front(opts: SigV4FrontOptions): Promise<SigV4Fro
       else res.destroy();
     });
 
-    /** The body's stated hashes checked, then the request goes to the emulator. */
+    /** The body's stated hashes (and a multipart call's parts) checked, then the request goes to the emulator. */
     async function pass(verdict: Extract<SigV4Verdict, { ok: true }>): Promise<void> {
-      if (verdict.payloadSha256 || verdict.checksums.length) {
+      const mp = multipart ? multipartCall(req.method ?? 'GET', req.url ?? '/') : null;
+      if (mp && mp.kind !== 'complete') {
+        if (mp.kind === 'abort') {
+          if (!(await multipart!.abort(mp))) return refuse(req, res, (await multipart!.check(mp, null))!);
+          req.resume();
+          return void res.writeHead(204, { 'x-amz-request-id': randomBytes(8).toString('hex').toUpperCase() }).end();
+        }
+        const refused = await multipart!.check(mp, null);
+        if (refused) return refuse(req, res, refused);
+      }
+      if (verdict.payloadSha256 || verdict.checksums.length || mp?.kind === 'complete') {
         const body = await readAll(req);
         if (verdict.payloadSha256 && createHash('sha256').update(body).digest('hex') !== verdict.payloadSha256) {
           return refuse(req, res, { ok: false, status: 400, code: 'XAmzContentSHA256Mismatch', message: "The provided 'x-amz-content-sha256' header does not match what was computed." });
@@ -425,6 +442,10 @@ export async function startSigV4Front(opts: SigV4FrontOptions): Promise<SigV4Fro
               message: c.algorithm === 'md5' ? 'The Content-MD5 you specified did not match what we received.' : `The ${c.algorithm.toUpperCase()} you specified did not match the calculated checksum.`,
             });
           }
+        }
+        if (mp?.kind === 'complete') {
+          const refused = await multipart!.check(mp, body);
+          if (refused) return refuse(req, res, refused);
         }
         return forward(opts, req, res, body);
       }

@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import type { S3ObjectCreatedNotificationEvent, S3ObjectCreatedNotificationEventDetail } from 'aws-lambda';
 import S3rver from 's3rver';
 import { startSigV4Front } from './s3-sigv4';
+import { s3rverUploadsDir } from './s3-multipart';
 
 // s3rver verifies SigV4 signatures against its own key registry; the runtime's clients (and the
 // pre-signed URLs they produce) sign with these local credentials, so register them once.
@@ -126,7 +127,14 @@ export async function startS3Emulator(opts: S3EmulatorOptions): Promise<S3Emulat
   const address = (await server.run()) as AddressInfo;
   let front;
   try {
-    const start = (port: number) => startSigV4Front({ target: { host, port: address.port }, host, port, credentials: S3_LOCAL_CREDENTIALS, region: opts.region });
+    const start = (port: number) => startSigV4Front({
+        target: { host, port: address.port },
+        host,
+        port,
+        credentials: S3_LOCAL_CREDENTIALS,
+        region: opts.region,
+        multipartUploadsDir: s3rverUploadsDir(opts.directory, opts.bucket),
+      });
     const saved = opts.port === undefined && opts.portFile && existsSync(opts.portFile) ? Number(readFileSync(opts.portFile, 'utf8').trim()) : 0;
     front = await start(opts.port ?? saved).catch((err: NodeJS.ErrnoException) => {
       if (err.code !== 'EADDRINUSE' || opts.port) throw err;

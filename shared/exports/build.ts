@@ -1,7 +1,7 @@
 /**
  * Builds one export (the `exports` queue consumer's work, D73): claims it (pending → running),
- * streams the chosen format to the bucket as a multipart upload (`@aws-sdk/lib-storage` over a
- * stream, so memory stays bounded by a few parts whatever the job's size), then records the
+ * streams the chosen format to the bucket as a multipart upload (shared/storage/stream-upload.ts,
+ * so memory stays bounded by a few parts whatever the job's size), then records the
  * outcome with its event in one transaction: succeeded + `export.completed`, or failed +
  * `export.failed`.
  *
@@ -9,22 +9,17 @@
  * a time-out) is run again from the start over the same object key, and after MAX_ATTEMPTS runs
  * it is marked failed instead of being tried forever.
  */
-import { Readable } from 'node:stream';
 import { paginateQuery } from '@aws-sdk/lib-dynamodb';
-import { Upload } from '@aws-sdk/lib-storage';
 import { db, tableName } from '../db/client';
 import { keys, indexKeys } from '../db/keys';
 import { Tx } from '../db/tx';
 import { nowIso } from '../clock';
-import { config } from '../config';
 import { emit } from '../outbox';
 import { ConditionFailed } from '../errors';
 import { logger } from '../logger';
 import { encoder, type Counter } from './formats';
 import { exportContentType, exportObjectKey, getExportItem, type ExportError, type ExportItem } from './model';
-// Imported statically: only the exports consumer imports this module, and every build writes to
-// the bucket (an import() would wrap the SDK core the DynamoDB client shares).
-import { s3 } from '../storage/s3-client';
+import { putObjectStream } from '../storage/s3';
 
 /** Runs of one export before it is marked failed (a run that crashed or timed out counts). */
 export const MAX_ATTEMPTS = 2;
@@ -72,23 +67,7 @@ export async function buildExport(exportId: string): Promise<BuildOutcome> {
   const key = exportObjectKey(running);
   try {
     const chunks = encoder(running.format, running, filePages(running.job_id, Number(running.min_score)), count);
-    const body = Readable.from(
-      (async function* () {
-        for await (const c of chunks) {
-          sizeBytes += c.length;
-          yield c;
-        }
-      })(),
-      { objectMode: false, highWaterMark: 1024 * 1024 },
-    );
-    const upload = new Upload({
-      client: s3(),
-      params: { Bucket: config().bucketName, Key: key, Body: body, ContentType: exportContentType(running.format) },
-      partSize: PART_SIZE,
-      queueSize: QUEUE_SIZE,
-      leavePartsOnError: false,
-    });
-    await upload.done();
+    ({ sizeBytes } = await putObjectStream(key, exportContentType(running.format), chunks, { partSize: PART_SIZE, queueSize: QUEUE_SIZE }));
   } catch (err) {
     logger.error('export: writing failed', { export_id: exportId, error: err as Error });
     await finishFailed(running, { code: 'export_failed', message: 'Writing the export failed; create a new export to try again.' });

@@ -4,14 +4,15 @@
  * Why: the S3 SDK (its client, schemas, endpoint rules, checksum and XML code: about 195 KB of a
  * bundle) is evaluated or at least parsed by every function that reaches it, lazily imported or
  * not, and it was the largest part of the cold start of the upload, retry and override routes and
- * of the pipeline consumers (docs/benchmarks.md). These functions use seven operations on one bucket
+ * of the pipeline consumers (docs/benchmarks.md). These functions use a few operations on one bucket
  * with known keys: PutObject, GetObject, HeadObject, DeleteObject, DeleteObjects (the
- * withdrawals' batches), PutObjectTagging, and a pre-signed PutObject URL.
+ * withdrawals' batches), PutObjectTagging, a pre-signed PutObject URL, and the four calls of a
+ * multipart upload (the exports, through shared/storage/stream-upload.ts).
  *
  * Nothing here is hand-rolled that the SDK already does: every call goes through
  * shared/aws/signed-call.ts (the SDK's own Signature V4 signer, HTTP handler, standard retry
- * strategy and credential chain, checked and traced like any SDK call). Only the exports (multipart
- * uploads through `@aws-sdk/lib-storage`) keep the SDK.
+ * strategy and credential chain, checked and traced like any SDK call). No function bundles the S3
+ * SDK (a CDK test holds that); only the local CDN and tests use it.
  *
  * Held by tests: the pre-signed URL equals the SDK presigner's for the same input; every call is
  * verified by the local runtime's Signature V4 front (local/s3-sigv4.ts) as S3 verifies it.
@@ -35,7 +36,17 @@ export interface ObjectClientOptions {
 export { AwsServiceError as S3Error };
 
 interface Call {
-  operation: 'PutObject' | 'GetObject' | 'HeadObject' | 'DeleteObject' | 'PutObjectTagging' | 'DeleteObjects';
+  operation:
+    | 'PutObject'
+    | 'GetObject'
+    | 'HeadObject'
+    | 'DeleteObject'
+    | 'PutObjectTagging'
+    | 'DeleteObjects'
+    | 'CreateMultipartUpload'
+    | 'UploadPart'
+    | 'CompleteMultipartUpload'
+    | 'AbortMultipartUpload';
   method: 'PUT' | 'GET' | 'HEAD' | 'DELETE' | 'POST';
   /** The object's key; null for a call on the bucket itself (DeleteObjects). */
   key: string | null;
@@ -192,6 +203,72 @@ export class ObjectClient {
       headers: { 'content-type': 'application/xml', 'content-length': String(body.length), 'content-md5': md5(body) },
       body,
     });
+  }
+
+  /** CreateMultipartUpload: the upload's id. The object will be `Content-Disposition: attachment`, as `putObject`'s. */
+  async createMultipartUpload(key: string, contentType: string): Promise<string> {
+    const { body, $metadata } = await this.send({
+      operation: 'CreateMultipartUpload',
+      method: 'POST',
+      key,
+      input: { Bucket: this.opts.bucket, Key: key, ContentType: contentType },
+      query: { uploads: '' },
+      headers: { 'content-type': contentType, 'content-disposition': 'attachment' },
+    });
+    const id = xmlField(Buffer.from(body).toString('utf8'), 'UploadId');
+    if (!id) throw new AwsServiceError('InvalidResponse', 'CreateMultipartUpload answered without an UploadId', $metadata);
+    return id;
+  }
+
+  /** UploadPart (1..10,000): the part's ETag, as CompleteMultipartUpload wants it back. The signed payload hash covers the body. */
+  async uploadPart(key: string, uploadId: string, partNumber: number, body: Buffer): Promise<string> {
+    const { headers, $metadata } = await this.send({
+      operation: 'UploadPart',
+      method: 'PUT',
+      key,
+      input: { Bucket: this.opts.bucket, Key: key, UploadId: uploadId, PartNumber: partNumber },
+      query: { partNumber: String(partNumber), uploadId },
+      headers: { 'content-length': String(body.length) },
+      body,
+    });
+    const etag = headers['etag'];
+    if (!etag) throw new AwsServiceError('InvalidResponse', `UploadPart ${partNumber} answered without an ETag`, $metadata);
+    return etag;
+  }
+
+  /**
+   * CompleteMultipartUpload with the parts in ascending order. S3 can answer 200 and still fail
+   * (an `<Error>` document in the body, after it has started answering): that is thrown as S3's
+   * error, and retried like the SDK retries it when S3 names it a server error.
+   */
+  async completeMultipartUpload(key: string, uploadId: string, parts: { partNumber: number; etag: string }[]): Promise<void> {
+    const xml = parts.map((p) => `<Part><PartNumber>${p.partNumber}</PartNumber><ETag>${xmlEscape(p.etag)}</ETag></Part>`).join('');
+    const body = Buffer.from(`<?xml version="1.0" encoding="UTF-8"?><CompleteMultipartUpload xmlns="http://s3.amazonaws.com/doc/2006-03-01/">${xml}</CompleteMultipartUpload>`);
+    for (let attempt = 1; ; attempt++) {
+      const answer = await this.send({
+        operation: 'CompleteMultipartUpload',
+        method: 'POST',
+        key,
+        input: { Bucket: this.opts.bucket, Key: key, UploadId: uploadId, MultipartUpload: { Parts: parts.map((p) => ({ PartNumber: p.partNumber, ETag: p.etag })) } },
+        query: { uploadId },
+        headers: { 'content-type': 'application/xml', 'content-length': String(body.length) },
+        body,
+      });
+      const text = Buffer.from(answer.body).toString('utf8');
+      if (!/<Error>/.test(text)) return;
+      const { code, message } = readS3Error(500, {}, answer.body);
+      const err = new AwsServiceError(code, message, { ...answer.$metadata, httpStatusCode: 200 });
+      if (attempt >= 3 || !['InternalError', 'SlowDown', 'ServiceUnavailable'].includes(code)) throw err;
+    }
+  }
+
+  /** AbortMultipartUpload: the parts stored so far are deleted. An upload already gone counts as aborted. */
+  async abortMultipartUpload(key: string, uploadId: string): Promise<void> {
+    try {
+      await this.send({ operation: 'AbortMultipartUpload', method: 'DELETE', key, input: { Bucket: this.opts.bucket, Key: key, UploadId: uploadId }, query: { uploadId } });
+    } catch (err) {
+      if ((err as AwsServiceError).name !== 'NoSuchUpload') throw err;
+    }
   }
 
   /**

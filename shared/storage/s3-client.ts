@@ -1,8 +1,7 @@
 /**
- * The S3 SDK client of this process, for what the bucket's small object client (object-client.ts,
- * used through shared/storage/s3.ts) does not do: the exports' multipart uploads
- * (`@aws-sdk/lib-storage`) and the local CDN. Only the
- * modules that need it import it, so no other bundle carries the S3 SDK (a CDK test holds that).
+ * The S3 SDK client of this process, for the local CDN (local/cdn.ts) and tests. No function
+ * bundles it: every bucket call of the functions goes through the small object client
+ * (object-client.ts, used through shared/storage/s3.ts); a CDK test holds that.
  * Path-style addressing and the local credentials when `S3_ENDPOINT` is set (the s3rver emulator
  * of the local runtime); the Lambda role's otherwise.
  */

@@ -9,6 +9,7 @@
 import { config } from '../config';
 import { current } from './s3-current';
 import { ObjectClient } from './object-client';
+import { uploadStream, type StreamUploadOptions } from './stream-upload';
 import { addMs, now } from '../clock';
 import { BUCKET_PREFIXES } from '../manifest/wiring';
 import { DOWNLOAD_URL_TTL_SECONDS, signDownloadUrl, type DownloadUrlOptions as CdnUrlOptions, type SignedUrl } from '../cdn';
@@ -23,8 +24,8 @@ export const UPLOAD_URL_TTL_SECONDS = 3600;
 /**
  * The bucket's object calls go through a small client over S3's REST API (object-client.ts), not
  * the S3 SDK: the SDK was the largest part of the cold start of every function that reached this
- * module. The SDK's client (shared/storage/s3-client.ts) is kept for the multipart uploads of the
- * exports, which import it themselves.
+ * module. The exports' multipart uploads too (stream-upload.ts); the SDK's client
+ * (shared/storage/s3-client.ts) is left to the local CDN and tests.
  */
 let objects: ObjectClient | null = null;
 function client(): ObjectClient {
@@ -89,6 +90,19 @@ export function parseUploadKey(key: string): { subId: string; round: string; fil
 /** Stored objects default to `Content-Disposition: attachment` (download URLs add the file name). */
 export async function putObject(key: string, body: Buffer, contentType: string): Promise<void> {
   await client().putObject(key, body, contentType);
+}
+
+/** A stream of unknown length to one object: one PutObject, or a multipart upload of `partSize` parts, `queueSize` in flight. */
+export async function putObjectStream(
+  key: string,
+  contentType: string,
+  chunks: AsyncIterable<Uint8Array>,
+  opts: Omit<StreamUploadOptions, 'onAbortFailed'>,
+): Promise<{ sizeBytes: number; parts: number }> {
+  return uploadStream(client(), key, contentType, chunks, {
+    ...opts,
+    onAbortFailed: (err) => logger.warn('aborting a failed multipart upload failed; its parts wait for the lifecycle rule', { key, error: err as Error }),
+  });
 }
 
 export async function getObjectBytes(key: string): Promise<Buffer> {

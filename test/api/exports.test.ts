@@ -5,14 +5,15 @@
  * job come from the real local detector run on a real photo.
  */
 import { readFileSync } from 'node:fs';
-import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
 import { idemKey, signupBuyer, type TestBuyer } from '../support/buyers';
 import { Tx } from '../../shared/db/tx';
 import { keys, gsi } from '../../shared/db/keys';
 import { newId } from '../../shared/ids';
 import { config } from '../../shared/config';
-import { s3 } from '../../shared/storage/s3-client';
+import { ObjectClient } from '../../shared/storage/object-client';
+import { AwsServiceError } from '../../shared/aws/signed-call';
+import { putObject, getObjectBytes } from '../../shared/storage/s3';
 import { annotateImage } from '../../shared/media';
 import { LocalAnnotationProvider } from '../../shared/media/annotation/local';
 import { packageFile } from '../../shared/media/native';
@@ -394,17 +395,14 @@ describe('events', () => {
     const jobId = await newJob(a.test);
     await seedFiles(jobId, a.orgId, 'test', [{}]);
     // The bucket refuses every write under exports/ (as S3 would with a broken bucket policy).
-    const name = 'refuseExportWrites';
-    s3().middlewareStack.add(
-      (next, context) => async (args) => {
-        const input = (args as { input?: { Key?: string } }).input;
-        if (/Put|Upload|Multipart/.test(String(context.commandName)) && input?.Key?.startsWith('exports/')) {
-          throw Object.assign(new Error('Access Denied'), { name: 'AccessDenied', $metadata: { httpStatusCode: 403 } });
-        }
-        return next(args);
-      },
-      { step: 'initialize', name },
-    );
+    const denied = () => Promise.reject(new AwsServiceError('AccessDenied', 'Access Denied', { httpStatusCode: 403 }));
+    const refuse = <M extends 'putObject' | 'createMultipartUpload' | 'uploadPart'>(method: M) => {
+      const original = ObjectClient.prototype[method] as (...args: unknown[]) => Promise<unknown>;
+      return jest.spyOn(ObjectClient.prototype, method).mockImplementation(function (this: ObjectClient, ...args: unknown[]) {
+        return String(args[0]).startsWith('exports/') ? denied() : original.apply(this, args);
+      } as never);
+    };
+    const spies = [refuse('putObject'), refuse('createMultipartUpload'), refuse('uploadPart')];
     try {
       const exp = await exportAndWait(a.test, jobId, { format: 'csv' });
       expect(exp).toMatchObject({ status: 'failed', download_url: null, file_count: null, error: { code: 'export_failed' } });
@@ -412,10 +410,12 @@ describe('events', () => {
       expect(exp.completed_at).toEqual(expect.any(String));
       const evt = (await eventsOf(a.test, 'export.failed')).find((e) => e.data.export_id === exp.id);
       expect(evt).toMatchObject({ data: { export_id: exp.id, job_id: jobId, format: 'csv', file_count: null } });
+      expect(spies[0]!.mock.calls.some(([k]) => String(k).startsWith('exports/'))).toBe(true);
     } finally {
-      s3().middlewareStack.remove(name);
+      for (const s of spies) s.mockRestore();
     }
     // The bucket itself still works for other writes (the failure was the injected one).
-    await s3().send(new PutObjectCommand({ Bucket: config().bucketName, Key: 'probe/ok.txt', Body: 'ok' }));
+    await putObject('probe/ok.txt', Buffer.from('ok'), 'text/plain');
+    expect((await getObjectBytes('probe/ok.txt')).toString()).toBe('ok');
   });
 });

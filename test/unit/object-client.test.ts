@@ -18,6 +18,7 @@ import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { houseEsbuildOptions } from '../../lib/constructs/house-function';
 import { S3_LOCAL_CREDENTIALS, startS3Emulator, type S3Emulator } from '../../local/s3';
 import { ObjectClient, type S3Error } from '../../shared/storage/object-client';
+import { MIN_PART_SIZE, uploadStream } from '../../shared/storage/stream-upload';
 
 const ROOT = resolve(__dirname, '../..');
 const local = async () => ({ ...S3_LOCAL_CREDENTIALS });
@@ -129,6 +130,99 @@ c.destroy();`;
     }
   });
 
+  describe('a stream of unknown length (the exports)', () => {
+    const bytes = (n: number, seed: number) => Buffer.from(Array.from({ length: n }, (_, i) => (i * 7 + seed) % 256));
+    async function* chunked(b: Buffer, size = 64 * 1024) {
+      for (let i = 0; i < b.length; i += size) yield b.subarray(i, i + size);
+    }
+
+    it('longer than one part, it is a multipart upload of parts of at least the part size, and reads back byte for byte', async () => {
+      const body = bytes(2 * MIN_PART_SIZE + 123_457, 1);
+      const r = await uploadStream(client, 'exports/s/big.csv', 'text/csv', chunked(body), { partSize: MIN_PART_SIZE, queueSize: 2 });
+      expect(r).toEqual({ sizeBytes: body.length, parts: 3 });
+      expect((await client.getObject('exports/s/big.csv')).equals(body)).toBe(true);
+      const head = await sdk.send(new HeadObjectCommand({ Bucket: 'media', Key: 'exports/s/big.csv' }));
+      expect(head).toMatchObject({ ContentType: 'text/csv', ContentDisposition: 'attachment', ContentLength: body.length });
+    });
+
+    it('shorter than one part, it is one PutObject', async () => {
+      const body = bytes(200_000, 2);
+      const spy = jest.spyOn(client, 'createMultipartUpload');
+      try {
+        expect(await uploadStream(client, 'exports/s/small.csv', 'text/csv', chunked(body), { partSize: MIN_PART_SIZE, queueSize: 2 })).toEqual({ sizeBytes: body.length, parts: 1 });
+        expect(spy).not.toHaveBeenCalled();
+      } finally {
+        spy.mockRestore();
+      }
+      expect((await client.getObject('exports/s/small.csv')).equals(body)).toBe(true);
+    });
+
+    it('a part that fails aborts the upload: no object, the failure thrown', async () => {
+      const body = bytes(3 * MIN_PART_SIZE, 3);
+      const failing = Object.create(client) as ObjectClient;
+      failing.uploadPart = (key, id, n, b) => (n === 2 ? Promise.reject(new Error('part 2 lost')) : client.uploadPart(key, id, n, b));
+      const abort = jest.spyOn(client, 'abortMultipartUpload');
+      try {
+        await expect(uploadStream(failing, 'exports/s/failed.csv', 'text/csv', chunked(body), { partSize: MIN_PART_SIZE, queueSize: 2 })).rejects.toThrow('part 2 lost');
+        expect(abort).toHaveBeenCalledTimes(1);
+      } finally {
+        abort.mockRestore();
+      }
+      expect(await client.headObject('exports/s/failed.csv')).toBeNull();
+    });
+
+    it('a part size under S3’s 5 MiB minimum is refused before anything is sent', async () => {
+      await expect(uploadStream(client, 'exports/s/x.csv', 'text/csv', chunked(bytes(10, 4)), { partSize: 1024, queueSize: 2 })).rejects.toThrow(RangeError);
+    });
+  });
+
+  describe('the front checks a multipart completion as S3 does (s3rver alone does not)', () => {
+    const part = (n: number) => Buffer.alloc(n, 1);
+    const start = async (key: string, sizes: number[]) => {
+      const id = await client.createMultipartUpload(key, 'text/csv');
+      const etags: string[] = [];
+      for (const [i, size] of sizes.entries()) etags.push(await client.uploadPart(key, id, i + 1, part(size)));
+      return { id, parts: etags.map((etag, i) => ({ partNumber: i + 1, etag })) };
+    };
+    const refusal = (p: Promise<unknown>) => p.then(() => null, (e: S3Error) => ({ name: e.name, status: e.$metadata?.httpStatusCode }));
+
+    it('a part under 5 MiB that is not the last: 400 EntityTooSmall, and no object', async () => {
+      const { id, parts } = await start('exports/m/small.csv', [1024, 1024]);
+      expect(await refusal(client.completeMultipartUpload('exports/m/small.csv', id, parts))).toEqual({ name: 'EntityTooSmall', status: 400 });
+      expect(await client.headObject('exports/m/small.csv')).toBeNull();
+      await client.abortMultipartUpload('exports/m/small.csv', id);
+    });
+
+    it('parts listed out of order: 400 InvalidPartOrder', async () => {
+      const { id, parts } = await start('exports/m/order.csv', [MIN_PART_SIZE, 10]);
+      expect(await refusal(client.completeMultipartUpload('exports/m/order.csv', id, [...parts].reverse()))).toEqual({ name: 'InvalidPartOrder', status: 400 });
+      await client.abortMultipartUpload('exports/m/order.csv', id);
+    });
+
+    it('an ETag that is not the stored part’s, or a part never uploaded: 400 InvalidPart', async () => {
+      const { id, parts } = await start('exports/m/etag.csv', [10]);
+      expect(await refusal(client.completeMultipartUpload('exports/m/etag.csv', id, [{ partNumber: 1, etag: '"0123456789abcdef0123456789abcdef"' }]))).toEqual({ name: 'InvalidPart', status: 400 });
+      expect(await refusal(client.completeMultipartUpload('exports/m/etag.csv', id, [...parts, { partNumber: 2, etag: parts[0]!.etag }]))).toEqual({ name: 'InvalidPart', status: 400 });
+      // The parts as uploaded complete (one part may be under 5 MiB: it is the last).
+      await client.completeMultipartUpload('exports/m/etag.csv', id, parts);
+      expect((await client.getObject('exports/m/etag.csv')).equals(part(10))).toBe(true);
+    });
+
+    it('a part number outside 1..10,000: 400 InvalidArgument', async () => {
+      const id = await client.createMultipartUpload('exports/m/n.csv', 'text/csv');
+      expect(await refusal(client.uploadPart('exports/m/n.csv', id, 10_001, part(10)))).toEqual({ name: 'InvalidArgument', status: 400 });
+      await client.abortMultipartUpload('exports/m/n.csv', id);
+    });
+
+    it('an aborted upload, or an upload id issued for another key, is 404 NoSuchUpload', async () => {
+      const id = await client.createMultipartUpload('exports/m/a.csv', 'text/csv');
+      expect(await refusal(client.uploadPart('exports/m/other.csv', id, 1, part(10)))).toEqual({ name: 'NoSuchUpload', status: 404 });
+      await client.abortMultipartUpload('exports/m/a.csv', id);
+      expect(await refusal(client.uploadPart('exports/m/a.csv', id, 1, part(10)))).toEqual({ name: 'NoSuchUpload', status: 404 });
+      await expect(client.abortMultipartUpload('exports/m/a.csv', id)).resolves.toBeUndefined(); // already gone counts as aborted
+    });
+  });
+
   it('a request signed with the wrong secret is refused 403 and not retried', async () => {
     const wrong = new ObjectClient({ region: 'us-east-1', bucket: 'media', endpoint: s3rver.endpoint, credentials: async () => ({ accessKeyId: 'local', secretAccessKey: 'other' }) });
     const err = (await wrong.putObject('uploads/o/4.png', Buffer.from('png'), 'image/png').catch((e: unknown) => e)) as S3Error;
@@ -191,6 +285,16 @@ describe('retries, as the SDK retries', () => {
     } finally {
       resetEvery = false;
     }
+  });
+
+  it('a completion S3 answers 200 with an error document in its body fails with that error, retried when S3 names it a server error', async () => {
+    const error = (code: string) => `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>We encountered an internal error. Please try again.</Message></Error>`;
+    answers = [{ status: 200, body: error('InternalError') }, { status: 200, body: '<CompleteMultipartUploadResult><ETag>"e-1"</ETag></CompleteMultipartUploadResult>' }];
+    await client.completeMultipartUpload('exports/r/1.csv', 'up1', [{ partNumber: 1, etag: '"e"' }]);
+    expect(seen).toHaveLength(2);
+    answers = [{ status: 200, body: error('InvalidPart') }];
+    await expect(client.completeMultipartUpload('exports/r/1.csv', 'up1', [{ partNumber: 1, etag: '"e"' }])).rejects.toMatchObject({ name: 'InvalidPart', $metadata: { httpStatusCode: 200 } });
+    expect(seen).toHaveLength(3);
   });
 
   it('a client error (400) is not retried', async () => {
