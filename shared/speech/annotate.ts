@@ -22,7 +22,7 @@ export function withSpeech<T extends Ann | null>(annotations: T, state: Transcri
   const out: Ann = { ...annotations, unavailable: { ...(annotations.unavailable ?? {}) } };
   const unavailable = out.unavailable!;
   if (state.status === 'pending') return annotations;
-  if (state.status === 'unavailable') {
+  if (state.status === 'unavailable' || state.status === 'failed') {
     for (const f of fields) {
       out[f] = null;
       unavailable[f] = state.reason;

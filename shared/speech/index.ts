@@ -9,7 +9,7 @@ import type { Transcriber } from './types';
 
 export * from './types';
 export { LocalTranscriber, SPEECH_UNAVAILABLE } from './local';
-export { TranscribeTranscriber, jobNameFor, parseJobName, parseTranscribeOutput, startRequest, transcriptKeyFor, TRANSCRIBE_JOB_PREFIX, TRANSCRIPT_PREFIX } from './transcribe';
+export { TranscribeTranscriber, classifyTranscribeFailure, jobNameFor, parseJobName, parseTranscribeOutput, startRequest, transcriptKeyFor, TRANSCRIBE_JOB_PREFIX, TRANSCRIPT_PREFIX } from './transcribe';
 export { deriveFromTranscript, derivationRequest, setSpeechModelClient, SpeechDerivedSchema, NO_SPEECH } from './derive';
 export { withSpeech, SPEECH_FIELDS } from './annotate';
 

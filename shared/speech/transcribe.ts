@@ -25,14 +25,34 @@ export { TRANSCRIBE_JOB_PREFIX };
 export const TRANSCRIPT_PREFIX = BUCKET_PREFIXES.transcripts;
 export const MAX_SPEAKERS = 10;
 
-/** `media-<sub>.<round>.<file>` (Transcribe allows [0-9a-zA-Z._-], up to 200 characters). */
-export function jobNameFor(subId: string, round: string, fileId: string): string {
-  return `${TRANSCRIBE_JOB_PREFIX}${subId}.${round}.${fileId}`;
+/**
+ * `media-<sub>.<round>.<file>` for a file's first job, `….t<n>` for the n-th (a job started again
+ * after a provider failure; Transcribe allows [0-9a-zA-Z._-], up to 200 characters, and a name once).
+ */
+export function jobNameFor(subId: string, round: string, fileId: string, attempt = 1): string {
+  return `${TRANSCRIBE_JOB_PREFIX}${subId}.${round}.${fileId}${attempt > 1 ? `.t${attempt}` : ''}`;
 }
 
-export function parseJobName(name: string): { subId: string; round: string; fileId: string } | null {
-  const m = /^media-(sub_[0-9A-HJKMNP-TV-Z]{26})\.([A-Za-z0-9]+)\.(file_[0-9A-HJKMNP-TV-Z]{26})$/.exec(name);
-  return m ? { subId: m[1]!, round: m[2]!, fileId: m[3]! } : null;
+export function parseJobName(name: string): { subId: string; round: string; fileId: string; attempt: number } | null {
+  const m = /^media-(sub_[0-9A-HJKMNP-TV-Z]{26})\.([A-Za-z0-9]+)\.(file_[0-9A-HJKMNP-TV-Z]{26})(?:\.t([1-9]\d{0,2}))?$/.exec(name);
+  return m ? { subId: m[1]!, round: m[2]!, fileId: m[3]!, attempt: m[4] ? Number(m[4]) : 1 } : null;
+}
+
+/**
+ * What a FAILED job's `FailureReason` says (docs/scoring.md, "Transcription"):
+ * - the recording has no speech to identify a language in: `no_speech` (it was heard; the file is
+ *   scored with no transcript, and the reason says so);
+ * - the recording is one Transcribe cannot read (format, codec, channels, sample rate, size,
+ *   duration, a file it cannot parse): `media`;
+ * - anything else, an internal failure, throttling, an access error or no reason at all: `provider`
+ *   (D66: a failure of the service, never held against the file; a new job is started).
+ */
+export function classifyTranscribeFailure(reason: string | null): 'no_speech' | 'media' | 'provider' {
+  if (!reason) return 'provider';
+  if (/internal|throttl|rate exceeded|limit exceeded|try again|unavailable|timed? ?out|access|denied|permission|authori[sz]|credential|kms|bucket/i.test(reason)) return 'provider';
+  if (/speech|language/i.test(reason)) return 'no_speech';
+  if (/unsupported|not supported|invalid|format|codec|channel|sample rate|sampling|parse|corrupt|too (short|long|large)|duration|file size|no audio/i.test(reason)) return 'media';
+  return 'provider';
 }
 
 export const transcriptKeyFor = (jobName: string) => `${TRANSCRIPT_PREFIX}${jobName}.json`;

@@ -43,10 +43,21 @@ export interface SpeechDerived {
 export const EMOTION_TONES = ['neutral', 'positive', 'negative', 'mixed'] as const;
 export type EmotionTone = (typeof EMOTION_TONES)[number];
 
-/** The transcription state of one uploaded file (`parts[file].transcription`). */
+/**
+ * Why a Transcribe job gave no transcript (shared/speech/transcribe.ts `classifyTranscribeFailure`):
+ * the service failed or lost the job (`provider`: a new job is started, D66), or the recording is
+ * one Transcribe cannot read (`media`).
+ */
+export type TranscribeFailureCause = 'provider' | 'media';
+
+/**
+ * The transcription state of one uploaded file (`parts[file].transcription`). `attempt`: which job
+ * of the file this is (1 unless a provider failure started another; absent on records before it).
+ */
 export type TranscriptionState =
-  | { status: 'pending'; provider: 'transcribe'; job_name: string; started_at: string }
+  | { status: 'pending'; provider: 'transcribe'; job_name: string; started_at: string; attempt?: number }
   | { status: 'completed'; provider: 'transcribe'; job_name: string; speech: SpeechResult; derived: SpeechDerived; models: string[] }
+  | { status: 'failed'; provider: 'transcribe'; job_name: string; attempt: number; cause: TranscribeFailureCause; reason: string; failed_at: string }
   | { status: 'unavailable'; reason: string };
 
 export interface StartRequest {

@@ -26,7 +26,7 @@ import { analyzeImage } from '../media/image-quality';
 import { isMachineryFailure } from '../media/failures';
 import { precheck, precheckRejection, scorerFor, type ScoreResult, type Scorer, type ScoringJob } from '../scoring';
 import { injectScoringFault } from '../scoring/faults';
-import { jobNameFor, transcriberFor, transcriptKeyFor, type TranscriptionState } from '../speech';
+import type { TranscriptionState } from '../speech';
 import { deleteObjects, getObjectBytes } from '../storage/s3';
 import { trustReads, trustResult, type TrustAttrs } from '../trust';
 import { batchGetConsistent, keyId } from '../db/batch-get';
@@ -36,8 +36,8 @@ import { giveUpAt, objectBudget } from './object-budget';
 import { retryInFlight, type FilePart, type PlannedUpload, type SubmissionItem } from './model';
 import { tagIfNeverDelivered, type Located } from './locate';
 import { locate, writePart } from './stage-write';
-import { RetryLater, type StageOutcome } from './stage-message';
-import { lateTranscription } from './transcript-output';
+import { type StageOutcome } from './stage-message';
+import { transcriptForScoring } from './transcript-gate';
 
 export function scoringJob(job: JobItem): ScoringJob {
   return {
@@ -100,22 +100,6 @@ export async function prechecks(ctx: PrecheckContext): Promise<{ rejection: Scor
 }
 
 /** Where the file's speech stands: already known, or started now (D65). */
-async function transcriptionFor(sub: SubmissionItem, upload: PlannedUpload, part: FilePart, metadata: MediaMetadata): Promise<TranscriptionState> {
-  if (part.transcription) return part.transcription;
-  const category = categoryOf(upload.content_type);
-  if (category !== 'audio' && category !== 'video') return { status: 'unavailable', reason: 'not audio or video' };
-  if (category === 'video' && metadata.has_audio === false) return { status: 'unavailable', reason: 'the video has no sound track' };
-  const jobName = jobNameFor(sub.id, sub.round!, upload.file_id);
-  const r = await transcriberFor(config().runtime).start({ bucket: config().bucketName, key: upload.key, jobName, outputKey: transcriptKeyFor(jobName), contentType: upload.content_type });
-  if (r.status === 'unavailable') return r;
-  return { status: 'pending', provider: 'transcribe', job_name: r.job_name, started_at: new Date().toISOString() };
-}
-
-/** Records a started transcription (and the measurements) while the score waits for it. */
-async function writeTranscription(sub: SubmissionItem, fileId: string, t: TranscriptionState, metadata: MediaMetadata): Promise<void> {
-  await writePart(sub, fileId, { transcription: JSON.parse(JSON.stringify(t)), metadata: plain(metadata) }, 'transcription');
-}
-
 /** Scoring stage for one object. */
 /** The recording's mean volume (dBFS), or null when it has no decodable audio; a tool that cannot run fails the step. */
 async function meanVolumeOf(bytes: Buffer): Promise<number | null> {
@@ -208,22 +192,16 @@ async function scoreBytes({ sub, upload, part }: Located): Promise<StageOutcome>
     const job = checked.job;
     trustAttrs = checked.attrs;
     const pre = checked.rejection;
-    if (pre) score = pre;
-    else {
-      // D65: audio and video sound tracks are scored with their transcript; the provider waits for it.
-      transcription = await transcriptionFor(sub, upload, part, metadata);
-      if (transcription.status === 'pending') {
-        if (part.transcription?.status !== 'pending') {
-          await writeTranscription(sub, upload.file_id, transcription, metadata);
-          logger.info('scoring waits for the transcript', { submission_id: sub.id, job_name: transcription.job_name });
-        }
-        // The job's state-change event resumes scoring. This message also comes back (backoff):
-        // EventBridge delivers Transcribe's events on a best-effort basis, and a lost one must not
-        // leave the file waiting for ever (transcript-output.ts `lateTranscription`).
-        const late = await lateTranscription(sub, upload, transcription);
-        if (!late) throw new RetryLater(`waiting for transcription job ${transcription.job_name}`);
-        transcription = late;
-      }
+    // D65: audio and video sound tracks are scored with their transcript; the provider waits for it.
+    const heard = pre ? undefined : await transcriptForScoring(sub, upload, part, metadata);
+    transcription = heard;
+    if (pre || !heard) score = pre!;
+    else if (heard.status === 'failed' && categoryOf(upload.content_type) === 'audio') {
+      // D65: audio is judged from what it says; a recording Transcribe cannot read cannot be heard
+      // (a provider failure never gets here: transcript-gate.ts starts a new job instead).
+      score = precheckRejection([{ code: 'unreadable_media', reason: heard.reason }]);
+    } else {
+      const transcription = heard;
       const scorer = scorerOverride ? scorerOverride(sub.environment) : scorerFor(sub.environment, config().runtime);
       const category = categoryOf(upload.content_type);
       injectScoringFault(); // D64: LOCAL_FAULT_SCORING_FAILURES (local runtime only)
@@ -239,7 +217,7 @@ async function scoreBytes({ sub, upload, part }: Located): Promise<StageOutcome>
           original_filename: upload.filename,
           ...(transcription.status === 'completed'
             ? { transcript: transcription.speech.transcript.full_text || null, transcript_unavailable: transcription.speech.transcript.full_text ? null : 'no speech in the recording' }
-            : { transcript: null, transcript_unavailable: transcription.status === 'unavailable' ? transcription.reason : null }),
+            : { transcript: null, transcript_unavailable: transcription.status === 'unavailable' || transcription.status === 'failed' ? transcription.reason : null }),
           ...(category === 'image' && scorer.name === 'local' ? { image_quality: await analyzeImage(bytes, { palette: false }) } : {}),
           // The hosted model cannot hear the recording: its measured volume goes into the prompt
           // with the transcript (D65; a silent file is seen as one). The local rules measure it themselves.

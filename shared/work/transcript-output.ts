@@ -14,7 +14,7 @@ import { now } from '../clock';
 import { logger } from '../logger';
 import { categoryOf } from '../media/sniff';
 import { getObjectBytes, headObject } from '../storage/s3';
-import { deriveFromTranscript, parseTranscribeOutput, transcriptKeyFor, type SpeechDerived, type TranscriptionState } from '../speech';
+import { classifyTranscribeFailure, deriveFromTranscript, parseTranscribeOutput, transcriptKeyFor, type SpeechDerived, type TranscriptionState } from '../speech';
 import type { PlannedUpload, SubmissionItem } from './model';
 
 const NO_DERIVATION: SpeechDerived = {
@@ -28,11 +28,57 @@ const NO_DERIVATION: SpeechDerived = {
 /** How old a pending transcription is before a scoring message looks for its output itself. */
 export const LATE_TRANSCRIPT_CHECK_MS = 10 * 60 * 1000;
 /**
- * How long a transcription may stay pending with no output before the file is scored without its
- * transcript (the reason says so). Below the time the scoring queue's eight receives span with
- * the default backoff (about 45 minutes), so the message never reaches the dead-letter queue for it.
+ * How long a transcription may stay pending with no output before the job counts as lost: a
+ * provider failure (D66), so a new job is started. Below the time the scoring queue's eight
+ * receives span with the default backoff (about 45 minutes).
  */
 export const LATE_TRANSCRIPT_GIVE_UP_MS = 40 * 60 * 1000;
+/** Jobs started for one file before a provider failure sends its scoring message to the dead-letter queue (D66). */
+export const TRANSCRIBE_MAX_JOBS = 3;
+/**
+ * A file whose jobs all failed starts a new one when its last failure is at least this old: the
+ * documented redrive of the dead-letter queue (docs/operations.md) then scores it.
+ */
+export const TRANSCRIBE_REDRIVE_AFTER_MS = 60 * 60 * 1000;
+
+/**
+ * The state a FAILED job (or one lost: no result in time) leaves. No speech to identify a language
+ * in is a result, not a failure: the recording was heard and has no transcript.
+ */
+export function failedTranscription(jobName: string, attempt: number, failureReason: string | null): TranscriptionState {
+  const kind = classifyTranscribeFailure(failureReason);
+  const said = failureReason ?? 'no reason given in its event';
+  if (kind === 'no_speech') return { status: 'unavailable', reason: `Amazon Transcribe found no speech to transcribe: ${said}` };
+  return {
+    status: 'failed',
+    provider: 'transcribe',
+    job_name: jobName,
+    attempt,
+    cause: kind,
+    reason: `Amazon Transcribe could not transcribe the file: ${said}`,
+    failed_at: now().toISOString(),
+  };
+}
+
+/** Replaces the file's failed transcription (this job's) by the next job's pending state; false when it changed meanwhile. */
+export async function replaceFailedTranscription(subId: string, round: string, fileId: string, failedJob: string, next: TranscriptionState): Promise<boolean> {
+  try {
+    await db().send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: keys.submission(subId),
+        UpdateExpression: 'SET #p.#f.#t = :state',
+        ConditionExpression: '#r = :r AND #p.#f.#t.#s = :failed AND #p.#f.#t.#j = :job',
+        ExpressionAttributeNames: { '#p': 'parts', '#f': fileId, '#t': 'transcription', '#r': 'round', '#s': 'status', '#j': 'job_name' },
+        ExpressionAttributeValues: { ':state': JSON.parse(JSON.stringify(next)), ':r': round, ':failed': 'failed', ':job': failedJob },
+      }),
+    );
+    return true;
+  } catch (e) {
+    if (e instanceof ConditionalCheckFailedException || (e as Error).name === 'ConditionalCheckFailedException') return false;
+    throw e;
+  }
+}
 
 /** The completed transcription of `jobName` from its output document (and, for audio, what the text model derives). */
 export async function completedFromOutput(upload: PlannedUpload, jobName: string): Promise<TranscriptionState> {
@@ -67,7 +113,7 @@ export async function recordTranscription(subId: string, round: string, fileId: 
 /**
  * A pending transcription whose event has not come: null while the job is young; once it is
  * older than LATE_TRANSCRIPT_CHECK_MS its output document if Transcribe wrote one, and past
- * LATE_TRANSCRIPT_GIVE_UP_MS with none, `unavailable` with the reason. The result is recorded as
+ * LATE_TRANSCRIPT_GIVE_UP_MS with none, a provider failure (the job is lost). The result is recorded as
  * the event's would be.
  */
 export async function lateTranscription(sub: SubmissionItem, upload: PlannedUpload, pending: Extract<TranscriptionState, { status: 'pending' }>): Promise<TranscriptionState | null> {
@@ -76,7 +122,7 @@ export async function lateTranscription(sub: SubmissionItem, upload: PlannedUplo
   let state: TranscriptionState | null = null;
   if (await headObject(transcriptKeyFor(pending.job_name))) state = await completedFromOutput(upload, pending.job_name);
   else if (age >= LATE_TRANSCRIPT_GIVE_UP_MS) {
-    state = { status: 'unavailable', reason: `Amazon Transcribe reported no result within ${LATE_TRANSCRIPT_GIVE_UP_MS / 60_000} minutes of the job's start` };
+    state = failedTranscription(pending.job_name, pending.attempt ?? 1, `no result within ${LATE_TRANSCRIPT_GIVE_UP_MS / 60_000} minutes of the job's start`);
   }
   if (!state) return null;
   await recordTranscription(sub.id, sub.round!, upload.file_id, pending.job_name, state);

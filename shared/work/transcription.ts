@@ -6,8 +6,10 @@
  * and sends the upload's Object Created event to the scoring queue again, so that the scoring
  * stage scores the file with its transcript and the fan-in takes the verdict (D54).
  *
- * A FAILED job leaves the speech fields null with Transcribe's reason and scoring goes on without a
- * transcript. Failures here (S3, Bedrock) throw: retried with backoff, then the DLQ (D66).
+ * A FAILED job is classified by its reason (transcript-output.ts `failedTranscription`): no speech
+ * to transcribe is a result; a recording Transcribe cannot read, or a failure of the service (a new
+ * job is then started by the scoring stage, D66), is recorded as `failed`, and scoring resumes to
+ * act on it. Failures here (S3, Bedrock) throw: retried with backoff, then the DLQ (D66).
  * Idempotent: the result is written only while the transcription is pending; a redelivered event
  * whose file is not yet scored sends the scoring event again (harmless: scoring skips done work).
  * An event that arrives before the scoring stage recorded the job it started is retried
@@ -17,7 +19,7 @@ import { config } from '../config';
 import { logger } from '../logger';
 import { sendMessage } from '../queues';
 import { parseJobName, type TranscriptionState } from '../speech';
-import { completedFromOutput, recordTranscription } from './transcript-output';
+import { completedFromOutput, failedTranscription, recordTranscription } from './transcript-output';
 import { locateFile } from './locate';
 import { jsonBody, PoisonMessage, RetryLater, type StageOutcome } from './stage-message';
 
@@ -59,15 +61,20 @@ export async function transcriptionDone(ev: TranscribeJobEvent): Promise<StageOu
     // retried with the backoff until the record is there, never dropped.
     throw new RetryLater(`transcription job ${ev.jobName} is not recorded by the scoring stage yet`);
   }
-  if (part.transcription?.status !== 'pending' || part.transcription.job_name !== ev.jobName) {
-    if (part.transcription && part.transcription.status !== 'pending' && !part.score) await sendMessage('scoring', objectCreatedEvent(upload.key));
+  const recorded = part.transcription;
+  if (recorded?.status === 'failed' && ref.attempt > recorded.attempt && !part.score) {
+    // A job started again after a failure, whose event comes before the new job is recorded.
+    throw new RetryLater(`transcription job ${ev.jobName} is not recorded by the scoring stage yet`);
+  }
+  if (recorded?.status !== 'pending' || recorded.job_name !== ev.jobName) {
+    if (recorded && recorded.status !== 'pending' && !part.score) await sendMessage('scoring', objectCreatedEvent(upload.key));
     return 'skipped';
   }
   let state: TranscriptionState;
   if (ev.status === 'COMPLETED') {
     state = await completedFromOutput(upload, ev.jobName);
   } else {
-    state = { status: 'unavailable', reason: `Amazon Transcribe could not transcribe the file: ${ev.failureReason ?? 'no reason given in its event'}` };
+    state = failedTranscription(ev.jobName, ref.attempt, ev.failureReason);
   }
   const written = await recordTranscription(sub.id, sub.round!, upload.file_id, ev.jobName, state);
   await sendMessage('scoring', objectCreatedEvent(upload.key));

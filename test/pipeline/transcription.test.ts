@@ -5,9 +5,9 @@ import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { ConverseCommandOutput } from '@aws-sdk/client-bedrock-runtime';
 import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
 import { BedrockScorer } from '../../shared/scoring';
-import { setScorerFactory } from '../../shared/work/scoring-stage';
+import { scoreObject, setScorerFactory } from '../../shared/work/scoring-stage';
 import { RetryLater } from '../../shared/work/stage-message';
-import { LATE_TRANSCRIPT_CHECK_MS, LATE_TRANSCRIPT_GIVE_UP_MS } from '../../shared/work/transcript-output';
+import { LATE_TRANSCRIPT_CHECK_MS, LATE_TRANSCRIPT_GIVE_UP_MS, TRANSCRIBE_MAX_JOBS, TRANSCRIBE_REDRIVE_AFTER_MS } from '../../shared/work/transcript-output';
 import { clock } from '../../shared/clock';
 import { parseTranscribeEvent, transcriptionDone } from '../../shared/work/transcription';
 import { TranscribeTranscriber, setSpeechModelClient, setTranscriberFactory, transcriptKeyFor } from '../../shared/speech';
@@ -164,34 +164,80 @@ describe('pipeline: audio is scored and annotated with its Amazon Transcribe tra
     for (const k of ['transcript', 'language', 'speaker_count', 'topics']) expect(f.annotations.unavailable?.[k]).toBeUndefined();
   });
 
-  it('a failed Transcribe job leaves the speech fields null with its reason; the file is still scored, the prompt says why', async () => {
+  /** A FAILED job state change, as EventBridge delivers it. */
+  const failed = (jobName: string, reason: string) =>
+    sqs.send(
+      new SendMessageCommand({
+        QueueUrl: rt.queues.get('transcription')!.url,
+        MessageBody: JSON.stringify({ 'detail-type': 'Transcribe Job State Change', source: 'aws.transcribe', detail: { TranscriptionJobName: jobName, TranscriptionJobStatus: 'FAILED', FailureReason: reason } }),
+      }),
+    );
+  const settled = (subId: string, token: string) =>
+    waitFor(
+      async () => {
+        const r = await rt.request('GET', `/internal/worker/submissions/${subId}`, { key: token });
+        return r.json.status !== 'pending_score' ? r.json : null;
+      },
+      { timeoutMs: 60_000, intervalMs: 700 },
+    );
+  const audioUpload = async (name: string) => {
     const buyer = await liveBuyer(rt);
     const job = await createJob(rt, buyer.live, { files_needed: 1, accepted_formats: ['audio/wav'], price_per_file_cents: 30 });
     const w = await signupWorker(rt);
     const a = await accept(rt, w.token, job.id);
     const before = started.length;
-    expect((await uploadFile(rt, w.token, a.json.id, audioFixtures.wav(2), 'audio/wav', 'order.wav')).status).toBe(202);
+    expect((await uploadFile(rt, w.token, a.json.id, audioFixtures.wav(2), 'audio/wav', name)).status).toBe(202);
     await waitFor(() => started.length > before, { timeoutMs: 60_000, intervalMs: 200 });
-    const jobName = started[before].TranscriptionJobName as string;
-    const event = {
-      'detail-type': 'Transcribe Job State Change',
-      source: 'aws.transcribe',
-      detail: { TranscriptionJobName: jobName, TranscriptionJobStatus: 'FAILED', FailureReason: 'The media format provided does not match the detected media format.' },
-    };
-    await sqs.send(new SendMessageCommand({ QueueUrl: rt.queues.get('transcription')!.url, MessageBody: JSON.stringify(event) }));
-    const done = await waitFor(
-      async () => {
-        const r = await rt.request('GET', `/internal/worker/submissions/${a.json.id}`, { key: w.token });
-        return r.json.status !== 'pending_score' ? r.json : null;
-      },
-      { timeoutMs: 60_000, intervalMs: 700 },
-    );
-    expect(done.status).toBe('approved');
-    expect(prompts[prompts.length - 1]).toMatch(/No transcript is available \(Amazon Transcribe could not transcribe the file: The media format provided/);
-    const f = (await rt.request('GET', `/v1/jobs/${job.id}/files`, { key: buyer.live })).json.data[0];
-    expect(f.annotations.transcript).toBeNull();
-    expect(f.annotations.unavailable.transcript).toMatch(/^Amazon Transcribe could not transcribe the file: The media format/);
-    expect(f.annotations.annotation_model).not.toMatch(/amazon-transcribe/);
+    return { buyer, job, w, subId: a.json.id as string, jobName: started[before].TranscriptionJobName as string, startedBefore: before };
+  };
+
+  it('audio Transcribe cannot read (its FailureReason names the media) is rejected as unreadable_media with that reason, never scored from its measurements alone', async () => {
+    const t = await audioUpload('unreadable.wav');
+    const promptsBefore = prompts.length;
+    await failed(t.jobName, 'The media format provided does not match the detected media format.');
+    const done = await settled(t.subId, t.w.token);
+    expect(done).toMatchObject({ status: 'rejected', reason_codes: ['unreadable_media'] });
+    expect(prompts).toHaveLength(promptsBefore); // the model was never asked
+    expect((await rt.request('GET', `/v1/jobs/${t.job.id}/files`, { key: t.buyer.live })).json.data).toEqual([]);
+    const sub = (await rt.request('GET', `/v1/submissions/${t.subId}`, { key: t.buyer.live })).json;
+    expect(JSON.stringify(sub)).toContain('Amazon Transcribe could not transcribe the file: The media format provided does not match the detected media format.');
+  });
+
+  it('a failure of the service is not held against the file (D66): a new job is started, and the file is scored with its transcript', async () => {
+    const t = await audioUpload('internal-failure.wav');
+    await failed(t.jobName, 'Internal failure');
+    await waitFor(() => started.length > t.startedBefore + 1, { timeoutMs: 60_000, intervalMs: 200 });
+    const second = started[t.startedBefore + 1].TranscriptionJobName as string;
+    expect(second).toBe(`${t.jobName}.t2`);
+    expect((await rt.request('GET', `/internal/worker/submissions/${t.subId}`, { key: t.w.token })).json.status).toBe('pending_score');
+    await transcribed(second);
+    expect(await settled(t.subId, t.w.token)).toMatchObject({ status: 'approved', ai_star_rating: 4 });
+    expect(prompts[prompts.length - 1]).toContain('Two croissants, please.');
+  });
+
+  it('after the last job fails for the service, the scoring message fails (to the dead-letter queue) and the file stays pending_score; a redrive an hour later starts a new job', async () => {
+    const t = await audioUpload('always-failing.wav');
+    let name = t.jobName;
+    for (let n = 2; n <= TRANSCRIBE_MAX_JOBS; n++) {
+      await failed(name, 'Internal failure');
+      await waitFor(() => started.some((s) => s.TranscriptionJobName === `${t.jobName}.t${n}`), { timeoutMs: 60_000, intervalMs: 200 });
+      name = `${t.jobName}.t${n}`;
+    }
+    await failed(name, 'Internal failure');
+    const key = (started[t.startedBefore].Media.MediaFileUri as string).replace(`s3://${rt.bucketName}/`, ''); // the upload's object
+    const last = await waitFor(async () => {
+      const err = await scoreObject(key).then(() => null, (e: unknown) => e as Error);
+      return err && !(err instanceof RetryLater) ? err : null;
+    }, { timeoutMs: 30_000, intervalMs: 500 });
+    expect(last.message).toMatch(/not scored without being heard.*dead-letter queue/);
+    expect((await rt.request('GET', `/internal/worker/submissions/${t.subId}`, { key: t.w.token })).json.status).toBe('pending_score');
+    // The documented redrive, an hour after the last failure: a new job, the file still waiting for it.
+    clock.advance(TRANSCRIBE_REDRIVE_AFTER_MS + 60_000);
+    await expect(scoreObject(key)).rejects.toBeInstanceOf(RetryLater);
+    expect(started.map((s) => s.TranscriptionJobName)).toContain(`${t.jobName}.t${TRANSCRIBE_MAX_JOBS + 1}`);
+    clock.reset();
+    await transcribed(`${t.jobName}.t${TRANSCRIBE_MAX_JOBS + 1}`);
+    expect(await settled(t.subId, t.w.token)).toMatchObject({ status: 'approved' });
   });
 
   it('a job state change that arrives before the scoring stage recorded the job is retried, not dropped', async () => {
@@ -220,9 +266,9 @@ describe('pipeline: audio is scored and annotated with its Amazon Transcribe tra
       { timeoutMs: 50_000, intervalMs: 500 },
     );
     expect(early).toBeInstanceOf(RetryLater);
-    expect(done.status).toBe('approved');
-    const f = (await rt.request('GET', `/v1/jobs/${job.id}/files`, { key: buyer.live })).json.data[0];
-    expect(f.annotations.unavailable.transcript).toBe('Amazon Transcribe could not transcribe the file: Failed to parse audio file.');
+    // The event's outcome was applied: the recording Transcribe could not parse is rejected with its reason.
+    expect(done).toMatchObject({ status: 'rejected', reason_codes: ['unreadable_media'] });
+    expect(JSON.stringify((await rt.request('GET', `/v1/submissions/${a.json.id}`, { key: buyer.live })).json)).toContain('Failed to parse audio file.');
   });
 
   describe('a state-change event that never comes (EventBridge delivers Transcribe events best effort)', () => {
@@ -257,14 +303,15 @@ describe('pipeline: audio is scored and annotated with its Amazon Transcribe tra
       expect(f.annotations).toMatchObject({ speaker_count: 2, language: 'en' });
     });
 
-    it('with no output either, after 40 minutes the file is scored without its transcript, and the reason says so', async () => {
+    it('with no output either, after 40 minutes the job counts as lost: a new job is started, and the file is scored with its transcript', async () => {
       const t = await uploaded('no-result.wav');
+      const before = started.length;
       clock.advance(LATE_TRANSCRIPT_GIVE_UP_MS + 60_000);
-      expect((await verdict(t)).status).toBe('approved');
-      expect(prompts[prompts.length - 1]).toMatch(/No transcript is available \(Amazon Transcribe reported no result within 40 minutes/);
-      const f = (await rt.request('GET', `/v1/jobs/${t.job.id}/files`, { key: t.buyer.live })).json.data[0];
-      expect(f.annotations.transcript).toBeNull();
-      expect(f.annotations.unavailable.transcript).toMatch(/^Amazon Transcribe reported no result within 40 minutes/);
+      await waitFor(() => started.slice(before).some((s) => s.TranscriptionJobName === `${t.jobName}.t2`), { timeoutMs: 60_000, intervalMs: 300 });
+      expect((await rt.request('GET', `/internal/worker/submissions/${t.subId}`, { key: t.w.token })).json.status).toBe('pending_score');
+      await transcribed(`${t.jobName}.t2`);
+      expect(await verdict(t)).toMatchObject({ status: 'approved', ai_star_rating: 4 });
+      expect(prompts[prompts.length - 1]).toContain('Two croissants, please.');
     });
   });
 });

@@ -12,6 +12,7 @@ import {
   SPEECH_UNAVAILABLE,
   TranscribeTranscriber,
   deriveFromTranscript,
+  classifyTranscribeFailure,
   jobNameFor,
   parseJobName,
   parseTranscribeOutput,
@@ -81,7 +82,31 @@ describe('Transcribe adapter (output documents written to the published format)'
       OutputBucketName: 'media-bucket',
       OutputKey: `transcripts/media-${SUB}.r1.${FILE}.json`,
     });
-    expect(parseJobName(jobName)).toEqual({ subId: SUB, round: 'r1', fileId: FILE });
+    expect(parseJobName(jobName)).toEqual({ subId: SUB, round: 'r1', fileId: FILE, attempt: 1 });
+  });
+
+  it('a job started again after a provider failure has its own name, which leads back to the same file', () => {
+    const second = jobNameFor(SUB, 'r1', FILE, 2);
+    expect(second).toBe(`media-${SUB}.r1.${FILE}.t2`);
+    expect(parseJobName(second)).toEqual({ subId: SUB, round: 'r1', fileId: FILE, attempt: 2 });
+    expect(parseJobName(`${second}x`)).toBeNull();
+  });
+
+  it.each([
+    ['Unsupported media format.', 'media'],
+    ['The media format provided does not match the detected media format.', 'media'],
+    ['Invalid sample rate for audio file.', 'media'],
+    ['Invalid file size: file size too large.', 'media'],
+    ['Invalid number of channels: number of channels too large.', 'media'],
+    ['Failed to parse audio file.', 'media'],
+    ['Internal failure', 'provider'],
+    ['The S3 URI that you provided can\'t be accessed. Make sure that you have read permission and try your request again.', 'provider'],
+    ['Rate exceeded', 'provider'],
+    [null, 'provider'],
+    ['Something no rule names', 'provider'],
+    ['Your audio file must have a speech segment long enough in duration to perform automatic language identification.', 'no_speech'],
+  ])('a FAILED job’s reason "%s" is a %s failure (a failure of the service, or an unknown one, is never held against the file)', (reason, kind) => {
+    expect(classifyTranscribeFailure(reason)).toBe(kind);
   });
 
   it('a second start of the same file (ConflictException) counts as started; other errors propagate', async () => {
