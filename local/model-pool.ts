@@ -26,7 +26,19 @@ import type { ImageMeasures, ImageQuality } from '../shared/media/image-quality'
 import type { Detectors } from '../shared/media/annotation/image';
 import type { ImageFacts } from '../shared/media/annotation/types';
 import { AnalysisWorkerFailed, type AnalysisTask, type ImageAnalysisOffload } from '../shared/media/offload';
+import { isMachineryFailure } from '../shared/media/failures';
 import type { WorkerReply, WorkerRequest } from './model-worker';
+
+/**
+ * The error a task threw in the worker, as the in-process call would have thrown it: its name,
+ * message and code; a machinery failure the code alone does not show (an AWS call's, a nested
+ * cause) keeps that reading through its cause, so it is retried, not taken as undecodable bytes.
+ */
+export function errorOf(e: Extract<WorkerReply, { ok: false }>['error']): Error {
+  const err = Object.assign(new Error(e.message), { name: e.name, ...(e.code ? { code: e.code } : {}) });
+  if (e.machinery && !isMachineryFailure(err)) err.cause = new AnalysisWorkerFailed(`machinery failure in the model worker: ${e.message}`);
+  return err;
+}
 
 const WORKER_FILE = resolve(__dirname, 'model-worker.ts');
 
@@ -154,7 +166,7 @@ export class ModelWorkerPool implements ImageAnalysisOffload {
       clearTimeout(p.timer);
       if (slot.pending.size === 0) worker.unref();
       if (reply.ok) p.resolve(reply.value);
-      else p.reject(Object.assign(new Error(reply.error.message), { name: reply.error.name }));
+      else p.reject(errorOf(reply.error));
     });
     worker.on('error', (err) => (slot.error = err));
     worker.on('exit', (code) => {

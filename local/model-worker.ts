@@ -14,10 +14,12 @@ import { parentPort } from 'node:worker_threads';
 import { analyzeImage } from '../shared/media/image-quality';
 import { measureImageFacts } from '../shared/media/annotation/image';
 import { warmUp } from '../shared/media/annotation/models';
+import { isMachineryFailure } from '../shared/media/failures';
 import type { AnalysisTask } from '../shared/media/offload';
 
 export type WorkerRequest = { id: number; task: AnalysisTask; crash?: boolean } | { id: number; warmUp: true };
-export type WorkerReply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: { name: string; message: string } };
+/** `code` and `machinery` go along so the caller tells a machinery failure from bytes that do not decode (shared/media/failures.ts). */
+export type WorkerReply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: { name: string; message: string; code?: string; machinery: boolean } };
 
 /** Structured clone turns a Buffer into a plain Uint8Array; sharp wants a Buffer. */
 const bytes = (input: Uint8Array | string): Buffer | string => (typeof input === 'string' ? input : Buffer.from(input.buffer, input.byteOffset, input.byteLength));
@@ -45,7 +47,8 @@ if (port) {
       (value) => port.postMessage({ id: msg.id, ok: true, value } satisfies WorkerReply),
       (err: unknown) => {
         const e = err instanceof Error ? err : new Error(String(err));
-        port.postMessage({ id: msg.id, ok: false, error: { name: e.name, message: e.message } } satisfies WorkerReply);
+        const code = (e as { code?: unknown }).code;
+        port.postMessage({ id: msg.id, ok: false, error: { name: e.name, message: e.message, ...(typeof code === 'string' ? { code } : {}), machinery: isMachineryFailure(e) } } satisfies WorkerReply);
       },
     );
   });

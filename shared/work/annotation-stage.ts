@@ -4,6 +4,12 @@
  * (+ keyframes stored under `keyframes/`, which does not re-enter the pipeline). Writes
  * `parts[file].annotations`, conditioned on the upload round (stage-write.ts), then tries the
  * fan-in (verdict.ts).
+ *
+ * Bytes that do not decode for annotation (a video whose frames ffmpeg cannot decode) are recorded
+ * as `annotations: null` with `annotation_error` (code `unreadable_media`), which the verdict
+ * rejects (D54: a File never has annotations null). A machinery failure (a tool missing or killed,
+ * a module that does not load, ENOMEM, an S3 write) is not recorded: the step fails and its
+ * message comes back, then waits in the dead-letter queue (D66, shared/media/failures.ts).
  */
 import { logger } from '../logger';
 import { categoryOf } from '../media/sniff';
@@ -11,7 +17,7 @@ import { annotateAudio, annotateImage, annotateVideo, extractKeyframes } from '.
 import { isMachineryFailure } from '../media/failures';
 import { getObjectBytes, objectKeys, putObject } from '../storage/s3';
 import { perceptualHash } from '../trust/phash';
-import { tryVerdictOn } from './verdict';
+import { tryVerdictOn, type AnnotationError } from './verdict';
 import { giveUpAt, objectBudget } from './object-budget';
 import type { FilePart } from './model';
 import type { Located } from './locate';
@@ -30,42 +36,64 @@ export async function annotateObject(key: string): Promise<StageOutcome> {
   return objectBudget().run(upload.size_bytes, () => annotateBytes(found), giveUpAt());
 }
 
+interface Analysis {
+  annotations: Record<string, unknown> | null;
+  keyframes: FilePart['keyframes'];
+}
+
 async function annotateBytes({ sub, upload }: Located): Promise<StageOutcome> {
   const bytes = await getObjectBytes(upload.key);
-  let annotations: Record<string, unknown> | null = null;
-  let keyframes: FilePart['keyframes'] = null;
+  let attrs: Analysis & { annotation_error?: AnnotationError };
   try {
-    const category = categoryOf(upload.content_type);
-    if (category === 'image') annotations = { ...(await annotateImage(bytes)) };
-    else if (category === 'audio') annotations = { ...(await annotateAudio(bytes, upload.content_type)) };
-    else if (category === 'video') {
-      const v = await annotateVideo(bytes);
-      annotations = { ...v };
-      if (v.duration_seconds) {
-        const frames = await extractKeyframes(bytes, v.duration_seconds);
-        keyframes = await Promise.all(
-          frames.map(async (f) => {
-            const k = objectKeys.keyframe(upload.file_id, f.index);
-            await putObject(k, f.png, 'image/png');
-            // D69: every keyframe has one; a decoder that failed to load fails the step (retried).
-            const ph = await perceptualHash(f.png).catch((err: unknown) => {
-              if (isMachineryFailure(err)) throw err;
-              return null;
-            });
-            return { index: f.index, timestamp_seconds: f.timestamp_seconds, width: f.width, height: f.height, key: k, perceptual_hash: ph };
-          }),
-        );
-      }
-    }
+    const { annotations, keyframes } = await analyse(upload, bytes);
+    attrs = { annotations: annotations ? JSON.parse(JSON.stringify(annotations)) : null, keyframes };
   } catch (err) {
     // The analysis did not finish (the model worker died, a tool could not run, a keyframe could not
-    // be stored): fail, so the message comes back, instead of storing annotations null for good.
+    // be stored): fail, so the message comes back, instead of recording anything for good.
     if (isMachineryFailure(err)) throw err;
-    // Undecodable content: the scoring stage rejects it; the fan-in must not wait forever.
+    // Undecodable content: recorded as such, so the verdict rejects the file (never approves it
+    // with annotations null) and the fan-in does not wait forever.
     logger.info('annotation failed: the bytes do not decode', { submission_id: sub.id, error: (err as Error).message });
-    annotations = null;
+    attrs = { annotations: null, keyframes: null, annotation_error: undecodable(upload, err) };
   }
-  const { stored, item } = await writePart(sub, upload.file_id, { annotations: annotations ? JSON.parse(JSON.stringify(annotations)) : null, keyframes }, 'annotations');
+  const { stored, item } = await writePart(sub, upload.file_id, { ...attrs }, 'annotations');
   await tryVerdictOn(item);
   return stored ? 'stored' : 'skipped';
+}
+
+function undecodable(upload: Located['upload'], err: unknown): AnnotationError {
+  const what = categoryOf(upload.content_type) ?? 'file';
+  return { code: 'unreadable_media', message: `the ${what} could not be decoded for annotation`, detail: (err instanceof Error ? err.message : String(err)).slice(0, 300) };
+}
+
+/** The file's annotations (and a video's stored keyframes); throws when the bytes do not decode. */
+async function analyse(upload: Located['upload'], bytes: Buffer): Promise<Analysis> {
+  const category = categoryOf(upload.content_type);
+  if (category === 'image') return { annotations: { ...(await annotateImage(bytes)) }, keyframes: null };
+  if (category === 'audio') return { annotations: { ...(await annotateAudio(bytes, upload.content_type)) }, keyframes: null };
+  if (category === 'video') return analyseVideo(upload, bytes);
+  return { annotations: null, keyframes: null };
+}
+
+async function analyseVideo(upload: Located['upload'], bytes: Buffer): Promise<Analysis> {
+  const v = await annotateVideo(bytes);
+  const keyframes = v.duration_seconds ? await storeKeyframes(upload, bytes, v.duration_seconds) : null;
+  return { annotations: { ...v }, keyframes };
+}
+
+/** The video's keyframes, stored under `keyframes/` (spec Keyframe), each with its perceptual hash. */
+async function storeKeyframes(upload: Located['upload'], bytes: Buffer, durationSeconds: number): Promise<NonNullable<FilePart['keyframes']>> {
+  const frames = await extractKeyframes(bytes, durationSeconds);
+  return Promise.all(
+    frames.map(async (f) => {
+      const k = objectKeys.keyframe(upload.file_id, f.index);
+      await putObject(k, f.png, 'image/png');
+      // D69: every keyframe has one; a decoder that failed to load fails the step (retried).
+      const ph = await perceptualHash(f.png).catch((err: unknown) => {
+        if (isMachineryFailure(err)) throw err;
+        return null;
+      });
+      return { index: f.index, timestamp_seconds: f.timestamp_seconds, width: f.width, height: f.height, key: k, perceptual_hash: ph };
+    }),
+  );
 }

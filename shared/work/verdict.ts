@@ -11,9 +11,11 @@
  * part already written and the status already final, so it never approves or charges twice.
  *
  * At the verdict the content policy is applied to each file's annotations (D67: a violation is a
- * final 1-star rejection with `policy_violation`), the speech of audio and video is merged into the
- * annotations (D65), and the verdict's reason codes are recorded on the submission and in the
- * events (D68: approved `[]`).
+ * final 1-star rejection with `policy_violation`); a file whose bytes the annotation stage could not
+ * decode (`annotation_error`, never a machinery failure: those are retried, D66) is a final 1-star
+ * rejection with `unreadable_media`, as the scoring stage's own decoding failure is. The speech of
+ * audio and video is merged into the annotations (D65), and the verdict's reason codes are
+ * recorded on the submission and in the events (D68: always an array, approved `[]`).
  *
  * Approval (D29) is one transaction: the submission, one File per uploaded file (with its
  * annotations, never changed afterwards), the duplicate guards of each content hash in the job
@@ -37,6 +39,7 @@ import { ACTIVE_STATUSES, categoryOf, type JobItem } from '../jobs/model';
 import { verdict, DEFAULT_THRESHOLD, type Verdict } from '../scoring/verdict';
 import { reasonCodesFromDimensions, sortReasonCodes, type Dimensions, type ReasonCode, type ScoreResult } from '../scoring/types';
 import { policyFinding, policyRejection } from '../scoring/policy';
+import { precheckRejection } from '../scoring/precheck';
 import { withSpeech } from '../speech/annotate';
 import { fileItem } from '../files';
 import { addApprovalIndexes } from '../trust/indexes';
@@ -53,10 +56,35 @@ interface Combined {
   reasoning: string;
   /** final rejection without a provider verdict: pre-check or policy (no retry, no charge) */
   precheck: boolean;
-  /** D68: union of the files' reason codes; null for a rejection no code describes (the job took no more files) */
-  reasonCodes: ReasonCode[] | null;
+  /** D68: union of the files' reason codes; always an array (approved: []) */
+  reasonCodes: ReasonCode[];
   /** what to show in submission.scored (the first file's annotations) */
   annotations: Record<string, unknown> | null;
+}
+
+/**
+ * What the annotation stage records, with `annotations: null`, when the file's bytes did not decode
+ * for annotation (a video whose frames do not decode). Never written for a machinery failure: that
+ * fails the step, which is retried (shared/media/failures.ts).
+ */
+export interface AnnotationError {
+  code: 'unreadable_media';
+  /** for the worker and the buyer, e.g. "the video could not be decoded for annotation" */
+  message: string;
+  /** the decoder's own words, for operators */
+  detail: string;
+}
+
+/** A file's part with the annotation stage's failure record (written through stage-write.ts). */
+type AnnotatedPart = FilePart & { annotation_error?: AnnotationError | null };
+
+function annotationErrorOf(part: FilePart | undefined): AnnotationError | null {
+  return (part as AnnotatedPart | undefined)?.annotation_error ?? null;
+}
+
+/** D54/D68: bytes the annotation stage could not decode: final, 1 star, no File, no charge, as a pre-check. */
+function unreadableRejection(e: AnnotationError): ScoreResult {
+  return { ...precheckRejection([{ code: 'unreadable_media', reason: e.message }]), ai_reasoning: `Rejected: ${e.message}.` };
 }
 
 /** A file's annotations with its speech filled in (D65), as the File and the event carry them. */
@@ -64,10 +92,15 @@ export function annotationsOf(part: FilePart | undefined): Record<string, unknow
   return withSpeech((part?.annotations as Record<string, unknown> | null | undefined) ?? null, part?.transcription);
 }
 
-/** The file's result after the content policy (D67): a violation overrides the provider's score. */
+/**
+ * The file's result after the annotation stage: bytes it could not decode (D54: never approved with
+ * annotations null) and the content policy (D67) override the provider's score.
+ */
 function effectiveScore(part: FilePart | undefined): ScoreResult | undefined {
   const s = part?.score;
   if (!s || s.precheck_rejected) return s;
+  const unreadable = annotationErrorOf(part);
+  if (unreadable) return unreadableRejection(unreadable);
   const f = policyFinding(annotationsOf(part));
   return f ? policyRejection(f, s) : s;
 }
@@ -104,10 +137,13 @@ function combine(sub: SubmissionItem): Combined {
 /** D68: approved → []; otherwise what fell short (the dimensions below T when no file named a code). */
 function finalCodes(v: Verdict, c: Combined, threshold: number): ReasonCode[] {
   if (v === 'approved') return [];
-  return c.reasonCodes?.length ? c.reasonCodes : reasonCodesFromDimensions(c.dimensions, threshold);
+  return c.reasonCodes.length ? c.reasonCodes : reasonCodesFromDimensions(c.dimensions, threshold);
 }
 
-/** Ready for a verdict? Every file scored and annotated, or a pre-check rejection (at once, D54). */
+/**
+ * Ready for a verdict? Every file scored and annotated (annotations null with an `annotation_error`
+ * count as written: that file is rejected), or a pre-check rejection (at once, D54).
+ */
 export function readyForVerdict(sub: SubmissionItem): boolean {
   if (sub.status !== 'pending_score' || !sub.uploads?.length) return false;
   const parts = sub.uploads.map((u) => sub.parts?.[u.file_id]);
@@ -163,8 +199,9 @@ async function decide(sub: SubmissionItem): Promise<Verdict | null> {
       if (v === 'approved' && dupInside)
         return reject(sub, job, { ...c, stars: 1, precheck: true, annotations: null, reasonCodes: ['duplicate'], dimensions: null, reasoning: 'Rejected before scoring: two files of this submission are identical.' });
       if (v === 'approved' && !approvalAllowed(job, sub.uploads.length)) {
-        // No reason code describes it (D68's are about the file): null, as for a cancellation; the reasoning says it.
-        return reject(sub, job, { ...c, reasonCodes: null, reasoning: `${c.reasoning} The job no longer takes files (it is ${job.status}).` });
+        // D68: every verdict carries an array. Its codes name what fell short in the file, and nothing
+        // did (it scored at or above the threshold): [] and the reasoning says why it is rejected.
+        return reject(sub, job, { ...c, reasonCodes: [], reasoning: `${c.reasoning} The job no longer takes files (it is ${job.status}).` });
       }
       if (v === 'retry_pending' && !ACTIVE_STATUSES.includes(job.status)) v = 'rejected';
       const decided = { ...c, reasonCodes: finalCodes(v, c, threshold) };

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { ModelWorkerPool } from '../../local/model-pool';
+import { errorOf, ModelWorkerPool } from '../../local/model-pool';
+import { isMachineryFailure } from '../../shared/media/failures';
 import { annotateImage } from '../../shared/media/annotate-image';
 import { analyzeImage } from '../../shared/media/image-quality';
 import { packageFile } from '../../shared/media/native';
@@ -52,6 +53,15 @@ describe('local runtime: model worker threads', () => {
     expect(here).toBeInstanceOf(Error);
     expect(there).not.toBeInstanceOf(AnalysisWorkerFailed);
     expect(there?.message).toBe(here?.message);
+  });
+
+  it('a machinery failure inside a worker (ENOMEM, a module that does not load, an AWS call) stays one, so it is retried, never taken for undecodable bytes', () => {
+    expect(isMachineryFailure(errorOf({ name: 'Error', message: 'Cannot allocate memory', code: 'ENOMEM', machinery: true }))).toBe(true);
+    expect(isMachineryFailure(errorOf({ name: 'Error', message: "Cannot find module 'x'", code: 'MODULE_NOT_FOUND', machinery: true }))).toBe(true);
+    expect(isMachineryFailure(errorOf({ name: 'S3ServiceException', message: 'SlowDown', machinery: true }))).toBe(true);
+    const bytes = errorOf({ name: 'Error', message: 'Input buffer contains unsupported image format', code: 'ERR_INVALID_ARG_VALUE', machinery: false });
+    expect(isMachineryFailure(bytes)).toBe(false);
+    expect(bytes).toMatchObject({ name: 'Error', message: 'Input buffer contains unsupported image format', code: 'ERR_INVALID_ARG_VALUE' });
   });
 
   it('a worker that dies fails its task with AnalysisWorkerFailed; the next task runs on a fresh worker', async () => {

@@ -170,14 +170,14 @@ describe('fan-in: the verdict whatever order the stages and the upload completio
     await expectOneApproval(t);
   });
 
-  it('a file its score would approve after its job was cancelled is rejected with reason_codes null: no code describes it, the reasoning says why', async () => {
+  it('a file its score would approve after its job was cancelled is rejected with reason_codes [] (a verdict always carries an array; nothing fell short), the reasoning says why', async () => {
     const t = await presignedUpload(215);
     expect((await rt.request('POST', `/v1/jobs/${t.job.id}/cancel`, { key: t.buyer.live, headers: { 'Idempotency-Key': `cancel-${t.sub}` } })).status).toBe(200);
     // The cancellation's own consumer is not polled here: the verdict meets the cancelled job.
     expect((await score({ Records: [sqsRecord(t.bodies.scoring, 's')] })).batchItemFailures).toEqual([]);
     expect((await annotate({ Records: [sqsRecord(t.bodies.annotation, 'a')] })).batchItemFailures).toEqual([]);
     const v = (await rt.request('GET', `/v1/submissions/${t.sub}`, { key: t.buyer.live })).json;
-    expect(v).toMatchObject({ status: 'rejected', reason_codes: null, ai_reasoning: expect.stringContaining('no longer takes files') });
+    expect(v).toMatchObject({ status: 'rejected', reason_codes: [], ai_reasoning: expect.stringContaining('no longer takes files') });
     expect(v.ai_star_rating).toBeGreaterThanOrEqual(3); // the model's rating stays: it judged the file
   });
 

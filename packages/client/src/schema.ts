@@ -1007,7 +1007,7 @@ export interface components {
             dimensions: {
                 [key: string]: unknown;
             } | null;
-            /** @description Why the verdict is what it is: [] when approved; what fell short otherwise; null while there is no verdict, and for a rejection no code describes (the job was cancelled, or took no more files) */
+            /** @description Why the verdict is what it is: [] when approved; what fell short otherwise; null while there is no verdict, and for a submission that the cancellation of its job ended before any verdict */
             reason_codes?: ("low_relevance" | "low_quality" | "instructions_not_followed" | "resolution_too_low" | "duration_out_of_bounds" | "duplicate" | "near_duplicate" | "location_mismatch" | "policy_violation" | "unreadable_media")[] | null;
             file_url: string | null;
             file_ids: string[];
@@ -1258,7 +1258,7 @@ export interface components {
             reserved_until: string | null;
             ai_star_rating?: number | null;
             ai_reasoning?: string | null;
-            /** @description Why the verdict is what it is: [] when approved; what fell short otherwise; null while there is no verdict, and for a rejection no code describes (the job was cancelled, or took no more files) */
+            /** @description Why the verdict is what it is: [] when approved; what fell short otherwise; null while there is no verdict, and for a submission that the cancellation of its job ended before any verdict */
             reason_codes?: ("low_relevance" | "low_quality" | "instructions_not_followed" | "resolution_too_low" | "duration_out_of_bounds" | "duplicate" | "near_duplicate" | "location_mismatch" | "policy_violation" | "unreadable_media")[] | null;
             /** @description ISO 8601 UTC timestamp with milliseconds, e.g. 2026-11-21T12:00:00.000Z */
             created_at?: string;

@@ -8,8 +8,11 @@
  *   human (BlazeFace faces ≥ 0.6, offline-media.md — a cat scored 0.83 at lower cut-offs; CenterNet
  *   COCO objects ≥ 0.45 (CenterNet scores random texture as "book" at up to 0.42), at most 20), then nsfwjs MobileNetV2;
  * - tesseract (its worker thread): words ≥ 60/100, derive.ts keepOcrWords.
- * Each detector that fails leaves its field null with the reason in `unavailable`; only an
- * undecodable image throws (sharp), which the caller treats as content mismatch.
+ * Each detector that fails on the image leaves its field null with the reason in `unavailable`; an
+ * undecodable image throws (sharp), which the caller treats as content mismatch. A detector that
+ * cannot run for the machinery (its model does not load, ENOMEM, a module missing:
+ * shared/media/failures.ts) throws too, so the step is retried and then dead-lettered (D66): the
+ * content policy (D67) is never skipped because the NSFW model did not load.
  * Then the provider (local or bedrock) answers objects/scene/composition (+ violence); a bedrock
  * failure falls back to the local rules, recorded in `unavailable.provider`.
  */
@@ -18,6 +21,7 @@ import { analyzeImage, type ImageQuality } from '../image-quality';
 import { clamp01, keepOcrWords, nsfwScore, piiInText, round4, type Detection, type NsfwClass, type PiiType } from './derive';
 import { loadHuman, loadNsfw, loadOcr, type Tensor } from './models';
 import { imageAnalysisOffload } from '../offload';
+import { isMachineryFailure } from '../failures';
 import { localAnnotatorOf, localSemantics } from './local';
 import type { AnnotationProvider, ImageAnnotations, ImageFacts, SemanticParts, TextExtraction } from './types';
 
@@ -60,6 +64,12 @@ function withTf<T>(fn: () => Promise<T>): Promise<T> {
 
 const why = (err: unknown) => (err instanceof Error ? err.message : String(err)).slice(0, 300);
 
+/** A detector's failure as the reason its fields are null, unless the machinery failed: that is thrown (D66). */
+function detectorFailure(label: string, err: unknown): string {
+  if (isMachineryFailure(err)) throw err;
+  return `${label}: ${why(err)}`;
+}
+
 interface TfOut {
   faces: Detection[] | null;
   objects: Detection[] | null;
@@ -75,7 +85,7 @@ async function runTf(rgb: { data: Buffer; width: number; height: number }, d: De
     try {
       human = await loadHuman();
     } catch (err) {
-      out.failures.faces = out.failures.objects = out.failures.nsfw = `tfjs models did not load: ${why(err)}`;
+      out.failures.faces = out.failures.objects = out.failures.nsfw = detectorFailure('tfjs models did not load', err);
       return out;
     }
     const tf = human.tf;
@@ -94,7 +104,7 @@ async function runTf(rgb: { data: Buffer; width: number; height: number }, d: De
             .sort((a, b) => b.score - a.score)
             .map((o) => ({ label: o.label, confidence: round4(o.score), box: o.boxRaw }));
         } catch (err) {
-          out.failures.faces = out.failures.objects = `human failed: ${why(err)}`;
+          out.failures.faces = out.failures.objects = detectorFailure('human failed', err);
         } finally {
           x4.dispose();
         }
@@ -105,7 +115,7 @@ async function runTf(rgb: { data: Buffer; width: number; height: number }, d: De
           const preds = await model.classify(x, 5);
           out.nsfw = Object.fromEntries(preds.map((p) => [p.className, round4(clamp01(p.probability))]));
         } catch (err) {
-          out.failures.nsfw = `nsfwjs failed: ${why(err)}`;
+          out.failures.nsfw = detectorFailure('nsfwjs failed', err);
         }
       }
     } finally {

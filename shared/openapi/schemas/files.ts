@@ -7,7 +7,7 @@ import { REASON_CODES } from '../../scoring/types';
 export const reasonCodes = z
   .array(z.enum(REASON_CODES))
   .nullable()
-  .describe('Why the verdict is what it is: [] when approved; what fell short otherwise; null while there is no verdict, and for a rejection no code describes (the job was cancelled, or took no more files)');
+  .describe('Why the verdict is what it is: [] when approved; what fell short otherwise; null while there is no verdict, and for a submission that the cancellation of its job ended before any verdict');
 
 export const keyframe = z.looseObject({
   index: z.number().int(),
