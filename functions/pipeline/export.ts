@@ -10,6 +10,7 @@ import { buildExport } from '../../shared/exports/build';
 import type { BuildMessage } from '../../shared/exports';
 import { logger } from '../../shared/logger';
 import { streamRecordOf } from '../../shared/manifest/stream-event';
+import { RetryLater } from '../../shared/work/stage-message';
 
 type Message = Partial<BuildMessage> & { eventName?: string; dynamodb?: { NewImage?: { entity?: { S?: string }; id?: { S?: string } } } };
 
@@ -33,7 +34,9 @@ export const handler = async (event: SQSEvent): Promise<SQSBatchResponse> => {
       const outcome = await buildExport(exportId);
       logger.info('export built', { export_id: exportId, outcome });
     } catch (err) {
-      logger.error('export: message failed', { error: err as Error, message_id: record.messageId });
+      // A duplicate delivery of an export whose run is alive is handed back: a wait, not an error.
+      if (err instanceof RetryLater) logger.info('export: message handed back', { reason: err.message, message_id: record.messageId });
+      else logger.error('export: message failed', { error: err as Error, message_id: record.messageId });
       failures.push({ itemIdentifier: record.messageId });
     }
   }

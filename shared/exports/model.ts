@@ -4,8 +4,9 @@
  * One item per export (`keys.export`, listed per job through `gsi.export`), written pending by the
  * create route, moved to running and then to succeeded or failed by the `exports` consumer, each
  * move conditioned on the status it leaves and carrying its event (outbox) in the same
- * transaction. The bytes live in the bucket under `exports/<export id>/`; the download URL is
- * signed fresh on every read and is never stored.
+ * transaction. The bytes live in the bucket under `exports/<export id>/<attempt>/`, one object per
+ * run; `object_key` names the one the succeeded run wrote. The download URL is signed fresh on
+ * every read and is never stored.
  */
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '../db/client';
@@ -59,8 +60,13 @@ export const exportContentType = (f: ExportFormat) => CONTENT_TYPES[f];
 export const exportFilename = (e: Pick<ExportItem, 'id' | 'job_id' | 'format'>) =>
   `${e.job_id}-${e.id}${e.format === 'coco' ? '.coco' : ''}.${EXTENSIONS[e.format]}`;
 
-/** Bucket key of an export's bytes: `exports/<export id>/<file name>`. */
-export const exportObjectKey = (e: Pick<ExportItem, 'id' | 'job_id' | 'format'>) => `${BUCKET_PREFIXES.exports}${e.id}/${exportFilename(e)}`;
+/**
+ * Bucket key of the bytes one run of an export writes: `exports/<export id>/<attempt>/<file name>`.
+ * Each run has its own object, so a superseded run still writing can never replace or mix with
+ * the file the current run records (the lifecycle rule on `exports/` keeps and deletes them all alike).
+ */
+export const exportObjectKey = (e: Pick<ExportItem, 'id' | 'job_id' | 'format' | 'attempts'>) =>
+  `${BUCKET_PREFIXES.exports}${e.id}/${e.attempts ?? 0}/${exportFilename(e)}`;
 
 /**
  * How long an export's file is kept: the bucket's lifecycle deletes `exports/` objects this many
