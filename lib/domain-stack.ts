@@ -19,7 +19,7 @@ import { ROUTES, routeLogicalName, type RouteDef } from '../shared/manifest/rout
 import { QUEUES, SCHEDULES, type QueueDef, type ScheduleDef } from '../shared/manifest/wiring';
 import { STAGE_NAME, latencyThresholdMs, longPollTimeouts, type ApiGateway } from './api';
 import { ROUTE_FUNCTION_TIMEOUT_SECONDS } from '../shared/manifest/timeouts';
-import { bindBucket, bindKeyAccess, bindQueue, bindRequestCounting, bindTable, bindWaitSlots, grantBedrockInvoke, grantSms, secretsExtension, type CdnResources, type KeyResources } from './constructs/grants';
+import { bindBucket, bindKeyAccess, bindQueue, bindRequestCounting, bindTable, bindWaitSlots, grantBedrockInvoke, grantSms, secretsExtension, UploadSigner, type CdnResources, type KeyResources } from './constructs/grants';
 import { HouseFunction } from './constructs/house-function';
 import { acknowledge } from './constructs/nag';
 import { queueDomain, routeDomain, scheduleDomain, type Domain } from './domains';
@@ -56,10 +56,17 @@ export class DomainStack extends NestedStack {
   readonly functions = new Map<string, HouseFunction>();
   /** API methods of this stack; the root's deployment depends on them. */
   readonly methods: apigw.Method[] = [];
+  /**
+   * The upload-signing role of this stack's functions whose access says `uploadSigner` (created
+   * with the first of them; none in a stack without one). Here rather than in the root stack: its
+   * trust policy names their roles, and they hold its ARN.
+   */
+  readonly uploadSigner: UploadSigner;
 
   constructor(scope: Construct, id: string, private readonly props: DomainStackProps) {
     super(scope, id, { description: `Media marketplace: ${props.domain} functions`, ...props });
     const { domain } = props;
+    this.uploadSigner = new UploadSigner(this, 'UploadSigner', props.shared.bucket);
     for (const r of ROUTES.filter((x) => routeDomain(x) === domain)) this.addRoute(r);
     for (const q of QUEUES.filter((x) => queueDomain(x) === domain)) this.addConsumer(q);
     for (const s of SCHEDULES.filter((x) => scheduleDomain(x) === domain)) this.addSchedule(s);
@@ -96,7 +103,7 @@ export class DomainStack extends NestedStack {
     if (route.access.bucket) bindBucket(fn, shared.bucket, route.access.bucket);
     if (route.access.sms) grantSms(fn);
     for (const q of route.access.sendTo ?? []) bindQueue(fn, q, shared.plumbing.queue(q));
-    bindKeyAccess(fn, route.access, shared.keys, shared.cdn);
+    bindKeyAccess(fn, route.access, shared.keys, shared.cdn, undefined, this.uploadSigner);
     functionAlarms(fn, shared.alarmAction, `${route.method} ${route.path}`);
 
     // The method is created here, on the resource the root stack made for the path. Lambda proxy
@@ -159,7 +166,7 @@ export class DomainStack extends NestedStack {
     for (const q of def.access.sendTo ?? []) bindQueue(fn, q, shared.plumbing.queue(q));
     if (def.access.bucket) bindBucket(fn, shared.bucket, def.access.bucket);
     if (def.access.bedrock) grantBedrockInvoke(fn, [...new Set([shared.models.bedrockModelId, shared.models.annotationModelId])]);
-    bindKeyAccess(fn, def.access, shared.keys, shared.cdn, shared.bucket);
+    bindKeyAccess(fn, def.access, shared.keys, shared.cdn, shared.bucket, this.uploadSigner);
     functionAlarms(fn, shared.alarmAction, `The ${def.name} consumer`);
     const maxConcurrency = shared.limits.consumerMaxConcurrency(def);
     fn.addEventSource(
@@ -186,7 +193,7 @@ export class DomainStack extends NestedStack {
     bindTable(fn, shared.table, def.access.table);
     if (def.access.bucket) bindBucket(fn, shared.bucket, def.access.bucket);
     for (const q of def.access.sendTo ?? []) bindQueue(fn, q, shared.plumbing.queue(q));
-    bindKeyAccess(fn, def.access, shared.keys, shared.cdn);
+    bindKeyAccess(fn, def.access, shared.keys, shared.cdn, undefined, this.uploadSigner);
     functionAlarms(fn, shared.alarmAction, `The ${def.name} schedule`);
     // A run EventBridge could not start (after its retries) is kept here, with an alarm.
     const dlq = deadLetterQueue(this, `${id}ScheduleDlq`);

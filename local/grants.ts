@@ -21,7 +21,7 @@
  *   `decrypt` (the local keyring, which stands in for the key, is checked the same way:
  *   shared/secrets/sealer.ts); Bedrock (`access.bedrock`) the configured models; Transcribe
  *   (`access.transcribe`) StartTranscriptionJob on our job names; SNS (`access.sms`) Publish (the
- *   local SMS outbox too). Any other service: refused, as no function of the stack is granted one.
+ *   local SMS outbox too); STS (`access.uploadSigner`) AssumeRole on the upload-signing role. Any other service: refused, as no function of the stack is granted one.
  */
 import { contextStore } from '../shared/context-store';
 import { BUCKET_PREFIXES, TRANSCRIBE_JOB_PREFIX } from '../shared/manifest/wiring';
@@ -44,6 +44,8 @@ export interface Grants {
   consumes?: string;
   kms?: 'encrypt' | 'decrypt' | 'encrypt-decrypt';
   transcribe?: boolean;
+  /** sts:AssumeRole on the upload-signing role (UPLOAD_SIGNER_ROLE_ARN). */
+  uploadSigner?: boolean;
   bedrock?: boolean;
   sms?: boolean;
 }
@@ -194,6 +196,7 @@ function grantedModels(): string[] {
 interface ServiceInput {
   modelId?: string;
   TranscriptionJobName?: string;
+  RoleArn?: string;
 }
 
 /**
@@ -217,6 +220,10 @@ const SERVICE_GRANTS: Record<string, { service: string; allowed: (g: Grants, com
     allowed: (g, c, i) => g.transcribe === true && c === 'StartTranscriptionJobCommand' && (i.TranscriptionJobName ?? '').startsWith(TRANSCRIBE_JOB_PREFIX),
   },
   SNSClient: { service: 'sns', allowed: (g, c) => g.sms === true && /^Publish(Batch)?Command$/.test(c) },
+  STSClient: {
+    service: 'sts',
+    allowed: (g, c, i) => g.uploadSigner === true && c === 'AssumeRoleCommand' && !!i.RoleArn && i.RoleArn === process.env.UPLOAD_SIGNER_ROLE_ARN,
+  },
 };
 
 function checkService(g: Grants, client: string, command: string, input: ServiceInput): void {

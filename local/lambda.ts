@@ -86,6 +86,7 @@ export function grantsOf(name: string, access: EntryAccess, more: Pick<Grants, '
     sendTo: access.sendTo,
     kms: access.kms,
     transcribe: access.transcribe,
+    uploadSigner: access.uploadSigner,
     bedrock: access.bedrock,
     sms: access.sms,
     ...more,

@@ -25,6 +25,7 @@ import { resetSecrets } from '../shared/secrets';
 import { resetSealer } from '../shared/secrets/sealer';
 import { resetS3 } from '../shared/storage/s3';
 import { S3_LOCAL_CREDENTIALS, startS3Emulator } from './s3';
+import { IssuedCredentials, startStsEmulator } from './sts';
 import { startScheduler, type Scheduler } from './scheduler';
 import { countMessages, readSnapshot, removeSnapshot, restoreSnapshot, takeSnapshot, writeSnapshot } from './sqs-snapshot';
 import { createQueues, defaultConsumerConcurrency, localSqsClient, QueuePoller, queueSender, queueUrlEnvName, startSqsEmulator, type LocalQueue } from './sqs';
@@ -230,8 +231,15 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
 
     const s3Dir = dataDir ? join(dataDir, 's3') : mkdtempSync(join(tmpdir(), 'local-s3-'));
     if (!dataDir) stops.push(() => rmSync(s3Dir, { recursive: true, force: true }));
+    // The upload-signing role's credentials (pre-signed upload URLs), issued by the STS emulator and
+    // accepted by the S3 front until they expire, as STS's are by S3.
+    const issued = new IssuedCredentials(dataDir ? join(dataDir, 'sts-credentials.json') : undefined);
+    const uploadSignerRoleArn = `arn:aws:iam::${LOCAL_ACCOUNT_ID}:role/local-upload-signer`;
+    const sts = await startStsEmulator({ host, region, account: LOCAL_ACCOUNT_ID, roleArn: uploadSignerRoleArn, credentials: S3_LOCAL_CREDENTIALS, issued });
+    stops.push(() => sts.stop());
     const s3 = await startS3Emulator({
       directory: s3Dir,
+      temporaryCredentials: issued,
       portFile: dataDir ? join(dataDir, 's3-port') : undefined, // pre-signed upload URLs outlive a restart
       bucket: bucketName,
       host,
@@ -284,6 +292,8 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       LOCAL_DYNAMODB_DURABLE_TRANSACTIONS: dynamo && dataDir ? '1' : '0',
       S3_ENDPOINT: s3.endpoint,
       SQS_ENDPOINT: sqsEmulator.endpoint,
+      STS_ENDPOINT: sts.endpoint,
+      UPLOAD_SIGNER_ROLE_ARN: uploadSignerRoleArn,
       LOCAL_SECRETS_FILE: secrets.file,
       PUBLIC_BASE_URL: opts.publicBaseUrl ?? url,
       // D60: download URLs are signed for the local CDN (local/cdn.ts) with the persisted key.

@@ -47,6 +47,15 @@ export interface Credentials {
   secretAccessKey: string;
 }
 
+/** Temporary credentials (an assumed role's, local/sts.ts): the token must come along, and they expire. */
+export interface TemporaryCredentials extends Credentials {
+  sessionToken: string;
+  expiration: Date;
+}
+
+/** The credentials of an access key id, or undefined for one that does not exist. */
+export type CredentialLookup = (accessKeyId: string) => Credentials | TemporaryCredentials | undefined;
+
 /** What the verifier needs of a request as it arrived. */
 export interface ArrivedRequest {
   method: string;
@@ -164,9 +173,19 @@ function sameHex(a: string, b: string): boolean {
 
 /**
  * Checks one request's SigV4 signature. `at` is the server time for expiry (the app's clock, which
- * also dated the pre-signed URLs); header signatures are held to the real clock (the SDK's).
+ * also dated the pre-signed URLs and the temporary credentials); header signatures are held to the
+ * real clock (the SDK's). Temporary credentials (an assumed role's) need their session token
+ * (`X-Amz-Security-Token`) and are refused once expired (400 `ExpiredToken`), whatever the URL's
+ * own expiry: a pre-signed URL lives only as long as the credentials that signed it.
  */
-export async function verifySigV4(req: ArrivedRequest, credentials: Credentials, region: string, at: Date = now()): Promise<SigV4Verdict> {
+export async function verifySigV4(
+  req: ArrivedRequest,
+  credentials: Credentials | CredentialLookup,
+  region: string,
+  at: Date = now(),
+  expectService = 's3',
+): Promise<SigV4Verdict> {
+  const lookup: CredentialLookup = typeof credentials === 'function' ? credentials : (id) => (id === credentials.accessKeyId ? credentials : undefined);
   const q = req.url.indexOf('?');
   const path = q < 0 ? req.url : req.url.slice(0, q);
   const query = parseQuery(q < 0 ? '' : req.url.slice(q + 1));
@@ -180,6 +199,10 @@ export async function verifySigV4(req: ArrivedRequest, credentials: Credentials,
   let amzDate: string | undefined;
   let payloadHash: string;
   let kind: 'presigned' | 'header';
+  /** The signer's temporary credentials, once the signature checked out (their expiry is checked after the URL's). */
+  let temporary: TemporaryCredentials | null = null;
+  const expiredToken = (): SigV4Verdict | null =>
+    temporary && at.getTime() >= temporary.expiration.getTime() ? { ok: false, status: 400, code: 'ExpiredToken', message: 'The provided token has expired.' } : null;
   if (query['X-Amz-Algorithm'] !== undefined || query['X-Amz-Signature'] !== undefined) {
     kind = 'presigned';
     if (str(query['X-Amz-Algorithm']) !== ALGORITHM) return { ok: false, status: 400, code: 'AuthorizationQueryParametersError', message: 'X-Amz-Algorithm only supports "AWS4-HMAC-SHA256".' };
@@ -210,7 +233,7 @@ export async function verifySigV4(req: ArrivedRequest, credentials: Credentials,
       };
     }
     if (date.getTime() - at.getTime() > MAX_SKEW_MS) return denied('Request is not valid yet');
-    return verdict;
+    return expiredToken() ?? verdict;
   }
 
   const auth = headers.authorization;
@@ -227,7 +250,8 @@ export async function verifySigV4(req: ArrivedRequest, credentials: Credentials,
   }
   payloadHash = headers['x-amz-content-sha256'] ?? '';
   if (!payloadHash) return { ok: false, status: 400, code: 'InvalidRequest', message: 'Missing required header for this request: x-amz-content-sha256' };
-  return check();
+  const verdict = await check();
+  return verdict.ok ? (expiredToken() ?? verdict) : verdict;
 
   async function check(): Promise<SigV4Verdict> {
     // Credential = <access key>/<yyyymmdd>/<region>/s3/aws4_request
@@ -236,10 +260,11 @@ export async function verifySigV4(req: ArrivedRequest, credentials: Credentials,
       return { ok: false, status: 400, code: kind === 'presigned' ? 'AuthorizationQueryParametersError' : 'AuthorizationHeaderMalformed', message: 'The credential is malformed.' };
     }
     const [accessKeyId, day, credRegion, service] = parts as [string, string, string, string];
-    if (accessKeyId !== credentials.accessKeyId) {
+    const found = lookup(accessKeyId);
+    if (!found) {
       return { ok: false, status: 403, code: 'InvalidAccessKeyId', message: 'The AWS Access Key Id you provided does not exist in our records.' };
     }
-    if (service !== 's3' || credRegion !== region || day !== amzDate!.slice(0, 8)) return mismatch();
+    if (service !== expectService || credRegion !== region || day !== amzDate!.slice(0, 8)) return mismatch();
     const names = signedHeaders!.split(';');
     if (!names.includes('host')) return denied('Host must be a signed header');
     // S3 refuses x-amz-* headers that the signature does not cover, in a signed header and in a
@@ -253,8 +278,13 @@ export async function verifySigV4(req: ArrivedRequest, credentials: Credentials,
     const queryForSigning = { ...query! };
     delete queryForSigning['X-Amz-Signature'];
     const request = { method: req.method, protocol: 'http:', hostname: headers.host ?? '', path, query: queryForSigning, headers: signedBag } as unknown as HttpRequest;
-    const expected = await new Verifier(credentials, region).expectedSignature(request, names, payloadHash, amzDate!, `${day}/${credRegion}/${service}/aws4_request`);
+    const expected = await new Verifier(found, region).expectedSignature(request, names, payloadHash, amzDate!, `${day}/${credRegion}/${service}/aws4_request`);
     if (!sameHex(expected, signature!)) return mismatch();
+    if ('sessionToken' in found) {
+      const token = kind === 'presigned' ? str(query!['X-Amz-Security-Token']) : headers['x-amz-security-token'];
+      if (token !== found.sessionToken) return { ok: false, status: 400, code: 'InvalidToken', message: 'The provided token is malformed or otherwise invalid.' };
+      temporary = found;
+    }
     return { ok: true, kind, payloadSha256: /^[0-9a-f]{64}$/.test(payloadHash) ? payloadHash : null, checksums: statedChecksums(headers, query!) };
   }
 }
@@ -311,7 +341,8 @@ export interface SigV4FrontOptions {
   target: { host: string; port: number };
   host: string;
   port?: number;
-  credentials: Credentials;
+  /** The emulator's own credentials, or a lookup that also knows temporary ones (local/sts.ts). */
+  credentials: Credentials | CredentialLookup;
   region: string;
   /** s3rver's folder of open multipart uploads (s3rverUploadsDir): multipart calls are then answered as S3 answers them. */
   multipartUploadsDir?: string;

@@ -11,6 +11,7 @@ import type { S3ObjectCreatedNotificationEvent, S3ObjectCreatedNotificationEvent
 import S3rver from 's3rver';
 import { startSigV4Front } from './s3-sigv4';
 import { s3rverUploadsDir } from './s3-multipart';
+import type { IssuedCredentials } from './sts';
 
 // s3rver verifies SigV4 signatures against its own key registry; the runtime's clients (and the
 // pre-signed URLs they produce) sign with these local credentials, so register them once.
@@ -105,6 +106,8 @@ export interface S3EmulatorOptions {
   portFile?: string;
   account: string;
   region: string;
+  /** Temporary credentials the front also accepts (the STS emulator's, local/sts.ts). */
+  temporaryCredentials?: IssuedCredentials;
   /** Called for every object-created event, in the EventBridge shape. */
   onObjectCreated(event: ObjectCreatedEvent): void;
 }
@@ -125,13 +128,15 @@ export async function startS3Emulator(opts: S3EmulatorOptions): Promise<S3Emulat
     }
   });
   const address = (await server.run()) as AddressInfo;
+  // s3rver checks the access key of what the front passes on against its own registry too.
+  opts.temporaryCredentials?.onIssue((c) => DUMMY_ACCOUNT.createKeyPair(c.accessKeyId, c.secretAccessKey));
   let front;
   try {
     const start = (port: number) => startSigV4Front({
         target: { host, port: address.port },
         host,
         port,
-        credentials: S3_LOCAL_CREDENTIALS,
+        credentials: opts.temporaryCredentials ? opts.temporaryCredentials.lookup(S3_LOCAL_CREDENTIALS) : S3_LOCAL_CREDENTIALS,
         region: opts.region,
         multipartUploadsDir: s3rverUploadsDir(opts.directory, opts.bucket),
       });

@@ -18,6 +18,10 @@ export interface Config {
   localDurableTransactions?: boolean;
   s3Endpoint?: string;
   sqsEndpoint?: string;
+  /** The role whose credentials sign pre-signed upload URLs (manifest `access.uploadSigner`). */
+  uploadSignerRoleArn?: string;
+  /** STS endpoint (the local runtime's emulator); deployed, the region's `sts.<region>.amazonaws.com`. */
+  stsEndpoint?: string;
   /** Queue URLs by logical queue name (wiring). */
   queueUrls: Record<string, string>;
   /** Public base URL of the API, used to build links (checkout, purchase_url). */
@@ -53,6 +57,8 @@ export function config(): Config {
     localDurableTransactions: e.LOCAL_DYNAMODB_DURABLE_TRANSACTIONS === '1',
     s3Endpoint: e.S3_ENDPOINT || undefined,
     sqsEndpoint: e.SQS_ENDPOINT || undefined,
+    uploadSignerRoleArn: e.UPLOAD_SIGNER_ROLE_ARN || undefined,
+    stsEndpoint: e.STS_ENDPOINT || undefined,
     queueUrls,
     publicBaseUrl: (e.PUBLIC_BASE_URL ?? 'http://127.0.0.1:3000').replace(/\/$/, ''),
     longPollMaxSeconds: Math.min(60, Number(e.LONG_POLL_MAX_SECONDS ?? 60)),

@@ -14,6 +14,7 @@ import {
 } from 'aws-cdk-lib';
 import { BUCKET_GRANTS, REQUEST_COUNT_ATTRIBUTES, REQUEST_COUNT_PARTITIONS, WAIT_SLOT_ATTRIBUTES, WAIT_SLOT_PARTITIONS, secretArnVariable, secretsRead, type BucketAccess, type KeyAccess, type SecretName } from '../../shared/manifest/access';
 import { EXTENSION_TTL_SECONDS } from '../../shared/secrets';
+import type { Construct, IConstruct } from 'constructs';
 import { acknowledge } from './nag';
 import { BUCKET_PREFIXES, TRANSCRIBE_JOB_PREFIX } from '../../shared/manifest/wiring';
 
@@ -72,7 +73,8 @@ export function bindWaitSlots(fn: lambda.Function, table: dynamodb.ITable): void
 /**
  * `read`: get objects (pre-signed GETs are signed with this role, so it needs s3:GetObject).
  * `write`: s3:PutObject and s3:PutObjectTagging on upload objects only (the upload and retry
- * routes' pre-signed PUTs and direct uploads, and the `verdict` tag of a rejection the request
+ * routes' direct uploads, whose pre-signed PUTs are signed with the upload-signing role instead
+ * (`UploadSigner`), and the `verdict` tag of a rejection the request
  * itself decides: the fan-in can complete there): no delete, no retention or legal hold, and
  * nothing outside `uploads/` (exports and keyframes are what buyers download). A pre-signed PUT
  * cannot carry a tag: it signs its headers, and S3 refuses unsigned `x-amz-*` ones.
@@ -114,10 +116,10 @@ function onObjects(fn: lambda.Function, bucket: s3.IBucket, prefix: string, acti
  * How cdk-nag names a resource reference in an IAM5 finding: `<LogicalId.Arn>` in the resource's
  * own stack, `<referenceto<RootStack><LogicalId>Arn>` from a nested stack (its parameter).
  */
-function nagReference(fn: lambda.Function, target: dynamodb.ITable | s3.IBucket): string {
+function nagReference(scope: IConstruct, target: dynamodb.ITable | s3.IBucket): string {
   const owner = Stack.of(target);
   const cfn = target.node.defaultChild as CfnElement;
-  if (Stack.of(fn) === owner) return `<${owner.resolve(owner.getLogicalId(cfn)) as string}.Arn>`;
+  if (Stack.of(scope) === owner) return `<${owner.resolve(owner.getLogicalId(cfn)) as string}.Arn>`;
   return `<referenceto${Names.uniqueId(cfn)}Arn>`;
 }
 
@@ -212,9 +214,11 @@ export function secretsExtension(access: KeyAccess, keys: KeyResources): lambda.
  * - `cdnSign`: the `cdn-signing-key` secret, `CDN_BASE_URL`, `CDN_KEY_PAIR_ID`.
  * - `kms`: encrypt (Encrypt, GenerateDataKey*, ReEncrypt*), decrypt, or both on the sealing key; `KMS_KEY_ID`.
  * - `transcribe`: Amazon Transcribe jobs on the media bucket (grantTranscribe; pass `media`).
+ * - `uploadSigner`: `sts:AssumeRole` on the upload-signing role only, whose trust policy admits
+ *   this function's role (UploadSigner.admit; pass `signer`); its ARN in `UPLOAD_SIGNER_ROLE_ARN`.
  * Every function gets `PAYMENTS_PROVIDER` (`stripe` | `disabled`), which is not a secret.
  */
-export function bindKeyAccess(fn: lambda.Function, access: KeyAccess, keys: KeyResources, cdn: CdnResources, media?: s3.IBucket): void {
+export function bindKeyAccess(fn: lambda.Function, access: KeyAccess, keys: KeyResources, cdn: CdnResources, media?: s3.IBucket, signer?: UploadSigner): void {
   for (const name of secretsRead(access)) {
     const secret = keys.secret(name);
     if (!secret) continue;
@@ -241,7 +245,63 @@ export function bindKeyAccess(fn: lambda.Function, access: KeyAccess, keys: KeyR
     }
   }
   if (access.transcribe) grantTranscribe(fn, media);
+  if (access.uploadSigner) {
+    if (!signer) throw new Error(`${fn.node.path}: access.uploadSigner needs the stack's upload-signing role (pass \`signer\`)`);
+    const role = signer.admit(fn);
+    fn.addToRolePolicy(new iam.PolicyStatement({ sid: 'AssumeUploadSigner', actions: ['sts:AssumeRole'], resources: [role.roleArn] }));
+    fn.addEnvironment('UPLOAD_SIGNER_ROLE_ARN', role.roleArn);
+  }
   fn.addEnvironment('PAYMENTS_PROVIDER', keys.paymentsProvider);
+}
+
+/**
+ * The upload-signing role (manifest `access.uploadSigner`, shared/manifest/access.ts): the
+ * functions that hand out pre-signed upload URLs assume it for each plan (one hour) and sign with
+ * its credentials, because a pre-signed URL lives only as long as the credentials that signed it
+ * and a Lambda's own role credentials may expire before the hour the URL promises.
+ *
+ * The role may do one thing: `s3:PutObject` under `uploads/` of the media bucket (S3-managed
+ * encryption, so no key grant). Its trust policy admits only the execution roles of the functions
+ * `admit`ted, by ARN. The role is created with the first of them (in the same stack, so the trust
+ * references their roles and their policies reference it without a cycle); a stack without such a
+ * function has no role. Sessions last at most an hour (role chaining caps them there anyway).
+ */
+export class UploadSigner {
+  private role?: iam.Role;
+
+  constructor(
+    private readonly scope: Construct,
+    private readonly id: string,
+    private readonly bucket: s3.IBucket,
+  ) {}
+
+  /** The role, with `fn`'s execution role added to those its trust policy admits. */
+  admit(fn: lambda.Function): iam.IRole {
+    const principal = new iam.ArnPrincipal(fn.role!.roleArn);
+    if (this.role) {
+      this.role.assumeRolePolicy!.addStatements(new iam.PolicyStatement({ actions: ['sts:AssumeRole'], principals: [principal] }));
+      return this.role;
+    }
+    const role = new iam.Role(this.scope, this.id, {
+      description: 'Signs pre-signed upload URLs: s3:PutObject under uploads/ of the media bucket only',
+      assumedBy: principal,
+      maxSessionDuration: Duration.hours(1),
+      inlinePolicies: {
+        PutUploads: new iam.PolicyDocument({
+          statements: [
+            new iam.PolicyStatement({
+              sid: 'PutUploads',
+              actions: ['s3:PutObject'],
+              resources: [this.bucket.arnForObjects(`${BUCKET_PREFIXES.uploads}*`)],
+            }),
+          ],
+        }),
+      },
+    });
+    acknowledge(role, `AwsSolutions-IAM5[Resource::${nagReference(role, this.bucket)}/${BUCKET_PREFIXES.uploads}*]`, 'Upload object keys are per submission, not known in advance.');
+    this.role = role;
+    return role;
+  }
 }
 
 /**

@@ -11,6 +11,11 @@
  * - `cdnSign`: signs CDN download URLs; implies the `cdn-signing-key` secret and sets
  *   `CDN_BASE_URL` and `CDN_KEY_PAIR_ID` (public identifiers).
  * - `transcribe`: starts Amazon Transcribe jobs on the media bucket (D65).
+ * - `uploadSigner`: hands out pre-signed upload URLs (D24) signed with the credentials of the
+ *   stack's upload-signing role, assumed for each plan (`sts:AssumeRole`, one hour): a pre-signed
+ *   URL lives only as long as the credentials that signed it, and the function's own role
+ *   credentials may expire sooner than the hour the URL promises. Its ARN in
+ *   `UPLOAD_SIGNER_ROLE_ARN`; the role may only put objects under `uploads/`.
  * The local runtime ignores the grants and serves the same names from its data folder.
  */
 
@@ -123,6 +128,7 @@ export interface KeyAccess {
   kms?: 'encrypt' | 'decrypt' | 'encrypt-decrypt';
   cdnSign?: boolean;
   transcribe?: boolean;
+  uploadSigner?: boolean;
 }
 
 /** The secrets a manifest entry reads (`secrets`, and the CDN signing key with `cdnSign`): its grant. */

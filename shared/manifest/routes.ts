@@ -319,13 +319,13 @@ export const ROUTES: readonly RouteDef[] = [
   worker('worker.submissions.upload', 'POST', '/internal/worker/submissions/{submission_id}/upload', 'functions/worker/submission-upload.ts', {
     resource: { param: 'submission_id', kind: 'worker_submission' },
     // SEALS: the JSON plan's answer holds pre-signed PUT URLs (each opens its object for a write).
-    access: { table: 'write', bucket: 'write', ...SEALS },
+    access: { table: 'write', bucket: 'write', uploadSigner: true, ...SEALS },
     successStatus: 202,
     multipart: true,
   }),
   worker('worker.submissions.retry', 'POST', '/internal/worker/submissions/{submission_id}/retry', 'functions/worker/submission-retry.ts', {
     resource: { param: 'submission_id', kind: 'worker_submission' },
-    access: { table: 'write', bucket: 'write', ...SEALS }, // the retry carries a new upload (D27); its plan holds pre-signed URLs
+    access: { table: 'write', bucket: 'write', uploadSigner: true, ...SEALS }, // the retry carries a new upload (D27); its plan holds pre-signed URLs
     successStatus: 202,
     multipart: true,
   }),

@@ -18,7 +18,9 @@
  * verified by the local runtime's Signature V4 front (local/s3-sigv4.ts) as S3 verifies it.
  */
 import { createHash } from 'node:crypto';
-import type { AwsCredentialIdentityProvider } from '@smithy/types';
+import type { AwsCredentialIdentity, AwsCredentialIdentityProvider } from '@smithy/types';
+import { Sha256 } from '@smithy/core/checksum';
+import { SignatureV4 } from '@smithy/signature-v4';
 import { partition } from '@aws-sdk/core/client';
 import { buildQueryString, extendedEncodeURIComponent } from '@smithy/core/protocols';
 import { checkCall } from '../observability/invocation';
@@ -272,13 +274,14 @@ export class ObjectClient {
   }
 
   /**
-   * A pre-signed PutObject URL, as the SDK's presigner builds it: Content-Type, Content-Length and
+   * A pre-signed PutObject URL, as the SDK's presigner builds it (with `signWith`, signed with those
+ * credentials instead of the client's): Content-Type, Content-Length and
    * `If-None-Match: *` signed (a conditional write: S3 refuses it with 412 once the key holds an
    * object, so the URL writes once and the bytes that were checked stay the bytes delivered), the
    * payload unsigned, no checksum parameter. Signing is local (no call, no trace), but
    * the URL carries the function's grant, so the local runtime checks it as it checks a PutObject.
    */
-  async presignPut(key: string, contentType: string, sizeBytes: number, expiresIn: number, signingDate: Date): Promise<string> {
+  async presignPut(key: string, contentType: string, sizeBytes: number, expiresIn: number, signingDate: Date, signWith?: AwsCredentialIdentity): Promise<string> {
     checkCall('S3Client', 'PutObjectCommand', { Bucket: this.opts.bucket, Key: key });
     const req = this.request({
       method: 'PUT',
@@ -287,7 +290,9 @@ export class ObjectClient {
       // Named as the SDK's presigner names it: the header is hoisted into the query by that name.
       headers: { 'content-type': contentType, 'content-length': String(sizeBytes), 'if-none-match': '*', 'X-Amz-Content-Sha256': 'UNSIGNED-PAYLOAD' },
     });
-    const signed = await this.calls.signer.presign(req, { expiresIn, signingDate, signableHeaders: SIGNED_UPLOAD_HEADERS, unsignableHeaders: new Set(['content-type']) });
+    // Signed with the given credentials (the upload-signing role's) when there are some.
+    const signer = signWith ? new SignatureV4({ credentials: signWith, region: this.opts.region, service: 's3', sha256: Sha256, uriEscapePath: false }) : this.calls.signer;
+    const signed = await signer.presign(req, { expiresIn, signingDate, signableHeaders: SIGNED_UPLOAD_HEADERS, unsignableHeaders: new Set(['content-type']) });
     const port = signed.port !== undefined ? `:${signed.port}` : '';
     return `${signed.protocol}//${signed.hostname}${port}${signed.path}?${buildQueryString(signed.query ?? {})}`;
   }

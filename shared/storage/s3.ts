@@ -10,6 +10,7 @@ import { config } from '../config';
 import { current } from './s3-current';
 import { ObjectClient } from './object-client';
 import { uploadStream, type StreamUploadOptions } from './stream-upload';
+import { resetUploadSigner, uploadSigningCredentials } from './upload-signer';
 import { addMs, now } from '../clock';
 import { BUCKET_PREFIXES } from '../manifest/wiring';
 import { DOWNLOAD_URL_TTL_SECONDS, signDownloadUrl, type DownloadUrlOptions as CdnUrlOptions, type SignedUrl } from '../cdn';
@@ -46,6 +47,7 @@ export function resetS3(): void {
   current.client = null;
   objects?.destroy();
   objects = null;
+  resetUploadSigner();
 }
 
 const EXT: Record<string, string> = {
@@ -161,19 +163,33 @@ export async function presignGet(key: string, opts: DownloadUrlOptions = {}): Pr
  * S3 refuses a body of another size or type; no checksum parameter is in the URL (D61), so any client that sends exactly these two headers and the bytes succeeds. The
  * magic bytes are checked by the pipeline when the object lands. `notAfter`: the URL expires then at
  * the latest (the reservation's end: bytes that land later could not complete the upload).
+ *
+ * The URLs of one plan are signed with the upload-signing role's credentials, assumed once for the
+ * plan (upload-signer.ts): a pre-signed URL dies with the credentials that signed it, so
+ * `expires_at` is also capped at their expiry and is never later than S3's last accepting moment.
  */
-export async function presignPut(key: string, contentType: string, sizeBytes: number, notAfter?: Date): Promise<SignedUrl & { method: 'PUT'; headers: Record<string, string> }> {
+export async function presignUploads(
+  files: { key: string; contentType: string; sizeBytes: number }[],
+  notAfter?: Date,
+): Promise<(SignedUrl & { method: 'PUT'; headers: Record<string, string> })[]> {
+  const signer = files.length ? await uploadSigningCredentials() : null;
   // SigV4 dates have whole seconds: sign at one, so `expires_at` is exactly when S3 stops accepting.
   const signedAt = new Date(Math.floor(now().getTime() / 1000) * 1000);
-  const bound = notAfter ? Math.floor((notAfter.getTime() - signedAt.getTime()) / 1000) : UPLOAD_URL_TTL_SECONDS;
-  const ttl = Math.max(1, Math.min(UPLOAD_URL_TTL_SECONDS, bound));
+  const seconds = (until: Date) => Math.floor((until.getTime() - signedAt.getTime()) / 1000);
+  const ttl = Math.max(1, Math.min(UPLOAD_URL_TTL_SECONDS, notAfter ? seconds(notAfter) : Infinity, signer ? seconds(signer.expiration) : Infinity));
   const expires = addMs(signedAt, ttl * 1000);
-  const url = await client().presignPut(key, contentType, sizeBytes, ttl, signedAt);
-  return {
-    url,
-    method: 'PUT',
-    // Sent exactly as signed; If-None-Match makes the URL write once (a second PUT is 412).
-    headers: { 'Content-Type': contentType, 'Content-Length': String(sizeBytes), 'If-None-Match': '*' },
-    expires_at: expires.toISOString(),
-  };
+  return Promise.all(
+    files.map(async (f) => ({
+      url: await client().presignPut(f.key, f.contentType, f.sizeBytes, ttl, signedAt, signer ?? undefined),
+      method: 'PUT' as const,
+      // Sent exactly as signed; If-None-Match makes the URL write once (a second PUT is 412).
+      headers: { 'Content-Type': f.contentType, 'Content-Length': String(f.sizeBytes), 'If-None-Match': '*' },
+      expires_at: expires.toISOString(),
+    })),
+  );
+}
+
+/** One pre-signed upload URL (presignUploads for one file). */
+export async function presignPut(key: string, contentType: string, sizeBytes: number, notAfter?: Date): Promise<SignedUrl & { method: 'PUT'; headers: Record<string, string> }> {
+  return (await presignUploads([{ key, contentType, sizeBytes }], notAfter))[0]!;
 }

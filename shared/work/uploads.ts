@@ -32,7 +32,7 @@ import type { MutationContext } from '../context';
 import { batchGetConsistent, keyId } from '../db/batch-get';
 import { ACTIVE_STATUSES, type JobItem } from '../jobs/model';
 import { checkUpload, MAX_SIZE_BYTES, categoryOf, normalizeContentType } from '../media/sniff';
-import { objectKeys, presignPut, putObject, roundObjectKeys, tagUndelivered, tagVerdict } from '../storage/s3';
+import { objectKeys, presignUploads, putObject, roundObjectKeys, tagUndelivered, tagVerdict } from '../storage/s3';
 import { reservationKey, type ReservationItem } from './reservations';
 import type { DeviceFields, PlannedUpload, SubmissionItem } from './model';
 import type { PresignRequest } from './upload-request';
@@ -197,7 +197,7 @@ export async function uploadPresigned(ctx: MutationContext, sub: SubmissionItem,
   const { files: _files, ...device } = req;
   await writePlan(sub, w, uploads, round, device);
   // The URLs expire with the reservation (or retry window): bytes landing later could not complete it.
-  const signed = await Promise.all(uploads.map((u) => presignPut(u.key, u.content_type, u.size_bytes, new Date(w.reserved_until))));
+  const signed = await presignUploads(uploads.map((u) => ({ key: u.key, contentType: u.content_type, sizeBytes: u.size_bytes })), new Date(w.reserved_until));
   const body = {
     object: 'upload_instructions' as const,
     submission_id: sub.id,

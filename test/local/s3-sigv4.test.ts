@@ -2,6 +2,8 @@ import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, PutObjectComm
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { clock, HOUR_MS } from '../../shared/clock';
 import { presignPut } from '../../shared/storage/s3';
+import { ObjectClient } from '../../shared/storage/object-client';
+import { StsClient } from '../../shared/aws/sts';
 import { startTestRuntime, type TestRuntime } from '../support/harness';
 
 // D61: the local S3 checks Signature Version 4 as S3 does (local/s3-sigv4.ts in front of s3rver).
@@ -152,6 +154,68 @@ describe('local S3 verifies SigV4 like S3', () => {
     clock.advance(HOUR_MS + 1000);
     await expectS3Error(await fetch(url, { method: 'PUT', body, headers }), 403, 'AccessDenied', 'Request has expired');
     expect(await exists(k)).toBe(false);
+  });
+
+  describe('a pre-signed URL lives only as long as the credentials that signed it', () => {
+    const localStsCredentials = async () => ({ accessKeyId: 'local', secretAccessKey: 'local' });
+    const assume = (seconds: number) =>
+      new StsClient({ region: 'us-east-1', endpoint: process.env.STS_ENDPOINT!, credentials: localStsCredentials }).assumeRole(process.env.UPLOAD_SIGNER_ROLE_ARN!, 'sigv4-test', seconds);
+
+    it('upload URLs are signed with the upload-signing role’s temporary credentials, issued for the hour the URL lasts', async () => {
+      const k = key();
+      const { url, headers, expires_at } = await presignPut(k, 'image/jpeg', body.length);
+      const q = new URL(url).searchParams;
+      expect(q.get('X-Amz-Credential')).toMatch(/^ASIA[A-Z2-7]{16}\//);
+      expect(q.get('X-Amz-Security-Token')).toEqual(expect.any(String));
+      expect(Number(q.get('X-Amz-Expires'))).toBeGreaterThan(3590);
+      expect(new Date(expires_at).getTime() - Date.now()).toBeGreaterThan(3590 * 1000);
+      expect((await fetch(url, { method: 'PUT', body, headers })).status).toBe(200);
+      expect(await exists(k)).toBe(true);
+    });
+
+    it('a URL whose credentials expired before it did is refused with 400 ExpiredToken and stores nothing, as S3 refuses it', async () => {
+      const k = key();
+      const creds = await assume(900);
+      const client = new ObjectClient({ region: 'us-east-1', bucket: rt.bucketName, endpoint: rt.s3Endpoint });
+      const signedAt = new Date(Math.floor(Date.now() / 1000) * 1000);
+      const url = await client.presignPut(k, 'image/jpeg', body.length, 3600, signedAt, creds);
+      client.destroy();
+      clock.advance(901_000); // the URL has 45 minutes left; its credentials none
+      const headers = { 'Content-Type': 'image/jpeg', 'Content-Length': String(body.length), 'If-None-Match': '*' };
+      await expectS3Error(await fetch(url, { method: 'PUT', body, headers }), 400, 'ExpiredToken', 'The provided token has expired.');
+      expect(await exists(k)).toBe(false);
+    });
+
+    it('a plan’s expires_at is capped at its signing credentials’ expiry, so it never promises longer than S3 accepts', async () => {
+      // The role's session made shorter than the URL's hour (the emulator issues what is asked).
+      const original = StsClient.prototype.assumeRole;
+      const issued: { expiration: Date }[] = [];
+      const spy = jest.spyOn(StsClient.prototype, 'assumeRole').mockImplementation(async function (this: StsClient, arn: string, name: string) {
+        const c = await original.call(this, arn, name, 900);
+        issued.push(c);
+        return c;
+      });
+      try {
+        const { expires_at } = await presignPut(key(), 'image/jpeg', body.length);
+        expect(issued).toHaveLength(1);
+        expect(new Date(expires_at).getTime()).toBeLessThanOrEqual(issued[0]!.expiration.getTime());
+        expect(new Date(expires_at).getTime()).toBeGreaterThan(issued[0]!.expiration.getTime() - 2000);
+      } finally {
+        spy.mockRestore();
+      }
+    });
+
+    it('temporary credentials are used only with their session token; a key the emulator never issued is 403 InvalidAccessKeyId', async () => {
+      const creds = await assume(900);
+      const client = new ObjectClient({ region: 'us-east-1', bucket: rt.bucketName, endpoint: rt.s3Endpoint });
+      const signedAt = new Date(Math.floor(Date.now() / 1000) * 1000);
+      const headers = { 'Content-Type': 'image/jpeg', 'Content-Length': String(body.length), 'If-None-Match': '*' };
+      const noToken = await client.presignPut(key(), 'image/jpeg', body.length, 600, signedAt, { accessKeyId: creds.accessKeyId, secretAccessKey: creds.secretAccessKey });
+      await expectS3Error(await fetch(noToken, { method: 'PUT', body, headers }), 400, 'InvalidToken');
+      const unknown = await client.presignPut(key(), 'image/jpeg', body.length, 600, signedAt, { accessKeyId: 'ASIAAAAAAAAAAAAAAAAA', secretAccessKey: creds.secretAccessKey, sessionToken: creds.sessionToken });
+      await expectS3Error(await fetch(unknown, { method: 'PUT', body, headers }), 403, 'InvalidAccessKeyId');
+      client.destroy();
+    });
   });
 
   it('a URL carrying the checksum of an empty body (the SDK default) is refused for a real body, as S3 refuses it', async () => {
