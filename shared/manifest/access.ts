@@ -28,8 +28,8 @@ export type SecretName = (typeof SECRET_NAMES)[number];
 /**
  * Access to the media bucket (lib/constructs/grants.ts `bindBucket`; local/grants.ts says action by
  * action what each allows, and the local runtime enforces it):
- * `read` get and list; `write` put and tag upload objects only; `delete` delete objects only;
- * `tag` tag upload objects only; and one mode per pipeline consumer that needs more than one of
+ * `read` get and list; `write` put and tag upload objects (and tag keyframes) only; `delete` delete objects only;
+ * `tag` tag upload objects and keyframes only; and one mode per pipeline consumer that needs more than one of
  * these, each limited to the prefixes it works on: `score` get, tag and delete upload objects, get
  * transcripts (and list, so a missing one is a 404, not a 403); `annotate` get and tag upload objects and put keyframes;
  * `export` put (multipart) and abort under `exports/` only.
@@ -48,6 +48,9 @@ export type BucketAction =
 
 const ANYWHERE = null;
 
+/** The keyframes of a rejected video are tagged for the lifecycle rule as its bytes are (and back on an override approval). */
+const KEYFRAME_TAGS: { actions: BucketAction[]; prefix: string } = { actions: ['s3:PutObjectTagging'], prefix: BUCKET_PREFIXES.keyframes };
+
 /**
  * Per mode: the object actions, each set limited to a key prefix (null: any key of the bucket), and
  * whether the bucket may be listed (s3:ListBucket: a bucket action, granted on the bucket or not at
@@ -58,14 +61,16 @@ export const BUCKET_GRANTS: Record<BucketAccess, { objects: { actions: BucketAct
   // Uploads: the bytes, and the verdict tag of a rejection decided in the request (the fan-in can
   // complete there) or of the bytes of a direct upload that failed half-way.
   // list: tagging a key that holds no object (bytes that never landed) must answer 404, not 403.
-  write: { objects: [{ actions: ['s3:PutObject', 's3:PutObjectTagging'], prefix: BUCKET_PREFIXES.uploads }], list: true },
+  // A verdict (or an override approval, `tag`) also tags the keyframes of the round's videos.
+  write: { objects: [{ actions: ['s3:PutObject', 's3:PutObjectTagging'], prefix: BUCKET_PREFIXES.uploads }, KEYFRAME_TAGS], list: true },
   delete: { objects: [{ actions: ['s3:DeleteObject'], prefix: ANYWHERE }], list: false },
-  tag: { objects: [{ actions: ['s3:PutObjectTagging'], prefix: BUCKET_PREFIXES.uploads }], list: true },
+  tag: { objects: [{ actions: ['s3:PutObjectTagging'], prefix: BUCKET_PREFIXES.uploads }, KEYFRAME_TAGS], list: true },
   score: {
     objects: [
       { actions: ['s3:GetObject', 's3:PutObjectTagging', 's3:DeleteObject'], prefix: BUCKET_PREFIXES.uploads },
       // A transcript whose state-change event never came is read from Transcribe's output (D65).
       { actions: ['s3:GetObject'], prefix: BUCKET_PREFIXES.transcripts },
+      KEYFRAME_TAGS,
     ],
     list: true,
   },
@@ -73,7 +78,7 @@ export const BUCKET_GRANTS: Record<BucketAccess, { objects: { actions: BucketAct
     objects: [
       // Either stage may take the verdict (the one that writes last): a rejection tags the bytes.
       { actions: ['s3:GetObject', 's3:PutObjectTagging'], prefix: BUCKET_PREFIXES.uploads },
-      { actions: ['s3:PutObject'], prefix: BUCKET_PREFIXES.keyframes },
+      { actions: ['s3:PutObject', 's3:PutObjectTagging'], prefix: BUCKET_PREFIXES.keyframes },
     ],
     list: false,
   },

@@ -83,6 +83,11 @@ export async function tagUndelivered(keys: string[], context: Record<string, unk
   await tagVerdict(keys, 'rejected').catch((err: Error) => logger.warn('tagging undelivered bytes failed; they are kept', { error: err, ...context }));
 }
 
+/** The keyframes the annotation stage stored for the videos of the submission's round (`keyframes/…`). */
+export function roundKeyframeKeys(sub: { uploads?: { file_id: string }[]; parts?: Record<string, { keyframes?: { key: string }[] | null } | undefined> }): string[] {
+  return (sub.uploads ?? []).flatMap((u) => (sub.parts?.[u.file_id]?.keyframes ?? []).map((k) => k.key));
+}
+
 /** `uploads/<sub>/<round>/<file><ext>` → its parts, or null for any other key. */
 export function parseUploadKey(key: string): { subId: string; round: string; fileId: string } | null {
   const m = /^uploads\/(sub_[0-9A-HJKMNP-TV-Z]{26})\/([A-Za-z0-9]+)\/(file_[0-9A-HJKMNP-TV-Z]{26})(\.[a-z0-9]+)?$/.exec(key);

@@ -15,7 +15,7 @@ import { logger } from '../logger';
 import { categoryOf } from '../media/sniff';
 import { annotateAudio, annotateImage, annotateVideo, extractKeyframes } from '../media/annotate-image';
 import { isMachineryFailure } from '../media/failures';
-import { getObjectBytes, objectKeys, putObject } from '../storage/s3';
+import { getObjectBytes, objectKeys, putObject, tagVerdict } from '../storage/s3';
 import { perceptualHash } from '../trust/phash';
 import { tryVerdictOn, type AnnotationError } from './verdict';
 import { giveUpAt, objectBudget } from './object-budget';
@@ -58,7 +58,23 @@ async function annotateBytes({ sub, upload }: Located): Promise<StageOutcome> {
   }
   const { stored, item } = await writePart(sub, upload.file_id, { ...attrs }, 'annotations');
   await tryVerdictOn(item);
+  await tagUndeliveredKeyframes(sub, upload.file_id, attrs.keyframes, stored, item);
   return stored ? 'stored' : 'skipped';
+}
+
+/**
+ * Keyframes this run stored that no File will deliver are tagged `verdict=rejected`, so the
+ * bucket's lifecycle rule deletes them with the rejected bytes: those of a submission already
+ * rejected when they were recorded (a pre-check rejects at once, before the annotation is done;
+ * a rejection decided after it tags them itself, verdict.ts), and those of a round replaced
+ * meanwhile (the write was refused). A duplicate delivery whose first run recorded the part stored
+ * the same keys: left alone.
+ */
+async function tagUndeliveredKeyframes(sub: Located['sub'], fileId: string, keyframes: FilePart['keyframes'], stored: boolean, item: Located['sub'] | undefined): Promise<void> {
+  if (!keyframes?.length) return;
+  const staleRound = !stored && item?.round !== sub.round;
+  if (!staleRound && !(stored && item?.status === 'rejected')) return;
+  await tagVerdict(keyframes.map((k) => k.key), 'rejected').catch((err: Error) => logger.warn('tagging undelivered keyframes failed; they are kept', { error: err, submission_id: sub.id, file_id: fileId }));
 }
 
 function undecodable(upload: Located['upload'], err: unknown): AnnotationError {

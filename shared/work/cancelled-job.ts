@@ -37,7 +37,7 @@ import { systemContext } from '../context';
 import { isId } from '../ids';
 import { getJobItem } from '../jobs';
 import { categoryOf } from '../jobs/model';
-import { tagVerdict } from '../storage/s3';
+import { roundKeyframeKeys, tagVerdict } from '../storage/s3';
 import { summaryUpdate } from './summary';
 import { addSlotChange, withJobRetry } from './slots';
 import { getReservation, getRetryWindow, getSubmissionItem, releaseReservation, type ReservationItem } from './reservations';
@@ -200,7 +200,7 @@ async function rejectUnscored(sub: SubmissionItem): Promise<boolean> {
  * Best effort: a failure is logged and the bytes are kept. Returns true (the submission was ended).
  */
 async function tagRejected(sub: SubmissionItem): Promise<true> {
-  const objects = sub.round ? sub.uploads.map((u) => u.key) : [];
+  const objects = sub.round ? [...sub.uploads.map((u) => u.key), ...roundKeyframeKeys(sub)] : [];
   await tagVerdict(objects, 'rejected').catch((err: Error) => logger.warn('tagging rejected bytes failed; they are kept', { error: err, submission_id: sub.id }));
   return true;
 }

@@ -37,7 +37,7 @@ import { reconcileAvailability } from './slots';
 import { getSubmissionItem } from './reservations';
 import { annotationsOf, approvedRef, uploadObjectKeys } from './verdict';
 import { addPayoutAndApprovedEvent } from './approval-records';
-import { tagVerdict } from '../storage/s3';
+import { roundKeyframeKeys, tagVerdict } from '../storage/s3';
 import { REJECTED_RETENTION_DAYS } from '../storage/lifecycle';
 import { presentSubmission, retryInFlight, type SubmissionItem } from './model';
 import { addWithdrawal, StaleRead, type Withdrawal } from './override-withdraw';
@@ -253,10 +253,19 @@ export async function overrideSubmission(ctx: MutationContext, first: Submission
     // Approving by override: the bytes stop being "rejected" BEFORE the commit, so the lifecycle rule
     // that expires rejected bytes can never delete an approved file (a failed commit leaves bytes
     // tagged approved, which only keeps them longer).
-    if (input.decision === 'approve' && (await tagVerdict(uploadObjectKeys(sub), 'approved')).length > 0) {
-      // Bytes the lifecycle already deleted (a verdict that came very late): nothing to deliver,
-      // so nothing is charged.
-      throw conflict('invalid_state', `The files of this submission were deleted (rejected files are kept ${REJECTED_RETENTION_DAYS} days after upload); it can no longer be approved.`);
+    if (input.decision === 'approve') {
+      const uploads = uploadObjectKeys(sub);
+      const missing = await tagVerdict(uploads, 'approved');
+      if (missing.length > 0) {
+        // Bytes the lifecycle already deleted (a verdict that came very late): nothing to deliver,
+        // so nothing is charged; the files still there go back to `rejected`, so the lifecycle
+        // rule still deletes them.
+        const present = uploads.filter((k) => !missing.includes(k));
+        await tagVerdict(present, 'rejected').catch((err: Error) => logger.warn('re-tagging rejected bytes failed; they are kept', { error: err, submission_id: sub.id }));
+        throw conflict('invalid_state', `The files of this submission were deleted (rejected files are kept ${REJECTED_RETENTION_DAYS} days after upload); it can no longer be approved.`);
+      }
+      // A video's keyframes are delivered with its File: kept too (a missing one is not needed to approve).
+      await tagVerdict(roundKeyframeKeys(sub), 'approved');
     }
     try {
       await tx.commit();

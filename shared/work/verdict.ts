@@ -44,7 +44,7 @@ import { withSpeech } from '../speech/annotate';
 import { fileItem } from '../files';
 import { addApprovalIndexes } from '../trust/indexes';
 import { addPayoutAndApprovedEvent } from './approval-records';
-import { objectKeys, roundObjectKeys, tagVerdict } from '../storage/s3';
+import { objectKeys, roundKeyframeKeys, roundObjectKeys, tagVerdict } from '../storage/s3';
 import { addSlotChange, withJobRetry } from './slots';
 import { getSubmissionItem, reservationItem } from './reservations';
 import { RESERVATION_MS, type FilePart, type SubmissionItem } from './model';
@@ -174,12 +174,15 @@ async function decideIfReady(sub: SubmissionItem | undefined): Promise<Verdict |
 }
 
 /**
- * After a rejection committed: tag the round's bytes so the bucket's lifecycle rule deletes them
- * once the override window has passed (D71 keeps them that long). Best effort: a failure is logged
- * and the bytes are kept, never lost.
+ * After a rejection committed: tag the round's bytes and a video's keyframes so the bucket's
+ * lifecycle rule deletes them once the override window has passed (D71 keeps them that long).
+ * The keyframes are read again after the commit: an annotation stored meanwhile is either seen
+ * here or sees the rejection itself (annotation-stage.ts tags its keyframes then). Best effort: a
+ * failure is logged and the objects are kept, never lost.
  */
 async function markRejectedBytes(sub: SubmissionItem): Promise<void> {
-  const keys = uploadObjectKeys(sub);
+  const latest = (await getSubmissionItem(sub.id).catch(() => undefined)) ?? sub;
+  const keys = [...uploadObjectKeys(sub), ...roundKeyframeKeys(latest)];
   await tagVerdict(keys, 'rejected').catch((err: Error) => logger.warn('tagging rejected bytes failed; they are kept', { error: err, submission_id: sub.id }));
 }
 
@@ -187,6 +190,7 @@ async function markRejectedBytes(sub: SubmissionItem): Promise<void> {
 export function uploadObjectKeys(sub: SubmissionItem): string[] {
   return roundObjectKeys(sub);
 }
+
 
 async function decide(sub: SubmissionItem): Promise<Verdict | null> {
   const c = combine(sub);

@@ -11,7 +11,9 @@ import { uploadObjectKeys } from '../../shared/work/verdict';
 import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
 import { clock, DAY_MS } from '../../shared/clock';
 import { idemKey } from '../support/buyers';
-import { accept, createJob, detailedJpeg, flatPng, liveBuyer, signupWorker, uploadFile, waitForVerdict } from '../pipeline/support';
+import { accept, createJob, detailedJpeg, flatPng, liveBuyer, multipart, signupWorker, uploadFile, waitForVerdict } from '../pipeline/support';
+import { GetObjectTaggingCommand, S3Client } from '@aws-sdk/client-s3';
+import { S3_LOCAL_CREDENTIALS } from '../../local/s3';
 
 // End to end through the real pipeline (models load on first use) on a shared machine: generous time.
 jest.setTimeout(240_000);
@@ -34,6 +36,14 @@ describe('D71: POST /v1/submissions/{id}/override', () => {
     expect(a.status).toBe(201);
     expect((await uploadFile(rt, w.token, a.json.id, bytes, contentType, contentType === 'image/png' ? 'p.png' : 'p.jpg')).status).toBe(202);
     return { sub: await verdictOf(w.token, a.json.id), worker: w };
+  };
+  const tagsOf = async (key: string) => {
+    const s3 = new S3Client({ endpoint: rt.s3Endpoint, forcePathStyle: true, region: 'us-east-1', credentials: S3_LOCAL_CREDENTIALS, requestChecksumCalculation: 'WHEN_REQUIRED' });
+    try {
+      return Object.fromEntries(((await s3.send(new GetObjectTaggingCommand({ Bucket: rt.bucketName, Key: key }))).TagSet ?? []).map((t) => [t.Key!, t.Value!]));
+    } finally {
+      s3.destroy();
+    }
   };
   const override = (key: string, subId: string, body: unknown, idem: string | null = idemKey()) =>
     rt.request('POST', `/v1/submissions/${subId}/override`, { key, body, headers: idem ? { 'Idempotency-Key': idem } : {} });
@@ -187,6 +197,26 @@ describe('D71: POST /v1/submissions/{id}/override', () => {
       expect([r.status, r.json.error.details[0].code]).toEqual([409, 'invalid_state']);
       expect(await rows(buyer.live, 'deduction')).toEqual([]);
       expect((await rt.request('GET', `/v1/jobs/${j.id}/files?min_score=1`, { key: buyer.live })).json.data).toEqual([]);
+    });
+
+    it('invalid_state on a submission one of whose files was deleted: the files still there stay tagged verdict=rejected, so the lifecycle rule still deletes them', async () => {
+      const buyer = await liveBuyer(rt);
+      const j = await createJob(rt, buyer.live, { files_needed: 2, files_per_submission: 2, price_per_file_cents: 10, min_width: 1000 });
+      const w = await signupWorker(rt);
+      const a = await accept(rt, w.token, j.id);
+      const m = multipart([
+        { filename: 'a.jpg', contentType: 'image/jpeg', data: await detailedJpeg(231) },
+        { filename: 'b.jpg', contentType: 'image/jpeg', data: await detailedJpeg(232) },
+      ]);
+      expect((await rt.request('POST', `/internal/worker/submissions/${a.json.id}/upload`, { key: w.token, body: m.body, headers: { 'Content-Type': m.contentType } })).status).toBe(202);
+      expect((await verdictOf(w.token, a.json.id)).status).toBe('rejected'); // 640 px wide
+      const item = (await db().send(new GetCommand({ TableName: tableName(), Key: keys.submission(a.json.id), ConsistentRead: true }))).Item!;
+      const [gone, kept] = uploadObjectKeys(item as never);
+      await waitFor(async () => (await tagsOf(kept!)).verdict === 'rejected');
+      await deleteObjects([gone!]);
+      const r = await override(buyer.live, a.json.id, { decision: 'approve', reason_code: 'other' });
+      expect([r.status, r.json.error.details[0].code]).toEqual([409, 'invalid_state']);
+      expect(await tagsOf(kept!)).toEqual({ verdict: 'rejected' });
     });
 
     it('override_window_closed: more than 7 days after the verdict', async () => {

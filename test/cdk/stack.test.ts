@@ -277,17 +277,20 @@ describe('least privilege', () => {
     }
   });
 
-  test('the upload and retry routes may only put and tag objects, and only under uploads/', () => {
+  test('the upload and retry routes may only put and tag objects under uploads/, and tag keyframes', () => {
     const writers = ROUTES.filter((r) => r.access.bucket === 'write');
     expect(writers.map((r) => r.id).sort()).toEqual(['worker.submissions.retry', 'worker.submissions.upload']);
     for (const route of writers) {
       const s3Statements = statementsOf(routeFunction(route)[0]).filter((st) => [st.Action].flat().some((a) => a.startsWith('s3:') && a !== 's3:ListBucket'));
-      expect(s3Statements).toHaveLength(1);
+      expect(s3Statements).toHaveLength(2);
       // Tagging: a rejection the request itself decides (the fan-in can complete there) tags its bytes for the lifecycle.
       expect(s3Statements[0]!.Action).toEqual(['s3:PutObject', 's3:PutObjectTagging']);
       expect(JSON.stringify(s3Statements[0]!.Resource)).toContain('/uploads/*');
+      // ... and the keyframes of the round's videos, which the lifecycle rule then deletes with them.
+      expect([s3Statements[1]!.Action].flat()).toEqual(['s3:PutObjectTagging']);
+      expect(JSON.stringify(s3Statements[1]!.Resource)).toContain('/keyframes/*');
       // Listing only so that tagging bytes that never landed answers 404, not 403.
-      expect(actionsOf(routeFunction(route)[0]).filter((a) => a.startsWith('s3:')).sort()).toEqual(['s3:ListBucket', 's3:PutObject', 's3:PutObjectTagging']);
+      expect(actionsOf(routeFunction(route)[0]).filter((a) => a.startsWith('s3:')).sort()).toEqual(['s3:ListBucket', 's3:PutObject', 's3:PutObjectTagging', 's3:PutObjectTagging']);
     }
   });
 
