@@ -219,7 +219,8 @@ export function ffmpegLayer(scope: Construct, id: string, opts: FfmpegLayerOptio
   if (opts.neededBy.length === 0) return undefined;
   if (!arn) {
     if (opts.allowMissing) return undefined;
-    const who = opts.neededBy.join(' and ');
+    const n = opts.neededBy.length;
+    const who = n > 1 ? `${opts.neededBy.slice(0, -1).join(', ')} and ${opts.neededBy[n - 1]}` : (opts.neededBy[0] ?? '');
     throw new Error(
       `${who.charAt(0).toUpperCase()}${who.slice(1)} run${opts.neededBy.length === 1 ? 's' : ''} ffprobe/ffmpeg, which Lambda does not provide. Deploy with ` +
         '-c ffmpegLayerArn=arn:aws:lambda:<region>:<account>:layer:<name>:<version> (an arm64 layer with ' +

@@ -237,19 +237,24 @@ export const QUEUES: readonly QueueDef[] = [
   {
     name: 'sandbox',
     consumer: 'functions/sandbox/simulate.ts',
-    visibilityTimeoutSeconds: 360,
+    visibilityTimeoutSeconds: 720,
     maxReceiveCount: 5,
     batchSize: 1,
     // D40: the simulated worker arrives about SANDBOX_DELAY_SECONDS after creation.
     deliveryDelaySeconds: 15,
-    consumerTimeoutSeconds: 60,
-    consumerMemoryMb: 512,
+    // A sample derived to meet the job's limits (shared/sandbox/samples.ts: a video looped to a
+    // long minimum duration or scaled up) takes ffmpeg about 10 s and up to about 1 GB of memory,
+    // and its copies are uploaded at once; the files are written in /tmp while ffmpeg works.
+    consumerTimeoutSeconds: 120,
+    consumerMemoryMb: 2048,
+    ephemeralStorageMb: 2048,
     dlqAlarmThreshold: 1,
     // write: the simulated worker's uploads go through the upload code (put and tag under uploads/).
     access: { table: 'write', bucket: 'write', sendTo: ['sandbox'] },
     // The simulated worker uploads the sample media (shared/sandbox/samples.ts), each made unique
     // with sharp (shared/sandbox/unique-bytes.ts).
-    native: { packages: ['sharp'], files: [{ from: 'samples', to: 'samples', env: 'SANDBOX_SAMPLES_DIR' }] },
+    // ffmpeg: a sample derived to meet the job's duration or size limits, measured as the pipeline measures it.
+    native: { packages: ['sharp'], ffmpeg: true, files: [{ from: 'samples', to: 'samples', env: 'SANDBOX_SAMPLES_DIR' }] },
   },
   {
     // D73: builds one dataset export per message (the export item's INSERT record, which the

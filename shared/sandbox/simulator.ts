@@ -35,7 +35,7 @@ import { uploadDirect } from '../work/uploads';
 import type { SubmissionItem } from '../work/model';
 import type { MutationContext } from '../context';
 import type { SandboxDirective } from '../scoring/types';
-import { sampleBytes, sampleFor } from './samples';
+import { sampleMediaFor, type SampleJob } from './samples';
 import { uniqueBytes } from './unique-bytes';
 
 export const SCENARIOS = ['approve_all', 'mixed', 'slow'] as const;
@@ -181,32 +181,48 @@ async function setDirective(subId: string, directive: SandboxDirective): Promise
 }
 
 async function upload(job: JobItem, sub: SubmissionItem, mode: 'upload' | 'retry', nonce: string): Promise<void> {
-  const sample = sampleFor(job as never);
+  // D40: a sample that passes the job's pre-checks (D26), derived from a shipped one when none does.
+  const { sample, bytes } = await sampleMediaFor(job as JobItem & SampleJob);
   const count = mode === 'retry' ? Number(sub.slots_held ?? sub.files_expected ?? 1) : Number(sub.files_expected ?? 1);
   const files = await Promise.all(
     Array.from({ length: count }, async (_, i) => ({
       filename: `sandbox-${nonce}-${i}.${sample.file.split('.').pop()}`,
       contentType: sample.content_type,
-      data: await uniqueBytes(sample.content_type, sampleBytes(sample), `${nonce}-${i}`),
+      data: await uniqueBytes(sample.content_type, bytes, `${nonce}-${i}`),
     })),
   );
   await uploadDirect(workerCtx(sub.worker_id), sub, mode, files, { device_model: 'Sandbox Simulator', app_version: 'sandbox/1' });
 }
 
-/** Our workers' submissions still in flight: scoring, or waiting for their one retry (D27). */
-async function inFlight(job: JobItem, workers: string[]): Promise<SubmissionItem[]> {
+/** What the chain reads of a submission in flight (the retry reads the whole item again). */
+type InFlight = Pick<SubmissionItem, 'id' | 'status' | 'attempt' | 'worker_id'>;
+
+/**
+ * Our workers' submissions still in flight: scoring, or waiting for their one retry (D27). Every
+ * page of the job's submissions is read: the filter applies after each 1 MB page is read, and
+ * submissions carry their files' annotations, so one page may hold only old, settled ones.
+ */
+async function inFlight(job: JobItem, workers: string[]): Promise<InFlight[]> {
   const ix = indexKeys.jobSubmissions(job.id);
-  const out = await db().send(
-    new QueryCommand({
-      TableName: tableName(),
-      IndexName: ix.index,
-      KeyConditionExpression: '#pk = :pk',
-      FilterExpression: '#s IN (:rp, :ps)',
-      ExpressionAttributeNames: { '#pk': 'GSI1PK', '#s': 'status' },
-      ExpressionAttributeValues: { ':pk': ix.pk, ':rp': 'retry_pending', ':ps': 'pending_score' },
-    }),
-  );
-  return ((out.Items ?? []) as SubmissionItem[]).filter((s) => workers.includes(s.worker_id));
+  const found: InFlight[] = [];
+  let startKey: Record<string, unknown> | undefined;
+  do {
+    const out = await db().send(
+      new QueryCommand({
+        TableName: tableName(),
+        IndexName: ix.index,
+        KeyConditionExpression: '#pk = :pk',
+        FilterExpression: '#s IN (:rp, :ps)',
+        ProjectionExpression: 'id, #s, attempt, worker_id',
+        ExpressionAttributeNames: { '#pk': 'GSI1PK', '#s': 'status' },
+        ExpressionAttributeValues: { ':pk': ix.pk, ':rp': 'retry_pending', ':ps': 'pending_score' },
+        ExclusiveStartKey: startKey,
+      }),
+    );
+    found.push(...((out.Items ?? []) as InFlight[]));
+    startKey = out.LastEvaluatedKey;
+  } while (startKey);
+  return found.filter((s) => workers.includes(s.worker_id));
 }
 
 /** One tick of the chain for `jobId` at sequence `seq`. */
@@ -237,7 +253,9 @@ export async function tick(jobId: string, seq: number): Promise<TickResult> {
   }
 
   // Retries first: each retry_pending submission of ours gets one better file.
-  for (const sub of flying.filter((s) => s.status === 'retry_pending' && Number(s.attempt) === 1)) {
+  for (const f of flying.filter((s) => s.status === 'retry_pending' && Number(s.attempt) === 1)) {
+    const sub = await getSubmissionItem(f.id);
+    if (!sub || sub.status !== 'retry_pending' || Number(sub.attempt) !== 1) continue;
     await setDirective(sub.id, 'approve');
     await upload(job, sub, 'retry', randomBytes(8).toString('hex')).catch(ignoreRefusal);
   }

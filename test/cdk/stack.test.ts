@@ -663,7 +663,7 @@ describe('native pieces (wiring `native`, lib/constructs/native.ts)', () => {
   };
 
   test('the consumers whose wiring says ffmpeg get the layer of context ffmpegLayerArn', () => {
-    expect(ffmpegConsumers.map((q) => q.name).sort()).toEqual(['annotation', 'scoring']);
+    expect(ffmpegConsumers.map((q) => q.name).sort()).toEqual(['annotation', 'sandbox', 'scoring']);
     for (const q of ffmpegConsumers) {
       expect(consumerFunction(q.name)[1].Properties.Layers).toEqual([FFMPEG_LAYER_ARN]);
     }
@@ -703,7 +703,7 @@ describe('native pieces (wiring `native`, lib/constructs/native.ts)', () => {
 
   test('without ffmpegLayerArn the synth fails, naming the consumers and both ways out', () => {
     expect(() => synthStack({ ffmpegLayerArn: undefined })).toThrow(
-      /^The scoring consumer and the annotation consumer run ffprobe\/ffmpeg.*-c ffmpegLayerArn=.*-c allowMissingFfmpeg=true/,
+      /^The scoring consumer, the annotation consumer and the sandbox consumer run ffprobe\/ffmpeg.*-c ffmpegLayerArn=.*-c allowMissingFfmpeg=true/,
     );
   });
 
