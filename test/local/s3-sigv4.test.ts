@@ -4,6 +4,10 @@ import { clock, HOUR_MS } from '../../shared/clock';
 import { presignPut } from '../../shared/storage/s3';
 import { ObjectClient } from '../../shared/storage/object-client';
 import { StsClient } from '../../shared/aws/sts';
+import { HttpRequest } from '@smithy/core/protocols';
+import { SignatureV4 } from '@smithy/signature-v4';
+import { Sha256 } from '@smithy/core/checksum';
+import { checksumOf } from '../../local/s3-sigv4';
 import { startTestRuntime, type TestRuntime } from '../support/harness';
 
 // D61: the local S3 checks Signature Version 4 as S3 does (local/s3-sigv4.ts in front of s3rver).
@@ -235,6 +239,48 @@ describe('local S3 verifies SigV4 like S3', () => {
     const k = key();
     await expectS3Error(await fetch(`${rt.s3Endpoint}/${rt.bucketName}/${k}`, { method: 'PUT', body }), 403, 'AccessDenied');
     expect(await exists(k)).toBe(false);
+  });
+
+  describe('every body checksum S3 knows is checked, none passes unchecked', () => {
+    /** A PutObject signed with the local credentials, with the headers given (signed too). */
+    const signedPut = async (k: string, data: Buffer, headers: Record<string, string>) => {
+      const u = new URL(rt.s3Endpoint);
+      const request = new HttpRequest({
+        protocol: u.protocol,
+        hostname: u.hostname,
+        port: Number(u.port),
+        method: 'PUT',
+        path: `/${rt.bucketName}/${k}`,
+        headers: { host: u.host, 'content-length': String(data.length), 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD', ...headers },
+        body: data,
+      });
+      const signer = new SignatureV4({ credentials: { accessKeyId: 'local', secretAccessKey: 'local' }, region: 'us-east-1', service: 's3', sha256: Sha256, uriEscapePath: false, applyChecksum: false });
+      const signed = await signer.sign(request);
+      return fetch(`${rt.s3Endpoint}${signed.path}`, { method: 'PUT', headers: signed.headers, body: data });
+    };
+
+    it.each(['CRC32C', 'CRC64NVME', 'SHA1', 'SHA256', 'CRC32'] as const)('the SDK’s %s of the body is accepted; another value is 400 BadDigest and stores nothing', async (algorithm) => {
+      const k = key();
+      await s3.send(new PutObjectCommand({ Bucket: rt.bucketName, Key: k, Body: body, ChecksumAlgorithm: algorithm }));
+      expect(await exists(k)).toBe(true);
+      const wrong = (await checksumOf(algorithm.toLowerCase(), Buffer.from('other bytes')))!;
+      const k2 = key();
+      await expectS3Error(await signedPut(k2, body, { [`x-amz-checksum-${algorithm.toLowerCase()}`]: wrong }), 400, 'BadDigest');
+      expect(await exists(k2)).toBe(false);
+    });
+
+    it('a checksum algorithm S3 does not know is 400 and stores nothing', async () => {
+      const k = key();
+      await expectS3Error(await signedPut(k, body, { 'x-amz-checksum-crc16': 'AAAA' }), 400, 'InvalidRequest');
+      expect(await exists(k)).toBe(false);
+    });
+
+    it('an aws-chunked (STREAMING-…) body, whose chunk signatures and trailer this emulator does not verify, is refused 501, never stored unchecked', async () => {
+      const k = key();
+      const res = await signedPut(k, body, { 'x-amz-content-sha256': 'STREAMING-UNSIGNED-PAYLOAD-TRAILER', 'x-amz-trailer': 'x-amz-checksum-crc32' });
+      await expectS3Error(res, 501, 'NotImplemented');
+      expect(await exists(k)).toBe(false);
+    });
   });
 
   it("the SDK's own header-signed calls pass; the same call signed with another secret is 403", async () => {
