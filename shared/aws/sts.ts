@@ -34,6 +34,9 @@ function readStsError(status: number, _headers: Record<string, string>, body: Ui
 /** As the SDK encodes a query-protocol form value (RFC 3986, spaces as %20). */
 const formValue = (v: string) => encodeURIComponent(v).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 
+/** An AssumeRole call, its retries included, gives up after this (well inside a route's 28 s). */
+export const ASSUME_ROLE_BUDGET_MS = 8_000;
+
 export interface StsClientOptions {
   region: string;
   /** The local emulator; deployed, the region's endpoint (`sts.<region>.amazonaws.com`). */
@@ -54,6 +57,7 @@ export class StsClient {
   async assumeRole(roleArn: string, sessionName: string, durationSeconds: number): Promise<AssumedCredentials> {
     const form = `Action=AssumeRole&Version=2011-06-15&RoleArn=${formValue(roleArn)}&RoleSessionName=${formValue(sessionName)}&DurationSeconds=${durationSeconds}`;
     const answer = await this.calls.send({
+      abortSignal: AbortSignal.timeout(ASSUME_ROLE_BUDGET_MS),
       clientName: 'STSClient',
       commandName: 'AssumeRoleCommand',
       input: { RoleArn: roleArn, RoleSessionName: sessionName, DurationSeconds: durationSeconds },

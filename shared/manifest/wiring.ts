@@ -161,7 +161,9 @@ export const QUEUES: readonly QueueDef[] = [
     // score: reads the upload's bytes, tags a verdict, deletes a pre-signed upload refused on its
     // landed bytes (D25), all under uploads/ only.
     // transcribe: audio and video sound tracks are sent to Amazon Transcribe before scoring (D65).
-    access: { table: 'write', bucket: 'score', bedrock: true, transcribe: true },
+    // sendTo scoring: a transcription job started again after a provider failure gets a fresh
+    // scoring message to wait for it (shared/work/transcript-gate.ts).
+    access: { table: 'write', bucket: 'score', bedrock: true, transcribe: true, sendTo: ['scoring'] },
     // measure(): sharp for images, ffprobe for video (without it every video reads as undecodable
     // and is refused); the local scorer's middle frame and loudness need ffmpeg.
     // music-metadata (audio) and exifr (image EXIF) are read by path too, loaded by the first file

@@ -66,14 +66,14 @@ async function annotateBytes({ sub, upload }: Located): Promise<StageOutcome> {
  * Keyframes this run stored that no File will deliver are tagged `verdict=rejected`, so the
  * bucket's lifecycle rule deletes them with the rejected bytes: those of a submission already
  * rejected when they were recorded (a pre-check rejects at once, before the annotation is done;
- * a rejection decided after it tags them itself, verdict.ts), and those of a round replaced
- * meanwhile (the write was refused). A duplicate delivery whose first run recorded the part stored
- * the same keys: left alone.
+ * a rejection decided after it tags them itself, verdict.ts), those of a round replaced meanwhile
+ * (the write was refused), and those a duplicate delivery stored again over a rejected
+ * submission's (a PUT replaces the object's tags).
  */
 async function tagUndeliveredKeyframes(sub: Located['sub'], fileId: string, keyframes: FilePart['keyframes'], stored: boolean, item: Located['sub'] | undefined): Promise<void> {
   if (!keyframes?.length) return;
   const staleRound = !stored && item?.round !== sub.round;
-  if (!staleRound && !(stored && item?.status === 'rejected')) return;
+  if (!staleRound && item?.status !== 'rejected') return;
   await tagVerdict(keyframes.map((k) => k.key), 'rejected').catch((err: Error) => logger.warn('tagging undelivered keyframes failed; they are kept', { error: err, submission_id: sub.id, file_id: fileId }));
 }
 

@@ -87,6 +87,11 @@ export function overrideConflict(sub: SubmissionItem, job: JobItem | undefined, 
           : "This submission's retry never completed, so its files were never judged; they cannot be approved.",
       );
     }
+    // A file whose bytes the annotation stage could not decode has no annotations to deliver (D54:
+    // a File always carries them): it cannot be approved.
+    if (sub.uploads.some((u) => (sub.parts?.[u.file_id] as { annotation_error?: unknown } | undefined)?.annotation_error)) {
+      return conflict('invalid_state', 'A file of this submission could not be decoded for annotation; it cannot be delivered, so it cannot be approved.');
+    }
     const n = sub.uploads.length;
     // A retry_pending submission still holds its slots in files_pending; a rejected one needs free ones.
     const slotsOk = sub.status === 'retry_pending' ? approvalAllowed(job, n) : approvalAllowed(job, n) && freeSlots(job) >= n;
@@ -267,16 +272,24 @@ export async function overrideSubmission(ctx: MutationContext, first: Submission
       // A video's keyframes are delivered with its File: kept too (a missing one is not needed to approve).
       await tagVerdict(roundKeyframeKeys(sub), 'approved');
     }
+    // An approval that does not commit in the end leaves the submission rejected: its objects go
+    // back to `rejected`, so the lifecycle rule still deletes them (best effort, logged).
+    const untag = async () => {
+      if (input.decision !== 'approve') return;
+      await tagVerdict([...uploadObjectKeys(sub), ...roundKeyframeKeys(sub)], 'rejected').catch((err: Error) => logger.warn('re-tagging rejected bytes failed; they are kept', { error: err, submission_id: sub.id }));
+    };
     try {
       await tx.commit();
     } catch (e) {
       if (e instanceof ConditionFailed && e.reasons.some((r) => r?.startsWith('hash:'))) {
+        await untag();
         throw conflict('invalid_state', 'Identical bytes are already approved in this organization; the submission cannot be approved.');
       }
       if (retryable(e) && attempt < MAX_ATTEMPTS) {
         await backoff(attempt);
         continue;
       }
+      await untag();
       throw e;
     }
     // A withdrawal's objects are deleted by the `withdrawals` queue: its event's INSERT record,

@@ -25,7 +25,7 @@ import { summaryUpdate as summaryClauses } from './summary';
 import { addSlotChange, withJobRetry } from './slots';
 import { presentWorkerSubmission, RESERVATION_MS, retryInFlight, submissionIndexes, type SubmissionItem } from './model';
 import type { WorkerPrincipal } from '../types';
-import { roundObjectKeys, tagUndelivered } from '../storage/s3';
+import { roundKeyframeKeys, roundObjectKeys, tagUndelivered } from '../storage/s3';
 
 export interface ReservationFields {
   job_id: string;
@@ -273,7 +273,7 @@ export async function releaseReservation(ctx: MutationContext, res: ReservationI
       await tx.commit();
       // Bytes of the round that landed are never delivered now (an ended retry keeps the first
       // verdict, a rejection): tagged for the lifecycle rule, as a verdict's rejection is (D71).
-      await tagUndelivered(roundObjectKeys(sub), { submission_id: sub.id, reason });
+      await tagUndelivered([...roundObjectKeys(sub), ...roundKeyframeKeys(sub)], { submission_id: sub.id, reason });
       return true;
     });
   } catch (e) {

@@ -37,7 +37,7 @@ import { retryInFlight, type FilePart, type PlannedUpload, type SubmissionItem }
 import { tagIfNeverDelivered, type Located } from './locate';
 import { locate, writePart } from './stage-write';
 import { type StageOutcome } from './stage-message';
-import { transcriptForScoring } from './transcript-gate';
+import { HandedOver, transcriptForScoring } from './transcript-gate';
 
 export function scoringJob(job: JobItem): ScoringJob {
   return {
@@ -123,7 +123,13 @@ export async function scoreObject(key: string): Promise<StageOutcome> {
     await tryVerdictOn(sub);
     return 'skipped';
   }
-  return objectBudget().run(upload.size_bytes, () => scoreBytes(found), giveUpAt());
+  return objectBudget()
+    .run(upload.size_bytes, () => scoreBytes(found), giveUpAt())
+    .catch((err: unknown) => {
+      // A new transcription job was started and a fresh message waits for it: this one is done.
+      if (err instanceof HandedOver) return 'deferred' as const;
+      throw err;
+    });
 }
 
 async function scoreBytes({ sub, upload, part }: Located): Promise<StageOutcome> {

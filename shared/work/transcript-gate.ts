@@ -7,8 +7,11 @@
  *   event is lost (transcript-output.ts `lateTranscription`).
  * - A job that fails for the provider's sake (an internal failure, an access error, a job lost
  *   with no result) is never held against the file (D66): a new job is started, up to
- *   TRANSCRIBE_MAX_JOBS; after that the message throws, so it ends in the dead-letter queue with
- *   its alarm, and a redrive an hour or more after the last failure starts a new job.
+ *   TRANSCRIBE_MAX_JOBS, and the file's scoring goes on in a fresh scoring message (`HandedOver`:
+ *   the message that waited for the failed job has spent its receives on it); after the last job
+ *   the message throws, so it ends in the dead-letter queue with its alarm, and a redrive an hour
+ *   or more after the last failure starts a new job. A job counted as lost that finished after
+ *   all (its output is there) is taken instead of starting another.
  * - Audio is judged from its transcript, never from its measurements alone (D65): an audio file
  *   waits for a transcript as above; a recording Transcribe cannot read is answered by the caller
  *   (a rejection naming Transcribe's reason). A video is seen frame by frame, so a video whose
@@ -23,7 +26,21 @@ import { jobNameFor, transcriberFor, transcriptKeyFor, type TranscriptionState }
 import type { FilePart, PlannedUpload, SubmissionItem } from './model';
 import { writePart } from './stage-write';
 import { RetryLater } from './stage-message';
-import { lateTranscription, replaceFailedTranscription, TRANSCRIBE_MAX_JOBS, TRANSCRIBE_REDRIVE_AFTER_MS } from './transcript-output';
+import { completedFromOutput, lateTranscription, replaceFailedTranscription, TRANSCRIBE_MAX_JOBS, TRANSCRIBE_REDRIVE_AFTER_MS } from './transcript-output';
+import { headObject } from '../storage/s3';
+import { sendMessage } from '../queues';
+import { objectCreatedEvent } from './transcription';
+
+/** The file's scoring goes on in a new scoring message (a new transcription job was started): this one is done. */
+export class HandedOver extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'HandedOver';
+  }
+}
+
+/** Seconds before the fresh scoring message of a restarted job comes: a job takes at least this long. */
+const HAND_OVER_DELAY_SECONDS = 60;
 
 type Failed = Extract<TranscriptionState, { status: 'failed' }>;
 
@@ -41,8 +58,18 @@ async function start(sub: SubmissionItem, upload: PlannedUpload, attempt: number
 /** A failure the file must not be scored past: the service failed on an audio file. */
 const mustRetry = (upload: PlannedUpload, t: TranscriptionState): t is Failed => t.status === 'failed' && t.cause === 'provider' && categoryOf(upload.content_type) === 'audio';
 
-/** The next job after a provider failure, recorded in place of the failed one; or the dead-letter queue. */
+/**
+ * After a provider failure: the failed job's result if it came after all, else the next job,
+ * recorded in place of the failed one, with the file's scoring handed over to a fresh message; or,
+ * after the last job, the dead-letter queue.
+ */
 async function restart(sub: SubmissionItem, upload: PlannedUpload, failed: Failed): Promise<TranscriptionState> {
+  if (await headObject(transcriptKeyFor(failed.job_name))) {
+    // Counted as lost, but finished: its transcript is taken.
+    const done = await completedFromOutput(upload, failed.job_name);
+    if (await replaceFailedTranscription(sub.id, sub.round!, upload.file_id, failed.job_name, done)) return done;
+    throw new RetryLater('the transcription changed meanwhile');
+  }
   const since = now().getTime() - Date.parse(failed.failed_at);
   if (failed.attempt >= TRANSCRIBE_MAX_JOBS && !(since >= TRANSCRIBE_REDRIVE_AFTER_MS)) {
     throw new Error(
@@ -55,7 +82,9 @@ async function restart(sub: SubmissionItem, upload: PlannedUpload, failed: Faile
     throw new RetryLater('the transcription changed meanwhile');
   }
   logger.warn('transcription failed for the provider; a new job is started', { submission_id: sub.id, failed_job: failed.job_name, reason: failed.reason, next_job: next.status === 'pending' ? next.job_name : null });
-  return next;
+  if (next.status !== 'pending') return next;
+  await sendMessage('scoring', objectCreatedEvent(upload.key), HAND_OVER_DELAY_SECONDS);
+  throw new HandedOver(`transcription job ${next.job_name} started after ${failed.job_name} failed; a fresh scoring message waits for it`);
 }
 
 /**
@@ -82,6 +111,6 @@ export async function transcriptForScoring(sub: SubmissionItem, upload: PlannedU
   // leave the file waiting for ever (transcript-output.ts `lateTranscription`).
   const late = await lateTranscription(sub, upload, t);
   if (!late) throw new RetryLater(`waiting for transcription job ${t.job_name}`);
-  if (mustRetry(upload, late)) throw new RetryLater(`transcription job ${t.job_name} gave no result; a new one starts on the next delivery`);
-  return late;
+  // A job lost with no result: the next starts now (this message has spent its receives waiting).
+  return mustRetry(upload, late) ? restart(sub, upload, late) : late;
 }

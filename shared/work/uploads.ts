@@ -32,7 +32,7 @@ import type { MutationContext } from '../context';
 import { batchGetConsistent, keyId } from '../db/batch-get';
 import { ACTIVE_STATUSES, type JobItem } from '../jobs/model';
 import { checkUpload, MAX_SIZE_BYTES, categoryOf, normalizeContentType } from '../media/sniff';
-import { objectKeys, presignUploads, putObject, roundObjectKeys, tagUndelivered, tagVerdict } from '../storage/s3';
+import { objectKeys, presignUploads, putObject, roundKeyframeKeys, roundObjectKeys, tagUndelivered, tagVerdict } from '../storage/s3';
 import { reservationKey, type ReservationItem } from './reservations';
 import type { DeviceFields, PlannedUpload, SubmissionItem } from './model';
 import type { PresignRequest } from './upload-request';
@@ -134,7 +134,7 @@ async function writePlan(sub: SubmissionItem, w: ReservationItem, uploads: Plann
   }
   // The round this plan replaced (a first attempt's judged bytes, or an earlier plan's) is never
   // delivered now: its objects are tagged for the lifecycle rule.
-  await tagUndelivered(roundObjectKeys(sub), { submission_id: sub.id, replaced_round: sub.round });
+  await tagUndelivered([...roundObjectKeys(sub), ...roundKeyframeKeys(sub)], { submission_id: sub.id, replaced_round: sub.round });
 }
 
 /** POST …/upload or …/retry with multipart/form-data: D25 checks, store, complete. 202 with the submission. */
@@ -195,9 +195,10 @@ export async function uploadPresigned(ctx: MutationContext, sub: SubmissionItem,
     return { file_id: fileId, key: objectKeys.upload(sub.id, round, fileId, ct), filename: cleanName(f.filename), content_type: ct, size_bytes: f.size_bytes, mode: 'presigned' };
   });
   const { files: _files, ...device } = req;
-  await writePlan(sub, w, uploads, round, device);
-  // The URLs expire with the reservation (or retry window): bytes landing later could not complete it.
+  // Signed before the plan is written: a signing failure (STS) then changes nothing. The URLs expire
+  // with the reservation (or retry window): bytes landing later could not complete it.
   const signed = await presignUploads(uploads.map((u) => ({ key: u.key, contentType: u.content_type, sizeBytes: u.size_bytes })), new Date(w.reserved_until));
+  await writePlan(sub, w, uploads, round, device);
   const body = {
     object: 'upload_instructions' as const,
     submission_id: sub.id,

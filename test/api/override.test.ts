@@ -219,6 +219,23 @@ describe('D71: POST /v1/submissions/{id}/override', () => {
       expect(await tagsOf(kept!)).toEqual({ verdict: 'rejected' });
     });
 
+    it('an approval the transaction refuses (the bytes are already approved in this organization) leaves the files tagged verdict=rejected', async () => {
+      const buyer = await liveBuyer(rt);
+      const bytes = await detailedJpeg(241);
+      const first = await createJob(rt, buyer.live, { files_needed: 1, price_per_file_cents: 10 }); // completes: a free tier has one active job
+      expect((await submit(first.id, bytes)).sub.status).toBe('approved');
+      const second = await createJob(rt, buyer.live, { files_needed: 2, price_per_file_cents: 10, min_width: 1000 });
+      const { sub } = await submit(second.id, bytes); // 640 px wide: rejected
+      expect(sub.status).toBe('rejected');
+      const item = (await db().send(new GetCommand({ TableName: tableName(), Key: keys.submission(sub.id), ConsistentRead: true }))).Item!;
+      const [key] = uploadObjectKeys(item as never);
+      await waitFor(async () => (await tagsOf(key!)).verdict === 'rejected');
+      const r = await override(buyer.live, sub.id, { decision: 'approve', reason_code: 'other' });
+      expect([r.status, r.json.error.details[0].code]).toEqual([409, 'invalid_state']);
+      expect(r.json.error.message).toMatch(/already approved in this organization/);
+      expect(await tagsOf(key!)).toEqual({ verdict: 'rejected' });
+    });
+
     it('override_window_closed: more than 7 days after the verdict', async () => {
       const buyer = await liveBuyer(rt);
       const j = await createJob(rt, buyer.live, { files_needed: 2, price_per_file_cents: 10 });

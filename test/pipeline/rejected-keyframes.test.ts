@@ -10,6 +10,8 @@ import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness'
 import { BedrockScorer } from '../../shared/scoring';
 import { setScorerFactory } from '../../shared/work/scoring-stage';
 import { videoFixtures } from '../fixtures/media';
+import { clock, HOUR_MS } from '../../shared/clock';
+import { handler as sweep } from '../../functions/scheduled/reservation-sweep';
 import { accept, createJob, liveBuyer, signupWorker, uploadFile, waitForVerdict } from './support';
 
 const reply = (text: string): ConverseCommandOutput => ({
@@ -65,6 +67,20 @@ describe('pipeline: the keyframes of a rejected video are tagged for the lifecyc
     const o = await rt.request('POST', `/v1/submissions/${t.subId}/override`, { key: t.b.live, headers: { 'Idempotency-Key': `ov-${t.subId}` }, body: { decision: 'approve', reason_code: 'other' } });
     expect(o.status).toBe(200);
     expect((await keyframeTags(t.fileId, 'approved')).length).toBeGreaterThan(0);
+  });
+
+  it('a video whose retry window ends unused (its first verdict, retry_pending, becomes final): its keyframes are tagged verdict=rejected', async () => {
+    setScorerFactory(() => new BedrockScorer({ client: { converse: async () => reply('{"relevance": 2, "quality": 2, "instruction_compliance": 2, "reasoning": "Close, but not quite."}') } }));
+    const t = await videoSubmission({});
+    expect(t.verdict.status).toBe('retry_pending');
+    await waitFor(async () => (await s3.send(new ListObjectsV2Command({ Bucket: rt.bucketName, Prefix: `keyframes/${t.fileId}/` }))).KeyCount! > 0, { timeoutMs: 30_000, intervalMs: 300 });
+    clock.advance(HOUR_MS + 60_000);
+    try {
+      expect((await sweep({} as never)).released).toBeGreaterThanOrEqual(1);
+    } finally {
+      clock.reset();
+    }
+    expect((await keyframeTags(t.fileId, 'rejected')).length).toBeGreaterThan(0);
   });
 
   it('a video a pre-check rejects before its annotation is done: the keyframes stored after the verdict are tagged verdict=rejected', async () => {

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { GetQueueAttributesCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { ConverseCommandOutput } from '@aws-sdk/client-bedrock-runtime';
 import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
 import { BedrockScorer } from '../../shared/scoring';
@@ -233,7 +233,7 @@ describe('pipeline: audio is scored and annotated with its Amazon Transcribe tra
     expect((await rt.request('GET', `/internal/worker/submissions/${t.subId}`, { key: t.w.token })).json.status).toBe('pending_score');
     // The documented redrive, an hour after the last failure: a new job, the file still waiting for it.
     clock.advance(TRANSCRIBE_REDRIVE_AFTER_MS + 60_000);
-    await expect(scoreObject(key)).rejects.toBeInstanceOf(RetryLater);
+    expect(await scoreObject(key)).toBe('deferred'); // handed over to a fresh scoring message that waits for the new job
     expect(started.map((s) => s.TranscriptionJobName)).toContain(`${t.jobName}.t${TRANSCRIBE_MAX_JOBS + 1}`);
     clock.reset();
     await transcribed(`${t.jobName}.t${TRANSCRIBE_MAX_JOBS + 1}`);
@@ -309,6 +309,10 @@ describe('pipeline: audio is scored and annotated with its Amazon Transcribe tra
       clock.advance(LATE_TRANSCRIPT_GIVE_UP_MS + 60_000);
       await waitFor(() => started.slice(before).some((s) => s.TranscriptionJobName === `${t.jobName}.t2`), { timeoutMs: 60_000, intervalMs: 300 });
       expect((await rt.request('GET', `/internal/worker/submissions/${t.subId}`, { key: t.w.token })).json.status).toBe('pending_score');
+      // The message that waited for the lost job has spent its receives: a fresh one, delayed, waits for the new job.
+      const delayed = async () =>
+        Number((await sqs.send(new GetQueueAttributesCommand({ QueueUrl: rt.queues.get('scoring')!.url, AttributeNames: ['ApproximateNumberOfMessagesDelayed'] }))).Attributes?.ApproximateNumberOfMessagesDelayed);
+      await waitFor(async () => (await delayed()) >= 1, { timeoutMs: 10_000, intervalMs: 200 });
       await transcribed(`${t.jobName}.t2`);
       expect(await verdict(t)).toMatchObject({ status: 'approved', ai_star_rating: 4 });
       expect(prompts[prompts.length - 1]).toContain('Two croissants, please.');

@@ -85,4 +85,21 @@ describe('the content policy is never skipped because a detector could not run',
     mockHumanLoadFailure = null;
     await expectCheckedOnRedelivery(t);
   });
+
+  it('a model load that fails without an errno (a tfjs backend that did not initialise) fails the step too: a model that does not load is never about the image', async () => {
+    const t = await scoredImage(913);
+    mockHumanLoadFailure = new Error('tfjs backend is cpu, expected wasm');
+    expect((await annotate({ Records: [sqsRecord(t.annotation, 'a1')] })).batchItemFailures).toHaveLength(1);
+    await expectStillWaitingUnannotated(t);
+    mockHumanLoadFailure = null;
+    await expectCheckedOnRedelivery(t);
+  });
+
+  it('an NSFW classifier that fails without an errno fails the step: the policy is never skipped', async () => {
+    const t = await scoredImage(914);
+    setNsfwModel({ classify: async () => Promise.reject(new Error('Tensor is disposed.')) });
+    expect((await annotate({ Records: [sqsRecord(t.annotation, 'a1')] })).batchItemFailures).toHaveLength(1);
+    await expectStillWaitingUnannotated(t);
+    await expectCheckedOnRedelivery(t);
+  });
 });

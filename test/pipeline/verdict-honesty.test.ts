@@ -100,6 +100,10 @@ describe('verdicts are honest: reason codes always an array, no File without its
     expect((await eventFor(t.buyer.live, 'submission.scored', t.sub)).data).toMatchObject({ status: 'rejected', reason_codes: ['unreadable_media'], annotations: null });
     expect((await eventFor(t.buyer.live, 'submission.rejected', t.sub)).data).toMatchObject({ reason_codes: ['unreadable_media'] });
     await expectNothingDeliveredOrCharged(t);
+    // Nothing to deliver with its annotations: the buyer cannot approve it by override either.
+    const o = await rt.request('POST', `/v1/submissions/${t.sub}/override`, { key: t.buyer.live, headers: { 'Idempotency-Key': `ov-${t.sub}` }, body: { decision: 'approve', reason_code: 'other' } });
+    expect([o.status, o.json.error?.details?.[0]?.code]).toEqual([409, 'invalid_state']);
+    await expectNothingDeliveredOrCharged(t);
   });
 
   it('an annotation tool that cannot run is no verdict on the bytes: the step fails (retried, then dead-lettered), nothing is recorded and the submission stays pending_score', async () => {

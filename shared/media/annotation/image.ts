@@ -20,7 +20,7 @@ import type { Sharp, SharpOptions } from 'sharp';
 import { analyzeImage, type ImageQuality } from '../image-quality';
 import { clamp01, keepOcrWords, nsfwScore, piiInText, round4, type Detection, type NsfwClass, type PiiType } from './derive';
 import { loadHuman, loadNsfw, loadOcr, type Tensor } from './models';
-import { imageAnalysisOffload } from '../offload';
+import { AnalysisWorkerFailed, imageAnalysisOffload } from '../offload';
 import { isMachineryFailure } from '../failures';
 import { localAnnotatorOf, localSemantics } from './local';
 import type { AnnotationProvider, ImageAnnotations, ImageFacts, SemanticParts, TextExtraction } from './types';
@@ -70,6 +70,17 @@ function detectorFailure(label: string, err: unknown): string {
   return `${label}: ${why(err)}`;
 }
 
+/**
+ * A model that does not load, or the NSFW classifier that does not run, is never about the image
+ * (the bytes were decoded already): the step fails and is retried, then dead-lettered (D66), so the
+ * content policy (D67) is never skipped. A failure tfjs or the model code raises without an errno
+ * (a backend that did not initialise, a corrupt model file) counts too.
+ */
+function machineryFailure(label: string, err: unknown): never {
+  if (isMachineryFailure(err)) throw err;
+  throw new AnalysisWorkerFailed(`${label}: ${why(err)}`);
+}
+
 interface TfOut {
   faces: Detection[] | null;
   objects: Detection[] | null;
@@ -85,8 +96,7 @@ async function runTf(rgb: { data: Buffer; width: number; height: number }, d: De
     try {
       human = await loadHuman();
     } catch (err) {
-      out.failures.faces = out.failures.objects = out.failures.nsfw = detectorFailure('tfjs models did not load', err);
-      return out;
+      machineryFailure('tfjs models did not load', err);
     }
     const tf = human.tf;
     const x: Tensor = tf.tensor3d(new Int32Array(rgb.data), [rgb.height, rgb.width, 3], 'int32');
@@ -115,7 +125,7 @@ async function runTf(rgb: { data: Buffer; width: number; height: number }, d: De
           const preds = await model.classify(x, 5);
           out.nsfw = Object.fromEntries(preds.map((p) => [p.className, round4(clamp01(p.probability))]));
         } catch (err) {
-          out.failures.nsfw = detectorFailure('nsfwjs failed', err);
+          machineryFailure('nsfwjs failed', err);
         }
       }
     } finally {
