@@ -13,6 +13,7 @@ import {
   aws_lambda as lambda,
   aws_lambda_event_sources as sources,
   aws_s3 as s3,
+  aws_sqs as sqs,
 } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
 import { ROUTES, routeLogicalName, type RouteDef } from '../shared/manifest/routes';
@@ -62,6 +63,8 @@ export class DomainStack extends NestedStack {
    * trust policy names their roles, and they hold its ARN.
    */
   readonly uploadSigner: UploadSigner;
+  /** The dead-letter queue of each schedule of this stack (a run EventBridge could not start), by schedule name. */
+  readonly scheduleDeadLetterQueues = new Map<string, sqs.IQueue>();
 
   constructor(scope: Construct, id: string, private readonly props: DomainStackProps) {
     super(scope, id, { description: `Media marketplace: ${props.domain} functions`, ...props });
@@ -197,6 +200,7 @@ export class DomainStack extends NestedStack {
     functionAlarms(fn, shared.alarmAction, `The ${def.name} schedule`);
     // A run EventBridge could not start (after its retries) is kept here, with an alarm.
     const dlq = deadLetterQueue(this, `${id}ScheduleDlq`);
+    this.scheduleDeadLetterQueues.set(def.name, dlq);
     acknowledge(dlq, 'AwsSolutions-SQS3', `This is the dead-letter queue of the ${def.name} schedule.`);
     dlqAlarm(this, `${id}ScheduleDlqAlarm`, dlq, shared.alarmAction, {
       threshold: 1,

@@ -130,7 +130,14 @@ export class MarketplaceStack extends Stack {
     // Alarms of what the root owns (queue alarms are in Plumbing, function alarms in the domains).
     api5xxAlarm(this, 'Api5xxAlarm', alarmAction, { apiName: this.api.apiName, stage: STAGE_NAME, threshold: 10 });
     tableThrottleAlarm(this, 'TableThrottleAlarm', alarmAction, this.data.table, TABLE_DEF.gsis.map((g) => g.name));
-    pipelineDashboard(this, 'Dashboard', { plumbing: this.plumbing, apiName: this.api.apiName, stage: STAGE_NAME });
+    // Every dead-letter queue: the queues', the rules', the pipe's (Plumbing) and the schedules' (the domains).
+    const scheduleDlqs = new Map([...this.domains.values()].flatMap((d) => [...d.scheduleDeadLetterQueues].map(([name, q]) => [name, q] as const)));
+    pipelineDashboard(this, 'Dashboard', {
+      plumbing: this.plumbing,
+      apiName: this.api.apiName,
+      stage: STAGE_NAME,
+      moreDeadLetterQueues: new Map([...scheduleDlqs].map(([name, q]) => [`${name} schedule`, q] as const)),
+    });
 
     // Everything operators and the deployed-stack tests need, by a stable name.
     new CfnOutput(this, 'ApiUrl', { value: this.api.restApi.url, description: 'Base URL; append /v1/...' });
@@ -147,6 +154,12 @@ export class MarketplaceStack extends Stack {
       new CfnOutput(this, `${name}QueueUrl`, { value: this.plumbing.queue(q.name).queueUrl });
       new CfnOutput(this, `${name}DlqUrl`, { value: this.plumbing.deadLetterQueues.get(q.name)!.queueUrl });
     }
+    // The redrive runbook (docs/operations.md) names these: `<Rule>RuleDlqUrl`, `<Pipe>PipeDlqUrl`, `<Schedule>ScheduleDlqUrl`.
+    for (const [label, q] of this.plumbing.allDeadLetterQueues) {
+      const m = /^(.+) (rule|pipe)$/.exec(label);
+      if (m) new CfnOutput(this, `${routeLogicalName({ id: m[1]! })}${m[2] === 'rule' ? 'Rule' : 'Pipe'}DlqUrl`, { value: q.queueUrl });
+    }
+    for (const [name, q] of scheduleDlqs) new CfnOutput(this, `${routeLogicalName({ id: name })}ScheduleDlqUrl`, { value: q.queueUrl });
   }
 
   /** The function of a route id, queue name or schedule name, in whichever domain stack holds it. */

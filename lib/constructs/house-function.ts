@@ -135,8 +135,8 @@ export class HouseFunction extends nodejs.NodejsFunction {
     if (native?.ffmpeg && !ffmpegLayer) {
       Annotations.of(this).addWarningV2(
         'media-marketplace:ffmpeg-missing',
-        `${id} runs ffprobe/ffmpeg but gets no ffmpeg layer (context ffmpegLayerArn): videos cannot be probed ` +
-          '(the scoring stage refuses them as undecodable) and audio/video annotations lose their ffmpeg measurements (docs/deploying.md)',
+        `${id} runs ffprobe/ffmpeg but gets no ffmpeg layer (context ffmpegLayerArn): every video and audio upload fails its ` +
+          'scoring or annotation step and waits in the dead-letter queue until a stack with the layer redrives it (docs/deploying.md)',
       );
     }
   }

@@ -1,4 +1,4 @@
-import { Duration, aws_cloudwatch as cw } from 'aws-cdk-lib';
+import { Duration, aws_cloudwatch as cw, type aws_sqs as sqs } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
 import { METRIC, METRICS_NAMESPACE, METRICS_SERVICE } from '../../shared/observability/metrics';
 import type { Plumbing } from '../plumbing';
@@ -21,7 +21,11 @@ const searchByType = (metricName: string, label: string): cw.MathExpression =>
  * The pipeline at a glance: uploads in, verdicts out, queue depths, webhook success, money moved.
  * Business figures are the EMF metrics of shared/observability/metrics.ts.
  */
-export function pipelineDashboard(scope: Construct, id: string, o: { plumbing: Plumbing; apiName: string; stage: string }): cw.Dashboard {
+export function pipelineDashboard(
+  scope: Construct,
+  id: string,
+  o: { plumbing: Plumbing; apiName: string; stage: string; /** Dead-letter queues outside Plumbing (the schedules'), by label. */ moreDeadLetterQueues?: ReadonlyMap<string, sqs.IQueue> },
+): cw.Dashboard {
   const d = new cw.Dashboard(scope, id, { defaultInterval: Duration.hours(24) });
   const uploadRule = o.plumbing.rules.get('upload-created');
   const uploads = uploadRule
@@ -49,7 +53,7 @@ export function pipelineDashboard(scope: Construct, id: string, o: { plumbing: P
     }),
     new cw.GraphWidget({
       title: 'Dead-letter queues (messages)',
-      left: [...o.plumbing.allDeadLetterQueues].map(([name, q]) => q.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(1), statistic: 'Maximum', label: name })),
+      left: [...o.plumbing.allDeadLetterQueues, ...(o.moreDeadLetterQueues ?? [])].map(([name, q]) => q.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(1), statistic: 'Maximum', label: name })),
       width: 12,
     }),
   );

@@ -3,8 +3,8 @@
  * and templates with headroom. Synthesized once; every rule is checked against the manifest.
  */
 import { Match, Template } from 'aws-cdk-lib/assertions';
-import { ROUTES, type RouteDef } from '../../shared/manifest/routes';
-import { QUEUES, RULES, SCHEDULES, STREAM_RULES } from '../../shared/manifest/wiring';
+import { ROUTES, routeLogicalName, type RouteDef } from '../../shared/manifest/routes';
+import { QUEUES, RULES, SCHEDULES, STREAM_RULES, TABLE_STREAM } from '../../shared/manifest/wiring';
 import { TABLE_DEF } from '../../shared/db/table';
 import { METRIC, METRICS_NAMESPACE } from '../../shared/observability/metrics';
 import { maxConcurrencyContextKey, QUOTA_BOUND_DEFAULT_CONCURRENCY } from '../../lib/settings';
@@ -30,6 +30,26 @@ const fnOf = (description: (d: string) => boolean): [string, Resource] => {
 const routeFn = (r: RouteDef) => fnOf((d) => d.endsWith(`(${r.id})`));
 const alarmsOn = (dimensionValue: unknown) =>
   alarms.filter((a) => JSON.stringify(a.Properties.Dimensions ?? a.Properties.Metrics ?? []).includes(JSON.stringify(dimensionValue)));
+
+describe('every dead-letter queue can be found and watched', () => {
+  const outputs = Object.keys((synthesized.templates.get(synthesized.stack.node.path)!.template.toJSON().Outputs ?? {}) as Record<string, unknown>);
+  test('the stack outputs the URL of every dead-letter queue the redrive runbook names: queues, rules, the pipe and the schedules', () => {
+    const expected = [
+      ...QUEUES.map((q) => `${routeLogicalName({ id: q.name })}DlqUrl`),
+      ...[...RULES, ...STREAM_RULES].map((r) => `${routeLogicalName({ id: r.name })}RuleDlqUrl`),
+      `${routeLogicalName({ id: TABLE_STREAM.name })}PipeDlqUrl`,
+      ...SCHEDULES.map((s) => `${routeLogicalName({ id: s.name })}ScheduleDlqUrl`),
+    ];
+    expect(expected.filter((o) => !outputs.includes(o))).toEqual([]);
+  });
+
+  test('the dashboard plots every dead-letter queue, the schedules’ included', () => {
+    const [, dash] = ofType('AWS::CloudWatch::Dashboard')[0]!;
+    const body = JSON.stringify(dash.Properties.DashboardBody);
+    for (const s of SCHEDULES) expect(body).toContain(`${s.name} schedule`);
+    for (const r of [...RULES, ...STREAM_RULES]) expect(body).toContain(`${r.name} rule`);
+  });
+});
 
 describe('alarms reach someone', () => {
   test('one SNS topic, e-mail subscription from context alarmEmail, and every alarm notifies it', () => {
