@@ -255,8 +255,10 @@ export const QUEUES: readonly QueueDef[] = [
     access: { table: 'write', bucket: 'write', sendTo: ['sandbox'] },
     // The simulated worker uploads the sample media (shared/sandbox/samples.ts), each made unique
     // with sharp (shared/sandbox/unique-bytes.ts).
-    // ffmpeg: a sample derived to meet the job's duration or size limits, measured as the pipeline measures it.
-    native: { packages: ['sharp'], ffmpeg: true, files: [{ from: 'samples', to: 'samples', env: 'SANDBOX_SAMPLES_DIR' }] },
+    // ffmpeg: a sample derived to meet the job's duration or size limits, measured as the pipeline
+    // measures it (measure(): music-metadata and exifr are installed beside the bundle and loaded by
+    // the first derived file of their kind, as in the scoring consumer, not parsed at every cold start).
+    native: { packages: ['sharp', 'music-metadata', 'exifr'], ffmpeg: true, files: [{ from: 'samples', to: 'samples', env: 'SANDBOX_SAMPLES_DIR' }] },
   },
   {
     // D73: builds one dataset export per message (the export item's INSERT record, which the
