@@ -61,23 +61,8 @@ export function failedTranscription(jobName: string, attempt: number, failureRea
 }
 
 /** Replaces the file's failed transcription (this job's) by the next job's pending state; false when it changed meanwhile. */
-export async function replaceFailedTranscription(subId: string, round: string, fileId: string, failedJob: string, next: TranscriptionState): Promise<boolean> {
-  try {
-    await db().send(
-      new UpdateCommand({
-        TableName: tableName(),
-        Key: keys.submission(subId),
-        UpdateExpression: 'SET #p.#f.#t = :state',
-        ConditionExpression: '#r = :r AND #p.#f.#t.#s = :failed AND #p.#f.#t.#j = :job',
-        ExpressionAttributeNames: { '#p': 'parts', '#f': fileId, '#t': 'transcription', '#r': 'round', '#s': 'status', '#j': 'job_name' },
-        ExpressionAttributeValues: { ':state': JSON.parse(JSON.stringify(next)), ':r': round, ':failed': 'failed', ':job': failedJob },
-      }),
-    );
-    return true;
-  } catch (e) {
-    if (e instanceof ConditionalCheckFailedException || (e as Error).name === 'ConditionalCheckFailedException') return false;
-    throw e;
-  }
+export function replaceFailedTranscription(subId: string, round: string, fileId: string, failedJob: string, next: TranscriptionState): Promise<boolean> {
+  return replaceTranscription(subId, round, fileId, { status: 'failed', job: failedJob }, next);
 }
 
 /** The completed transcription of `jobName` from its output document (and, for audio, what the text model derives). */
@@ -91,16 +76,21 @@ export async function completedFromOutput(upload: PlannedUpload, jobName: string
 }
 
 /** Writes the result only while this job is the file's pending transcription of the current round. */
-export async function recordTranscription(subId: string, round: string, fileId: string, jobName: string, state: TranscriptionState): Promise<boolean> {
+export function recordTranscription(subId: string, round: string, fileId: string, jobName: string, state: TranscriptionState): Promise<boolean> {
+  return replaceTranscription(subId, round, fileId, { status: 'pending', job: jobName }, state);
+}
+
+/** Sets the file's transcription state only while the round is current and the state is still `expected`'s; false otherwise. */
+async function replaceTranscription(subId: string, round: string, fileId: string, expected: { status: 'pending' | 'failed'; job: string }, state: TranscriptionState): Promise<boolean> {
   try {
     await db().send(
       new UpdateCommand({
         TableName: tableName(),
         Key: keys.submission(subId),
         UpdateExpression: 'SET #p.#f.#t = :state',
-        ConditionExpression: '#r = :r AND #p.#f.#t.#s = :pending AND #p.#f.#t.#j = :job',
+        ConditionExpression: '#r = :r AND #p.#f.#t.#s = :was AND #p.#f.#t.#j = :job',
         ExpressionAttributeNames: { '#p': 'parts', '#f': fileId, '#t': 'transcription', '#r': 'round', '#s': 'status', '#j': 'job_name' },
-        ExpressionAttributeValues: { ':state': JSON.parse(JSON.stringify(state)), ':r': round, ':pending': 'pending', ':job': jobName },
+        ExpressionAttributeValues: { ':state': JSON.parse(JSON.stringify(state)), ':r': round, ':was': expected.status, ':job': expected.job },
       }),
     );
     return true;

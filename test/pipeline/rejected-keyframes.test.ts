@@ -4,7 +4,6 @@
  * that approves the video tags them `approved` again, as its bytes. Keyframes were kept forever.
  */
 import { GetObjectTaggingCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
-import type { ConverseCommandOutput } from '@aws-sdk/client-bedrock-runtime';
 import { S3_LOCAL_CREDENTIALS } from '../../local/s3';
 import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
 import { BedrockScorer } from '../../shared/scoring';
@@ -12,15 +11,8 @@ import { setScorerFactory } from '../../shared/work/scoring-stage';
 import { videoFixtures } from '../fixtures/media';
 import { clock, HOUR_MS } from '../../shared/clock';
 import { handler as sweep } from '../../functions/scheduled/reservation-sweep';
-import { accept, createJob, liveBuyer, signupWorker, uploadFile, waitForVerdict } from './support';
+import { accept, createJob, liveBuyer, signupWorker, uploadFile, waitForVerdict, converseReply as reply } from './support';
 
-const reply = (text: string): ConverseCommandOutput => ({
-  $metadata: { httpStatusCode: 200 },
-  output: { message: { role: 'assistant', content: [{ text }] } },
-  stopReason: 'end_turn',
-  usage: { inputTokens: 500, outputTokens: 60, totalTokens: 560 },
-  metrics: { latencyMs: 1200 },
-});
 
 describe('pipeline: the keyframes of a rejected video are tagged for the lifecycle rule', () => {
   let rt: TestRuntime;

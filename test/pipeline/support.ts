@@ -3,6 +3,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import sharp, { type Sharp } from 'sharp';
 import { GetQueueAttributesCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
+import type { ConverseCommandOutput } from '@aws-sdk/client-bedrock-runtime';
 import { idemKey, signupBuyer, verifyPhone, uniqueEmail } from '../support/buyers';
 import { waitFor, type TestRuntime } from '../support/harness';
 
@@ -154,3 +155,12 @@ export async function uploadedSubmission(rt: TestRuntime, seed: number) {
   if (up.status !== 202) throw new Error(`upload: ${up.status} ${up.text}`);
   return { buyer, job, w, subId: a.json.id as string };
 }
+
+/** A Bedrock Converse answer in the published format, the model saying `text`. */
+export const converseReply = (text: string): ConverseCommandOutput => ({
+  $metadata: { httpStatusCode: 200 },
+  output: { message: { role: 'assistant', content: [{ text }] } },
+  stopReason: 'end_turn',
+  usage: { inputTokens: 500, outputTokens: 60, totalTokens: 560 },
+  metrics: { latencyMs: 1200 },
+});

@@ -2,7 +2,6 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { GetQueueAttributesCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import type { ConverseCommandOutput } from '@aws-sdk/client-bedrock-runtime';
 import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
 import { BedrockScorer } from '../../shared/scoring';
 import { scoreObject, setScorerFactory } from '../../shared/work/scoring-stage';
@@ -13,15 +12,8 @@ import { parseTranscribeEvent, transcriptionDone } from '../../shared/work/trans
 import { TranscribeTranscriber, setSpeechModelClient, setTranscriberFactory, transcriptKeyFor } from '../../shared/speech';
 import { RULES, matchesPattern } from '../../shared/manifest/wiring';
 import { audioFixtures, hasFfmpeg } from '../fixtures/media';
-import { accept, createJob, liveBuyer, signupWorker, uploadFile } from './support';
+import { accept, createJob, liveBuyer, signupWorker, uploadFile, converseReply as reply } from './support';
 
-const reply = (text: string): ConverseCommandOutput => ({
-  $metadata: { httpStatusCode: 200 },
-  output: { message: { role: 'assistant', content: [{ text }] } },
-  stopReason: 'end_turn',
-  usage: { inputTokens: 500, outputTokens: 60, totalTokens: 560 },
-  metrics: { latencyMs: 1200 },
-});
 
 // D65 as deployed, run on the local stack with the two services that cannot run here stood in for
 // at their SDK clients: the Transcribe adapter sends StartTranscriptionJob to a stub, the test then
