@@ -273,15 +273,21 @@ export async function overrideSubmission(ctx: MutationContext, first: Submission
       await tagVerdict(roundKeyframeKeys(sub), 'approved');
     }
     // An approval that does not commit in the end leaves the submission rejected: its objects go
-    // back to `rejected`, so the lifecycle rule still deletes them (best effort, logged).
+    // back to `rejected`, so the lifecycle rule still deletes them (best effort, logged). Unless the
+    // submission is approved after all: a concurrent override of it committed, or this commit's
+    // outcome is unknown and it did commit (read again consistently).
     const untag = async () => {
       if (input.decision !== 'approve') return;
+      const latest = await getSubmissionItem(sub.id).catch(() => undefined);
+      if (!latest || latest.status === 'approved' || latest.override) return;
       await tagVerdict([...uploadObjectKeys(sub), ...roundKeyframeKeys(sub)], 'rejected').catch((err: Error) => logger.warn('re-tagging rejected bytes failed; they are kept', { error: err, submission_id: sub.id }));
     };
     try {
       await tx.commit();
     } catch (e) {
-      if (e instanceof ConditionFailed && e.reasons.some((r) => r?.startsWith('hash:'))) {
+      // The bytes approved elsewhere in the organization, and nothing else changed: a conflict. When
+      // the submission changed too (a concurrent override committed), the retry reads it and says so.
+      if (e instanceof ConditionFailed && e.reasons.some((r) => r?.startsWith('hash:')) && !e.reasons.includes('submission')) {
         await untag();
         throw conflict('invalid_state', 'Identical bytes are already approved in this organization; the submission cannot be approved.');
       }

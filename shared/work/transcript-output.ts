@@ -16,6 +16,7 @@ import { categoryOf } from '../media/sniff';
 import { getObjectBytes, headObject } from '../storage/s3';
 import { classifyTranscribeFailure, deriveFromTranscript, parseTranscribeOutput, transcriptKeyFor, type SpeechDerived, type TranscriptionState } from '../speech';
 import type { PlannedUpload, SubmissionItem } from './model';
+import { RetryLater } from './stage-message';
 
 const NO_DERIVATION: SpeechDerived = {
   topics: null,
@@ -115,7 +116,9 @@ export async function lateTranscription(sub: SubmissionItem, upload: PlannedUplo
     state = failedTranscription(pending.job_name, pending.attempt ?? 1, `no result within ${LATE_TRANSCRIPT_GIVE_UP_MS / 60_000} minutes of the job's start`);
   }
   if (!state) return null;
-  await recordTranscription(sub.id, sub.round!, upload.file_id, pending.job_name, state);
+  // Another writer recorded this job's outcome first (its state-change event came meanwhile): the
+  // caller reads the file again rather than act on this run's guess.
+  if (!(await recordTranscription(sub.id, sub.round!, upload.file_id, pending.job_name, state))) throw new RetryLater(`transcription job ${pending.job_name} was recorded meanwhile`);
   logger.warn('transcription taken without its state-change event', { submission_id: sub.id, job_name: pending.job_name, status: state.status, age_ms: age });
   return state;
 }

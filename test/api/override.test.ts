@@ -323,4 +323,19 @@ describe('D71: POST /v1/submissions/{id}/override', () => {
     });
     expect(ev).toHaveLength(1);
   });
+
+  it('10 concurrent approvals of a rejected submission: one succeeds, the others are invalid_state, and its files stay tagged approved (a loser never re-tags them rejected)', async () => {
+    const buyer = await liveBuyer(rt);
+    const j = await createJob(rt, buyer.live, { files_needed: 2, price_per_file_cents: 10, min_width: 1000 });
+    const { sub } = await submit(j.id, await detailedJpeg(251)); // 640 px wide: rejected
+    expect(sub.status).toBe('rejected');
+    const item = (await db().send(new GetCommand({ TableName: tableName(), Key: keys.submission(sub.id), ConsistentRead: true }))).Item!;
+    const [key] = uploadObjectKeys(item as never);
+    await waitFor(async () => (await tagsOf(key!)).verdict === 'rejected');
+    const answers = await Promise.all(Array.from({ length: 10 }, () => override(buyer.live, sub.id, { decision: 'approve', reason_code: 'other' })));
+    expect(answers.filter((a) => a.status === 200)).toHaveLength(1);
+    expect(answers.filter((a) => a.status === 409).map((a) => a.json.error.details[0].code)).toEqual(Array(9).fill('invalid_state'));
+    expect(answers.filter((a) => a.status === 409).map((a) => a.json.error.message)).not.toContainEqual(expect.stringMatching(/already approved in this organization/));
+    expect(await tagsOf(key!)).toEqual({ verdict: 'approved' });
+  });
 });
