@@ -3,6 +3,7 @@ import { S3_LOCAL_CREDENTIALS } from '../../local/s3';
 import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
 import { accept, createJob, detailedJpeg, flatPng, liveBuyer, signupWorker, uploadFile, waitForVerdict } from './support';
 import { scoreObject } from '../../shared/work/scoring-stage';
+import { StsClient } from '../../shared/aws/sts';
 
 // Issue 13 lifecycle: a rejected submission's bytes carry `verdict=rejected`, which the bucket's
 // lifecycle rule expires after the override window (D71 keeps them 7 days); an override that
@@ -71,6 +72,26 @@ describe('pipeline: rejected bytes are tagged for the lifecycle rule, approved o
     expect((await fetch(plan.json.uploads[0].url, { method: 'PUT', body: bytes, headers: plan.json.uploads[0].headers })).status).toBe(200);
     return { job, w, subId: a.json.id as string, bytes };
   }
+
+  it('a plan whose URLs cannot be signed (STS refuses the upload-signing role) writes nothing: the worker asks again and gets one', async () => {
+    const b = await liveBuyer(rt);
+    const job = await createJob(rt, b.live, { files_needed: 1 });
+    const w = await signupWorker(rt);
+    const a = await accept(rt, w.token, job.id);
+    const body = { files: [{ filename: 'a.jpg', content_type: 'image/jpeg', size_bytes: 1234 }] };
+    const refused = jest.spyOn(StsClient.prototype, 'assumeRole').mockRejectedValue(Object.assign(new Error('Rate exceeded'), { name: 'Throttling', $metadata: { httpStatusCode: 400 } }));
+    try {
+      const r = await rt.request('POST', `/internal/worker/submissions/${a.json.id}/upload`, { key: w.token, body });
+      expect(r.status).toBeGreaterThanOrEqual(500);
+    } finally {
+      refused.mockRestore();
+    }
+    const sub = (await rt.request('GET', `/internal/worker/submissions/${a.json.id}`, { key: w.token })).json;
+    expect(sub).toMatchObject({ status: 'awaiting_upload', files: [] });
+    const again = await rt.request('POST', `/internal/worker/submissions/${a.json.id}/upload`, { key: w.token, body });
+    expect(again.status).toBe(200);
+    expect(again.json.uploads).toHaveLength(1);
+  });
 
   it('bytes that landed in a reservation the worker withdrew from are tagged verdict=rejected: nothing delivers them', async () => {
     const { job, w, subId } = await halfSentPlan();
