@@ -63,7 +63,8 @@ export const errors = {
       'Retry-After': String(retryAfterSeconds),
     }),
   /** A capability this deployment has not configured (e.g. payments); retrying later may succeed. */
-  unavailable: (message: string, code: string) => new ApiError(503, 'service_unavailable', message, [{ message, code }]),
+  unavailable: (message: string, code: string, retryAfterSeconds?: number) =>
+    new ApiError(503, 'service_unavailable', message, [{ message, code }], undefined, retryAfterSeconds !== undefined ? { 'Retry-After': String(retryAfterSeconds) } : undefined),
   internal: () => new ApiError(500, 'internal_error', 'An unexpected error occurred. It has been logged; retrying is safe.'),
 };
 

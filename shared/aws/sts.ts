@@ -42,6 +42,8 @@ export interface StsClientOptions {
   /** The local emulator; deployed, the region's endpoint (`sts.<region>.amazonaws.com`). */
   endpoint?: string;
   credentials?: AwsCredentialIdentityProvider;
+  /** How long one AssumeRole call, its retries included, may take (ASSUME_ROLE_BUDGET_MS). */
+  budgetMs?: number;
 }
 
 export class StsClient {
@@ -57,7 +59,7 @@ export class StsClient {
   async assumeRole(roleArn: string, sessionName: string, durationSeconds: number): Promise<AssumedCredentials> {
     const form = `Action=AssumeRole&Version=2011-06-15&RoleArn=${formValue(roleArn)}&RoleSessionName=${formValue(sessionName)}&DurationSeconds=${durationSeconds}`;
     const answer = await this.calls.send({
-      abortSignal: AbortSignal.timeout(ASSUME_ROLE_BUDGET_MS),
+      abortSignal: AbortSignal.timeout(this.opts.budgetMs ?? ASSUME_ROLE_BUDGET_MS),
       clientName: 'STSClient',
       commandName: 'AssumeRoleCommand',
       input: { RoleArn: roleArn, RoleSessionName: sessionName, DurationSeconds: durationSeconds },

@@ -28,6 +28,7 @@ import { Tx } from '../db/tx';
 import { newId } from '../ids';
 import { now, nowIso } from '../clock';
 import { ConditionFailed, errors, type ErrorDetail } from '../errors';
+import { logger } from '../logger';
 import type { MutationContext } from '../context';
 import { batchGetConsistent, keyId } from '../db/batch-get';
 import { ACTIVE_STATUSES, type JobItem } from '../jobs/model';
@@ -197,7 +198,12 @@ export async function uploadPresigned(ctx: MutationContext, sub: SubmissionItem,
   const { files: _files, ...device } = req;
   // Signed before the plan is written: a signing failure (STS) then changes nothing. The URLs expire
   // with the reservation (or retry window): bytes landing later could not complete it.
-  const signed = await presignUploads(uploads.map((u) => ({ key: u.key, contentType: u.content_type, sizeBytes: u.size_bytes })), new Date(w.reserved_until));
+  const signed = await presignUploads(uploads.map((u) => ({ key: u.key, contentType: u.content_type, sizeBytes: u.size_bytes })), new Date(w.reserved_until)).catch((err: unknown) => {
+    // The upload-signing role could not be assumed (STS throttled or unreachable): nothing was
+    // written, so the same request may simply be sent again.
+    logger.error('upload URLs could not be signed', { error: err as Error, submission_id: sub.id });
+    throw errors.unavailable('The upload URLs could not be signed right now; nothing was stored. Send the same request again in a few seconds.', 'upload_signing_unavailable', 5);
+  });
   await writePlan(sub, w, uploads, round, device);
   const body = {
     object: 'upload_instructions' as const,

@@ -95,6 +95,20 @@ describe('the AssumeRole call, on the wire', () => {
   });
 });
 
+it('a call STS does not answer gives up within its budget, its retries included, instead of holding the request', async () => {
+  const silent = createServer(() => undefined); // takes the request, never answers
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+  const client = new StsClient({ region: 'us-east-1', endpoint: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, credentials: async () => local, budgetMs: 300 });
+  try {
+    // Aborted by the budget on its first attempt (a socket time-out would fail later, on its third).
+    await expect(client.assumeRole(ROLE, 's1', 3600)).rejects.toMatchObject({ name: 'AbortError', $metadata: { attempts: 1 } });
+  } finally {
+    client.destroy();
+    silent.closeAllConnections();
+    await new Promise((r) => silent.close(r));
+  }
+});
+
 describe('the local STS emulator answers as STS does', () => {
   let sts: StsEmulator;
   let issued: IssuedCredentials;

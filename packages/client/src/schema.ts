@@ -6160,6 +6160,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description `details[0].code = upload_signing_unavailable`: the pre-signed URLs could not be signed right now; nothing was stored. Send the same request again after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "worker.submissions.retry": {
@@ -6325,6 +6335,16 @@ export interface operations {
             };
             /** @description Unexpected failure; retrying is safe. */
             500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `details[0].code = upload_signing_unavailable`: the pre-signed URLs could not be signed right now; nothing was stored. Send the same request again after `Retry-After` seconds. */
+            503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
