@@ -346,7 +346,8 @@ export async function checksumOf(algorithm: string, body: Buffer): Promise<strin
 }
 
 const iso = (d: Date) => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
-const xmlEscape = (s: string) => s.replace(/[<>&'"]/g, (c) => `&#${c.charCodeAt(0)};`);
+/** Text escaped for an element of an XML answer (the local S3's and STS's errors). */
+export const xmlEscape = (s: string) => s.replace(/[<>&'"]/g, (c) => `&#${c.charCodeAt(0)};`);
 
 /** S3's XML error document. */
 export function s3ErrorXml(code: string, message: string, requestId: string, extra: Record<string, string> = {}): string {
@@ -399,7 +400,8 @@ function forward(opts: SigV4FrontOptions, req: IncomingMessage, res: ServerRespo
   else req.pipe(upstream);
 }
 
-function readAll(req: IncomingMessage): Promise<Buffer> {
+/** A request's whole body. */
+export function readAll(req: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));

@@ -21,7 +21,7 @@ import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { now } from '../shared/clock';
-import { verifySigV4, type Credentials, type CredentialLookup, type TemporaryCredentials } from './s3-sigv4';
+import { readAll, verifySigV4, xmlEscape, type Credentials, type CredentialLookup, type TemporaryCredentials } from './s3-sigv4';
 
 const MIN_SECONDS = 900;
 /** Role chaining: a role assumed with another role's credentials gets at most one hour. */
@@ -77,7 +77,6 @@ export interface StsEmulatorOptions {
   issued: IssuedCredentials;
 }
 
-const xmlEscape = (s: string) => s.replace(/[<>&'"]/g, (c) => `&#${c.charCodeAt(0)};`);
 const requestId = () => `${randomBytes(4).toString('hex')}-${randomBytes(2).toString('hex')}-${randomBytes(2).toString('hex')}-${randomBytes(2).toString('hex')}-${randomBytes(6).toString('hex')}`;
 
 function answer(res: ServerResponse, status: number, xml: string): void {
@@ -90,19 +89,12 @@ function error(res: ServerResponse, status: number, code: string, message: strin
   answer(res, status, `<ErrorResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><Error><Type>${type}</Type><Code>${code}</Code><Message>${xmlEscape(message)}</Message></Error><RequestId>${requestId()}</RequestId></ErrorResponse>`);
 }
 
-const readBody = (req: IncomingMessage) =>
-  new Promise<Buffer>((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks)));
-    req.on('error', reject);
-  });
 
 /** `ASIA` + 16 characters, as STS's temporary access key ids. */
 const accessKeyId = () => `ASIA${[...randomBytes(16)].map((b) => 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567'[b % 32]).join('')}`;
 
 async function assumeRole(opts: StsEmulatorOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const body = await readBody(req);
+  const body = await readAll(req);
   const verdict = await verifySigV4({ method: req.method ?? 'POST', url: req.url ?? '/', rawHeaders: req.rawHeaders }, opts.credentials, opts.region, now(), 'sts');
   if (!verdict.ok) return error(res, verdict.status, verdict.code, verdict.message);
   if (verdict.payloadSha256 && createHash('sha256').update(body).digest('hex') !== verdict.payloadSha256) {

@@ -13,17 +13,13 @@
 import type { AwsCredentialIdentity, AwsCredentialIdentityProvider } from '@smithy/types';
 import { partition } from '@aws-sdk/core/client';
 import { AwsServiceError, HttpRequest, SignedClient, USER_AGENT } from './signed-call';
+import { xmlField } from './xml';
 
 export interface AssumedCredentials extends AwsCredentialIdentity {
   sessionToken: string;
   expiration: Date;
 }
 
-const xmlText = (s: string) => s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&amp;/g, '&');
-const xmlField = (xml: string, tag: string) => {
-  const m = new RegExp(`<${tag}>([^<]*)</${tag}>`).exec(xml);
-  return m ? xmlText(m[1]!.trim()) : undefined;
-};
 
 /** The query protocol's error document: `<ErrorResponse><Error><Code>…</Code><Message>…`. */
 function readStsError(status: number, _headers: Record<string, string>, body: Uint8Array) {

@@ -18,7 +18,7 @@
  * records it (`tick_sent`). A tick redelivered after it advanced the state, whose successor was
  * never recorded as sent (the function stopped between the two), sends that successor again.
  */
-import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, UpdateCommand, paginateQuery } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { randomBytes } from 'node:crypto';
 import { db, tableName } from '../db/client';
@@ -205,23 +205,19 @@ type InFlight = Pick<SubmissionItem, 'id' | 'status' | 'attempt' | 'worker_id'>;
 async function inFlight(job: JobItem, workers: string[]): Promise<InFlight[]> {
   const ix = indexKeys.jobSubmissions(job.id);
   const found: InFlight[] = [];
-  let startKey: Record<string, unknown> | undefined;
-  do {
-    const out = await db().send(
-      new QueryCommand({
-        TableName: tableName(),
-        IndexName: ix.index,
-        KeyConditionExpression: '#pk = :pk',
-        FilterExpression: '#s IN (:rp, :ps)',
-        ProjectionExpression: 'id, #s, attempt, worker_id',
-        ExpressionAttributeNames: { '#pk': 'GSI1PK', '#s': 'status' },
-        ExpressionAttributeValues: { ':pk': ix.pk, ':rp': 'retry_pending', ':ps': 'pending_score' },
-        ExclusiveStartKey: startKey,
-      }),
-    );
-    found.push(...((out.Items ?? []) as InFlight[]));
-    startKey = out.LastEvaluatedKey;
-  } while (startKey);
+  const pages = paginateQuery(
+    { client: db() },
+    {
+      TableName: tableName(),
+      IndexName: ix.index,
+      KeyConditionExpression: '#pk = :pk',
+      FilterExpression: '#s IN (:rp, :ps)',
+      ProjectionExpression: 'id, #s, attempt, worker_id',
+      ExpressionAttributeNames: { '#pk': 'GSI1PK', '#s': 'status' },
+      ExpressionAttributeValues: { ':pk': ix.pk, ':rp': 'retry_pending', ':ps': 'pending_score' },
+    },
+  );
+  for await (const page of pages) found.push(...((page.Items ?? []) as InFlight[]));
   return found.filter((s) => workers.includes(s.worker_id));
 }
 

@@ -25,6 +25,7 @@ import { partition } from '@aws-sdk/core/client';
 import { buildQueryString, extendedEncodeURIComponent } from '@smithy/core/protocols';
 import { checkCall } from '../observability/invocation';
 import { AwsServiceError, HttpRequest, SignedClient, USER_AGENT, type SignedAnswer } from '../aws/signed-call';
+import { xmlEscape, xmlField } from '../aws/xml';
 
 export interface ObjectClientOptions {
   region: string;
@@ -63,12 +64,6 @@ const SIGNED_UPLOAD_HEADERS = new Set(['content-type', 'content-length', 'if-non
 
 const md5 = (b: Buffer) => createHash('md5').update(b).digest('base64');
 
-const xmlText = (s: string) => s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&amp;/g, '&');
-const xmlField = (xml: string, tag: string) => {
-  const m = new RegExp(`<${tag}>([^<]*)</${tag}>`).exec(xml);
-  return m ? xmlText(m[1]!) : undefined;
-};
-const xmlEscape = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
 /** S3's error document (`<Error><Code>…`); a HEAD answer has no body, so its status names it. */
 function readS3Error(status: number, _headers: Record<string, string>, body: Uint8Array) {
