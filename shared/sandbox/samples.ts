@@ -15,7 +15,8 @@ import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ffmpegPath, ffprobePath, run } from '../media/ffmpeg';
+import { ffmpegPath, ffprobePath, MediaToolMissingError, run } from '../media/ffmpeg';
+import { isMachineryFailure } from '../media/failures';
 import { measure } from '../media/metadata';
 import { MAX_SIZE_BYTES } from '../media/sniff';
 import { logger } from '../logger';
@@ -173,7 +174,12 @@ export async function sampleMediaFor(job: SampleJob): Promise<SampleMedia> {
       if (derived.size > DERIVED_KEPT) derived.delete(derived.keys().next().value!);
       p.catch(() => derived.delete(key));
     }
-    const media = await p.catch((e: unknown) => (e as Error).message);
+    // A tool, the disk or the memory failing is no fact about the job's limits: the message is
+    // retried instead of uploading a sample the pre-checks reject (as the pipeline does, D66).
+    const media = await p.catch((e: unknown) => {
+      if (isMachineryFailure(e)) throw e;
+      return (e as Error).message;
+    });
     if (media && typeof media === 'object') return media;
     why.push(`${s.content_type}: ${media ?? 'the derived file did not measure within the limits or the size cap'}`);
   }
@@ -236,7 +242,7 @@ const CONTAINER: Record<string, string> = { 'video/mp4': 'mp4', 'video/quicktime
 /** Runs ffmpeg with the input written to a temporary file; answers the output file's bytes. */
 async function ffmpegFile(input: Buffer, args: (inFile: string) => string[], s: Sample, timeoutMs: number): Promise<Buffer> {
   const bin = ffmpegPath();
-  if (!bin) throw new Error('ffmpeg is not available');
+  if (!bin) throw new MediaToolMissingError('ffmpeg');
   const format = CONTAINER[s.content_type];
   if (!format) throw new Error(`no container for ${s.content_type}`);
   const dir = await mkdtemp(join(tmpdir(), 'sandbox-sample-'));

@@ -77,3 +77,17 @@ test('a test audio job whose max_duration_seconds is below the samples\' 12 s co
     expect(f.annotations).toMatchObject({ type: 'audio' });
   }
 }, 180_000);
+
+test('a tool that cannot run is no fact about the job\'s limits: deriving the sample fails (the message is retried) instead of uploading one the pre-checks reject', async () => {
+  const { sampleMediaFor } = await import('../../shared/sandbox/samples');
+  const { isMachineryFailure } = await import('../../shared/media/failures');
+  const before = process.env.FFMPEG_PATH;
+  process.env.FFMPEG_PATH = '/nonexistent/ffmpeg';
+  try {
+    const err = await sampleMediaFor({ accepted_formats: ['audio/mpeg'], max_duration_seconds: 7 }).then(() => null, (e: unknown) => e);
+    expect(isMachineryFailure(err)).toBe(true);
+  } finally {
+    if (before === undefined) delete process.env.FFMPEG_PATH;
+    else process.env.FFMPEG_PATH = before;
+  }
+});
