@@ -28,7 +28,7 @@ import { BUCKET_PREFIXES, TRANSCRIBE_JOB_PREFIX } from '../shared/manifest/wirin
 import { DEFAULT_BEDROCK_MODEL_ID } from '../shared/scoring/bedrock-reply';
 import { BUCKET_GRANTS, REQUEST_COUNT_ATTRIBUTES, REQUEST_COUNT_PARTITIONS, WAIT_SLOT_ATTRIBUTES, WAIT_SLOT_PARTITIONS, type BucketAccess, type BucketAction } from '../shared/manifest/access';
 import { config } from '../shared/config';
-import { setLocalCallCheck } from '../shared/observability/invocation';
+import { setLocalAnswerCheck, setLocalCallCheck } from '../shared/observability/invocation';
 
 /** What one function was granted (its manifest entry). */
 export interface Grants {
@@ -252,4 +252,26 @@ export function checkGrantedCall(client: string, command: string, input: unknown
   else checkService(g, client, command, i);
 }
 
+/** The codes S3 answers for a key that holds no object. */
+const MISSING_OBJECT = new Set(['NoSuchKey', 'NotFound']);
+
+/**
+ * What the deployed role gets instead of an emulator's error: S3 answers a key that holds no object
+ * with 404 only to a caller allowed s3:ListBucket; to any other it answers 403 AccessDenied, so as
+ * not to tell which keys exist. s3rver answers 404 to everyone, so without this a function that
+ * counts on the 404 would pass here and fail deployed.
+ */
+export function answerAsGranted(client: string, command: string, _input: unknown, err: unknown): unknown {
+  const g = store.getStore();
+  if (!g || client !== 'S3Client') return err;
+  const e = err as { name?: string; $metadata?: { httpStatusCode?: number } } | null;
+  if (e?.$metadata?.httpStatusCode !== 404 || !MISSING_OBJECT.has(e.name ?? '')) return err;
+  if (allows(g.bucket, 's3:ListBucket', null)) return err;
+  const denied = new AccessDenied(`Access Denied (${g.fn} may not list the bucket, so a missing object answers 403, as deployed)`);
+  // A HEAD answer has no body, hence no code: 403 alone, which the object client names Forbidden.
+  if (command === 'HeadObjectCommand') denied.name = 'Forbidden';
+  return denied;
+}
+
 setLocalCallCheck(checkGrantedCall);
+setLocalAnswerCheck(answerAsGranted);

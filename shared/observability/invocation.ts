@@ -40,6 +40,24 @@ export function setLocalCallCheck(check: CallCheck | null): void {
   localCheck = check;
 }
 
+type AnswerCheck = (client: string, command: string, input: unknown, err: unknown) => unknown;
+let localAnswer: AnswerCheck | null = null;
+
+/** Local runtime: what the deployed role would get instead of an emulator's error (local/grants.ts). */
+export function setLocalAnswerCheck(check: AnswerCheck | null): void {
+  localAnswer = check;
+}
+
+/**
+ * After an AWS call failed (`traced()`): the error the deployed function would get. Locally an
+ * emulator may answer more than the function's role would learn (S3 tells a missing object with
+ * 404 only to a caller that may list the bucket, and 403 to any other); deployed, never set: the
+ * error as it came.
+ */
+export function answerAsDeployed(client: string, command: string, input: unknown, err: unknown): unknown {
+  return localAnswer ? localAnswer(client, command, input, err) : err;
+}
+
 /**
  * Before every AWS SDK call (`traced()`): throws when the current invocation was stopped, or when
  * the local runtime's grants refuse the call. Deployed, neither is ever set: nothing is checked.

@@ -20,7 +20,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Socket } from 'node:dgram';
 import { InvokeStore } from '@aws/lambda-invoke-store';
-import { checkCall, ensureRunning } from './invocation';
+import { answerAsDeployed, checkCall, ensureRunning } from './invocation';
 
 /** The middleware's name in a client's stack (one per stack). */
 export const XRAY_MIDDLEWARE = 'XRaySubsegment';
@@ -196,7 +196,9 @@ export function traced<T>(client: T): T {
     c.middlewareStack.add(
       (next, context) => (args) => {
         checkCall(context.clientName ?? '', context.commandName ?? '', args.input);
-        return next(args);
+        return next(args).catch((err: unknown) => {
+          throw answerAsDeployed(context.clientName ?? '', context.commandName ?? '', args.input, err);
+        });
       },
       { step: 'initialize', name: CHECK_MIDDLEWARE },
     );
@@ -228,6 +230,18 @@ export async function tracedCall<T extends { $metadata?: Metadata }>(
   send: (headers: Record<string, string>) => Promise<T>,
 ): Promise<T> {
   checkCall(call.clientName, call.commandName, input);
+  try {
+    return await tracedSend(call, input, send);
+  } catch (err) {
+    throw answerAsDeployed(call.clientName, call.commandName, input, err);
+  }
+}
+
+async function tracedSend<T extends { $metadata?: Metadata }>(
+  call: { clientName: string; commandName: string; region: string },
+  input: Record<string, unknown>,
+  send: (headers: Record<string, string>) => Promise<T>,
+): Promise<T> {
   if (!tracingOn()) return send({});
   const mw = xrayMiddleware({ middlewareStack: undefined as never, config: { region: call.region } });
   const handler = mw(async (args) => ({ output: await send(args.request?.headers ?? {}) }), call);

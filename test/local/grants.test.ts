@@ -59,6 +59,19 @@ describe('local runtime: a function makes only the calls its manifest entry gran
     await expect(asRoute('jobs.get', () => presignPut(key('d'), 'image/jpeg', 5))).rejects.toMatchObject({ name: 'AccessDenied' });
   });
 
+  it('a missing object answers 404 only to a function that may list the bucket, and 403 to any other, as S3 answers', async () => {
+    const missing = key('never-landed');
+    // Scoring may list the bucket: the object is missing.
+    await expect(asQueue('scoring', () => getObjectBytes(missing))).rejects.toMatchObject({ name: 'NoSuchKey', $metadata: { httpStatusCode: 404 } });
+    expect(await asQueue('scoring', () => tagVerdict([missing], 'rejected'))).toEqual([missing]);
+    // Annotation may not: S3 does not tell it whether the key exists.
+    await expect(asQueue('annotation', () => getObjectBytes(missing))).rejects.toMatchObject({ name: 'AccessDenied', $metadata: { httpStatusCode: 403 } });
+    await expect(asQueue('annotation', () => tagVerdict([missing], 'rejected'))).rejects.toMatchObject({ name: 'AccessDenied', $metadata: { httpStatusCode: 403 } });
+    // An object that exists answers the same to both.
+    await putObject(key('landed'), Buffer.from('bytes'), 'image/jpeg');
+    expect((await asQueue('annotation', () => getObjectBytes(key('landed')))).toString()).toBe('bytes');
+  });
+
   it('a function without bucket access makes no S3 call', async () => {
     await expect(asRoute('jobs.get', () => headObject(key('a')))).rejects.toMatchObject({ name: 'AccessDenied', $metadata: { httpStatusCode: 403 } });
     const sweep = SCHEDULES.find((s) => s.name === 'credit-expiry-sweep')!;
