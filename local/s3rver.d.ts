@@ -14,8 +14,16 @@ declare module 's3rver' {
     configureBuckets?: { name: string; configs?: (string | Buffer)[] }[];
   }
 
+  /** Its file store (lib/stores/filesystem.js): what local/s3.ts corrects. */
+  interface S3rverStore {
+    putObject(object: { bucket: string; key: string }): Promise<{ md5: string; size: number }>;
+    deleteObject(bucket: string, key: string): Promise<void>;
+    deleteSubresource(bucket: string, key: string, resourceType: 'tagging'): Promise<void>;
+  }
+
   class S3rver extends EventEmitter {
     constructor(options?: S3rverOptions);
+    readonly store: S3rverStore;
     run(): Promise<AddressInfo>;
     close(): Promise<void>;
     reset(): void;
