@@ -397,7 +397,14 @@ function forward(opts: SigV4FrontOptions, req: IncomingMessage, res: ServerRespo
     res.end(res.headersSent ? undefined : s3ErrorXml('ServiceUnavailable', 'The storage emulator is not reachable.', 'LOCAL'));
   });
   if (body) upstream.end(body);
-  else req.pipe(upstream);
+  else {
+    req.pipe(upstream);
+    // A client that goes away mid-body ends the call to the emulator too (a pipe would leave it
+    // waiting for the rest), so the cut-off upload fails there and stores nothing.
+    req.on('close', () => {
+      if (!req.complete) upstream.destroy();
+    });
+  }
 }
 
 /** A request's whole body. */

@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import type { S3ObjectCreatedNotificationEvent, S3ObjectCreatedNotificationEventDetail } from 'aws-lambda';
 import S3rver from 's3rver';
 import { startSigV4Front } from './s3-sigv4';
+import { correctStore } from './s3-store';
 import { s3rverUploadsDir } from './s3-multipart';
 import type { IssuedCredentials } from './sts';
 
@@ -112,27 +113,6 @@ export interface S3EmulatorOptions {
   onObjectCreated(event: ObjectCreatedEvent): void;
 }
 
-/**
- * S3 gives an object its tags when it is written (none unless the request sets them) and deletes
- * them with it: a PUT or a completed multipart upload over a key replaces its tags, and a key
- * deleted and written again starts with none. s3rver keeps a key's tag file across both, so an
- * object written again would keep the tags of the one it replaced (a keyframe stored again over a
- * rejected video's would stay tagged `verdict=rejected` here and not deployed, or the reverse).
- */
-function dropTagsWithObject(store: S3rver['store']): void {
-  const put = store.putObject.bind(store);
-  const remove = store.deleteObject.bind(store);
-  store.putObject = async (object) => {
-    const stored = await put(object);
-    await store.deleteSubresource(object.bucket, object.key, 'tagging');
-    return stored;
-  };
-  store.deleteObject = async (bucket, key) => {
-    await remove(bucket, key);
-    await store.deleteSubresource(bucket, key, 'tagging');
-  };
-}
-
 export async function startS3Emulator(opts: S3EmulatorOptions): Promise<S3Emulator> {
   const host = opts.host ?? '127.0.0.1';
   const server = new S3rver({
@@ -142,7 +122,7 @@ export async function startS3Emulator(opts: S3EmulatorOptions): Promise<S3Emulat
     silent: true,
     configureBuckets: [{ name: opts.bucket, configs: [] }],
   });
-  dropTagsWithObject(server.store);
+  correctStore(server.store);
   server.on('event', (notification: { Records: S3rverRecord[] }) => {
     for (const record of notification.Records) {
       const event = toObjectCreatedEvent(record, opts);

@@ -16,7 +16,9 @@ declare module 's3rver' {
 
   /** Its file store (lib/stores/filesystem.js): what local/s3.ts corrects. */
   interface S3rverStore {
-    putObject(object: { bucket: string; key: string }): Promise<{ md5: string; size: number }>;
+    getResourcePath(bucket: string, key: string, resource: 'object'): string;
+    putObject(object: { bucket: string; key: string; content: Buffer | NodeJS.ReadableStream; metadata: Record<string, string> }): Promise<{ md5: string; size: number }>;
+    putMetadata(bucket: string, key: string, metadata: Record<string, string>, md5: string): Promise<void>;
     deleteObject(bucket: string, key: string): Promise<void>;
     deleteSubresource(bucket: string, key: string, resourceType: 'tagging'): Promise<void>;
   }

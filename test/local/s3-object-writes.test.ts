@@ -1,0 +1,90 @@
+import { request } from 'node:http';
+import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { S3_LOCAL_CREDENTIALS } from '../../local/s3';
+import { startTestRuntime, type TestRuntime } from '../support/harness';
+
+// S3 shows an object only once its PUT succeeded, never a part of one; a PUT cut off midway
+// stores nothing; an object being replaced reads as the old one until the new one is whole.
+// s3rver wrote a PUT's bytes straight into the object's file (local/s3-store.ts).
+describe('local S3: an object is stored whole, or not at all', () => {
+  let rt: TestRuntime;
+  let s3: S3Client;
+
+  beforeAll(async () => {
+    rt = await startTestRuntime({ enablePollers: false, enableStreams: false });
+    s3 = new S3Client({ endpoint: rt.s3Endpoint, forcePathStyle: true, region: 'us-east-1', credentials: S3_LOCAL_CREDENTIALS, requestChecksumCalculation: 'WHEN_REQUIRED' });
+  });
+  afterAll(async () => {
+    s3?.destroy();
+    await rt?.stop();
+  });
+
+  const size = 256 * 1024;
+  const bytes = (fill: number) => Buffer.alloc(size, fill);
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+  /** A pre-signed PUT whose first half is sent now; `rest()` sends the second half, `cut()` drops the connection. */
+  async function slowPut(key: string, body: Buffer) {
+    const url = new URL(await getSignedUrl(s3, new PutObjectCommand({ Bucket: rt.bucketName, Key: key, ContentType: 'image/jpeg' }), { expiresIn: 300 }));
+    let answered!: (status: number) => void;
+    const status = new Promise<number>((r) => (answered = r));
+    const req = request(url, { method: 'PUT', headers: { 'Content-Type': 'image/jpeg', 'Content-Length': String(body.length) } }, (res) => {
+      res.resume();
+      answered(res.statusCode ?? 0);
+    });
+    req.on('error', () => answered(0));
+    req.write(body.subarray(0, body.length / 2));
+    await sleep(300); // the first half has reached the emulator
+    return {
+      rest: async () => {
+        req.end(body.subarray(body.length / 2));
+        return status;
+      },
+      cut: () => req.destroy(),
+    };
+  }
+  const head = (key: string) =>
+    s3.send(new HeadObjectCommand({ Bucket: rt.bucketName, Key: key })).then(
+      (r) => r.ContentLength,
+      (e: { $metadata?: { httpStatusCode?: number } }) => (e.$metadata?.httpStatusCode === 404 ? null : Promise.reject(e)),
+    );
+  const read = async (key: string) => Buffer.from(await (await s3.send(new GetObjectCommand({ Bucket: rt.bucketName, Key: key }))).Body!.transformToByteArray());
+
+  it('an object being uploaded does not exist until its PUT succeeds, then has all its bytes', async () => {
+    const key = 'uploads/sub_writes/r1/a.jpg';
+    const put = await slowPut(key, bytes(1));
+    expect(await head(key)).toBeNull();
+    expect(await put.rest()).toBe(200);
+    expect(await head(key)).toBe(size);
+    expect((await read(key)).equals(bytes(1))).toBe(true);
+  });
+
+  it('an upload cut off midway stores nothing, and lists nothing', async () => {
+    const key = 'uploads/sub_writes/r1/b.jpg';
+    const put = await slowPut(key, bytes(2));
+    put.cut();
+    await sleep(300);
+    expect(await head(key)).toBeNull();
+    const listed = await s3.send(new ListObjectsV2Command({ Bucket: rt.bucketName, Prefix: 'uploads/sub_writes/r1/b' }));
+    expect(listed.KeyCount).toBe(0);
+  });
+
+  it('an object being replaced reads as the old one until the new one is whole', async () => {
+    const key = 'uploads/sub_writes/r1/c.jpg';
+    await s3.send(new PutObjectCommand({ Bucket: rt.bucketName, Key: key, Body: bytes(3), ContentType: 'image/jpeg' }));
+    const put = await slowPut(key, bytes(4));
+    expect((await read(key)).equals(bytes(3))).toBe(true);
+    expect(await put.rest()).toBe(200);
+    expect((await read(key)).equals(bytes(4))).toBe(true);
+  });
+
+  it('a replacement cut off midway leaves the old object', async () => {
+    const key = 'uploads/sub_writes/r1/d.jpg';
+    await s3.send(new PutObjectCommand({ Bucket: rt.bucketName, Key: key, Body: bytes(5), ContentType: 'image/jpeg' }));
+    const put = await slowPut(key, bytes(6));
+    put.cut();
+    await sleep(300);
+    expect((await read(key)).equals(bytes(5))).toBe(true);
+  });
+});
