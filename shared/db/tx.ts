@@ -70,6 +70,27 @@ export class Tx {
     return this.add(label, { ConditionCheck: { TableName: tableName(), Key: key, ...cond(opts) } as never });
   }
 
+  /**
+   * DynamoDB refuses a transaction that names one item twice with a ValidationException ("cannot
+   * include multiple operations on one item"); DynamoDB Local reports some such transactions as a
+   * failed condition instead, which the caller would read as a business outcome. Refused here,
+   * before sending, with DynamoDB's own error, so both sides fail the same way.
+   */
+  private refuseRepeatedItems(): void {
+    const seen = new Map<string, string>();
+    this.items.forEach((item, i) => {
+      const key = (item.Put?.Item ?? item.Update?.Key ?? item.Delete?.Key ?? item.ConditionCheck?.Key) as Key | undefined;
+      if (!key) return;
+      const id = `${String(key.PK)}\u0000${String(key.SK)}`;
+      const first = seen.get(id);
+      if (first !== undefined) {
+        const message = `Transaction request cannot include multiple operations on one item (${first} and ${this.labels[i]}: ${String(key.PK)} ${String(key.SK)})`;
+        throw Object.assign(new Error(message), { name: 'ValidationException' });
+      }
+      seen.set(id, this.labels[i]!);
+    });
+  }
+
   /** Runs `fn` once this transaction has committed (never when it fails). */
   onCommit(fn: () => void): this {
     this.committed.push(fn);
@@ -86,6 +107,7 @@ export class Tx {
   async commit(): Promise<void> {
     if (this.items.length === 0) return;
     if (this.items.length > 100) throw new Error(`transaction too large: ${this.items.length} items`);
+    this.refuseRepeatedItems();
     for (let attempt = 0; ; attempt++) {
       try {
         await db().send(new TransactWriteCommand({ TransactItems: this.items }));

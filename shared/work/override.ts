@@ -92,6 +92,13 @@ export function overrideConflict(sub: SubmissionItem, job: JobItem | undefined, 
     if (sub.uploads.some((u) => (sub.parts?.[u.file_id] as { annotation_error?: unknown } | undefined)?.annotation_error)) {
       return conflict('invalid_state', 'A file of this submission could not be decoded for annotation; it cannot be delivered, so it cannot be approved.');
     }
+    // D26: identical bytes are delivered once per job, so a submission two of whose files are
+    // identical (rejected as `duplicate`) cannot be approved whole; its transaction would also
+    // name the job's and the tenant's hash items twice, which DynamoDB refuses outright.
+    const hashes = sub.uploads.map((u) => sub.parts?.[u.file_id]?.metadata?.content_hash).filter((h): h is string => !!h);
+    if (new Set(hashes).size !== hashes.length) {
+      return conflict('invalid_state', 'Two files of this submission are identical, and identical bytes are delivered once per job; it cannot be approved.');
+    }
     const n = sub.uploads.length;
     // A retry_pending submission still holds its slots in files_pending; a rejected one needs free ones.
     const slotsOk = sub.status === 'retry_pending' ? approvalAllowed(job, n) : approvalAllowed(job, n) && freeSlots(job) >= n;

@@ -219,6 +219,26 @@ describe('D71: POST /v1/submissions/{id}/override', () => {
       expect(await tagsOf(kept!)).toEqual({ verdict: 'rejected' });
     });
 
+    it('invalid_state: approving a submission rejected because two of its files are identical (identical bytes are delivered once per job, D26)', async () => {
+      const buyer = await liveBuyer(rt);
+      const j = await createJob(rt, buyer.live, { files_needed: 2, files_per_submission: 2, price_per_file_cents: 10 });
+      const w = await signupWorker(rt);
+      const a = await accept(rt, w.token, j.id);
+      const bytes = await detailedJpeg(251);
+      const m = multipart([
+        { filename: 'a.jpg', contentType: 'image/jpeg', data: bytes },
+        { filename: 'b.jpg', contentType: 'image/jpeg', data: bytes },
+      ]);
+      expect((await rt.request('POST', `/internal/worker/submissions/${a.json.id}/upload`, { key: w.token, body: m.body, headers: { 'Content-Type': m.contentType } })).status).toBe(202);
+      expect(await verdictOf(w.token, a.json.id)).toMatchObject({ status: 'rejected', reason_codes: ['duplicate'] });
+      const before = await credits(buyer.live);
+      const r = await override(buyer.live, a.json.id, { decision: 'approve', reason_code: 'other' });
+      expect([r.status, r.json.error?.details?.[0]?.code]).toEqual([409, 'invalid_state']);
+      expect(r.json.error.message).toMatch(/identical/);
+      expect(await credits(buyer.live)).toEqual(before);
+      expect((await rt.request('GET', `/v1/jobs/${j.id}/files?min_score=1`, { key: buyer.live })).json.data).toEqual([]);
+    });
+
     it('an approval the transaction refuses (the bytes are already approved in this organization) leaves the files tagged verdict=rejected', async () => {
       const buyer = await liveBuyer(rt);
       const bytes = await detailedJpeg(241);
