@@ -200,7 +200,11 @@ export async function acquire(opts: {
       }
       return { kind: 'acquired', handle: new IdempotencyHandle(opts.scope, keyHash, opts.requestId, opts.successStatus, sealing) };
     } catch (err) {
-      if (!(err instanceof ConditionalCheckFailedException)) throw err;
+      // A TransactionConflictException: the first request's transaction, which completes this
+      // record, is committing right now (DynamoDB refuses a plain write to an item a transaction
+      // holds; DynamoDB Local serialises them and never answers it). Read the record as for a
+      // failed condition: still in progress (409, retry) or already answered (replayed).
+      if (!(err instanceof ConditionalCheckFailedException) && (err as Error).name !== 'TransactionConflictException') throw err;
     }
     const out = await db().send(new GetCommand({ TableName: tableName(), Key: k, ConsistentRead: true }));
     const rec = out.Item;

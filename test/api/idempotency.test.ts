@@ -5,6 +5,7 @@ import { clock, HOUR_MS } from '../../shared/clock';
 import { acquire } from '../../shared/idempotency';
 import { Tx } from '../../shared/db/tx';
 import { ConditionFailed } from '../../shared/errors';
+import { db } from '../../shared/db/client';
 
 let rt: TestRuntime;
 let a: TestBuyer;
@@ -178,6 +179,26 @@ describe('the response recorded in a transaction counts only once that transacti
     const failing = { prepare: async () => Promise.reject(new Error('KMS throttled')) } as never;
     await expect(acquire({ scope, key, fingerprint: 'f', requestId: 'req_a', successStatus: 200, sealer: failing })).rejects.toThrow(/KMS throttled/);
     expect((await acquire({ scope, key, fingerprint: 'f', requestId: 'req_b', successStatus: 200 })).kind).toBe('acquired');
+  });
+
+  test('a retry that meets the first request committing (DynamoDB answers TransactionConflictException to its lock) is told the key is in use, never a 500', async () => {
+    const scope = `org_idem${Date.now()}#test`;
+    const key = idemKey();
+    expect((await acquire({ scope, key, fingerprint: 'f', requestId: 'req_a', successStatus: 200 })).kind).toBe('acquired');
+    // As DynamoDB answers a write to an item that a transaction is committing; DynamoDB Local never does.
+    const client = db();
+    const spy = jest.spyOn(client, 'send').mockImplementationOnce(async () => {
+      throw Object.assign(new Error('Transaction is ongoing for the item'), { name: 'TransactionConflictException', $fault: 'client', $metadata: { httpStatusCode: 400 } });
+    });
+    try {
+      await expect(acquire({ scope, key, fingerprint: 'f', requestId: 'req_b', successStatus: 200 })).rejects.toMatchObject({
+        status: 409,
+        details: [expect.objectContaining({ code: 'idempotency_key_in_use' })],
+      });
+      expect(spy).toHaveBeenCalledTimes(2); // the refused lock, then the consistent read of the record
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   test('a transaction that commits records the response', async () => {
