@@ -12,7 +12,8 @@
  * (`withdrawn_object_keys`) and the `submission.overridden` event of the same commit queues their
  * deletion through the table stream (shared/work/withdrawn-objects.ts).
  */
-import { BatchGetCommand, paginateQuery } from '@aws-sdk/lib-dynamodb';
+import { paginateQuery } from '@aws-sdk/lib-dynamodb';
+import { batchGetConsistent } from '../db/batch-get';
 import { db, tableName } from '../db/client';
 import { keys } from '../db/keys';
 import type { Tx } from '../db/tx';
@@ -37,10 +38,10 @@ export interface Withdrawal {
 
 type Item = Record<string, unknown>;
 
+/** The Files, every key read (a batch may leave keys unprocessed: they are read again, not taken for missing). */
 async function readFiles(ids: string[]): Promise<Item[]> {
   if (ids.length === 0) return [];
-  const out = await db().send(new BatchGetCommand({ RequestItems: { [tableName()]: { Keys: ids.map((id) => keys.file(id)), ConsistentRead: true } } }));
-  return (out.Responses?.[tableName()] as Item[] | undefined) ?? [];
+  return [...(await batchGetConsistent(ids.map((id) => keys.file(id)))).values()];
 }
 
 /** The payout of the approval: by the id kept on the submission, else found in the worker's payouts. */
