@@ -101,6 +101,11 @@ export interface RuntimeOptions {
    */
   consumerConcurrency?: number | Record<string, number>;
   /**
+   * Every queue batch handed to two consumer invocations at once, as SQS may deliver a message to
+   * two receivers (local/sqs.ts): tests that prove the consumers idempotent. Off by default.
+   */
+  duplicateDeliveries?: boolean;
+  /**
    * Worker threads for the image models and pixel analysis (local/model-pool.ts), so the consumers'
    * models use the machine's cores as separate Lambda invocations would; 0 runs them on this
    * process's main thread. Default: LOCAL_MODEL_WORKERS, else the consumer concurrency (a number
@@ -363,7 +368,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
         }
         const cc = opts.consumerConcurrency;
         const concurrency = (typeof cc === 'number' ? cc : cc?.[q.def.name]) ?? q.def.maxConcurrency ?? defaultConsumerConcurrency();
-        const poller = new QueuePoller({ client: sqs, queue: q, handler: async () => grantedTo(q.def.name, q.def.access, await loadHandler(q.def.consumer), { consumes: q.def.name }), log, waitTimeSeconds: opts.pollWaitSeconds, concurrency });
+        const poller = new QueuePoller({ client: sqs, queue: q, handler: async () => grantedTo(q.def.name, q.def.access, await loadHandler(q.def.consumer), { consumes: q.def.name }), log, waitTimeSeconds: opts.pollWaitSeconds, concurrency, duplicateDeliveries: opts.duplicateDeliveries });
         poller.start();
         stops.push(() => poller.stop());
         polledQueues.push(q.def.name);

@@ -198,6 +198,11 @@ export interface QueuePollerOptions {
    * mapping runs several at once. Default: the machine's cores.
    */
   concurrency?: number;
+  /**
+   * SQS delivers at least once: a message can reach two receivers. On, every batch is handed to
+   * two invocations at once (tests of idempotent consumers). Off by default.
+   */
+  duplicateDeliveries?: boolean;
 }
 
 /** The default number of concurrent consumer invocations per queue: the machine's cores. */
@@ -263,6 +268,32 @@ export class QueuePoller {
     }
   }
 
+  /** One invocation of the consumer with these records (its own copy of them), and its outcome. */
+  private async invoke(records: SQSRecord[]): Promise<{ error: unknown } | { result: unknown }> {
+    const { queue, log } = this.opts;
+    const event: SQSEvent = { Records: structuredClone(records) };
+    this.peak = Math.max(this.peak, ++this.inFlight);
+    try {
+      // Loading the module is Lambda's init phase, outside the invocation's timeout.
+      const handler = await this.opts.handler();
+      const context = lambdaContext(`${queue.def.name}-consumer`, queue.def.consumerTimeoutSeconds, queue.def.consumerMemoryMb);
+      const invoked = await invokeWithTimeout(handler, event, context, queue.def.consumerTimeoutSeconds * 1000);
+      if ('timedOut' in invoked) {
+        this.timeouts++;
+        log.error(
+          `sqs ${queue.def.name}: consumer timed out after ${queue.def.consumerTimeoutSeconds} s on a batch of ${records.length}; ` +
+            'nothing is deleted, the messages come back after their visibility timeout',
+        );
+      } else if ('error' in invoked) log.error(`sqs ${queue.def.name}: consumer failed for a batch of ${records.length}`, invoked.error);
+      return invoked;
+    } catch (error) {
+      log.error(`sqs ${queue.def.name}: consumer failed for a batch of ${records.length}`, error);
+      return { error };
+    } finally {
+      this.inFlight--;
+    }
+  }
+
   /** Receives one batch (long poll), invokes the consumer and deletes what succeeded. Returns the batch size. */
   async pollOnce(): Promise<number> {
     const { client, queue, log } = this.opts;
@@ -280,29 +311,13 @@ export class QueuePoller {
     if (!messages.length) return 0;
 
     const records = messages.map((m) => toSqsRecord(m, queue.arn, localRegion()));
-    const event: SQSEvent = { Records: records };
-    let outcome: { error: unknown } | { result: unknown };
-    this.peak = Math.max(this.peak, ++this.inFlight);
-    try {
-      // Loading the module is Lambda's init phase, outside the invocation's timeout.
-      const handler = await this.opts.handler();
-      const context = lambdaContext(`${queue.def.name}-consumer`, queue.def.consumerTimeoutSeconds, queue.def.consumerMemoryMb);
-      const invoked = await invokeWithTimeout(handler, event, context, queue.def.consumerTimeoutSeconds * 1000);
-      outcome = invoked;
-      if ('timedOut' in invoked) {
-        this.timeouts++;
-        log.error(
-          `sqs ${queue.def.name}: consumer timed out after ${queue.def.consumerTimeoutSeconds} s on a batch of ${records.length}; ` +
-            'nothing is deleted, the messages come back after their visibility timeout',
-        );
-      } else if ('error' in invoked) log.error(`sqs ${queue.def.name}: consumer failed for a batch of ${records.length}`, invoked.error);
-    } catch (error) {
-      outcome = { error };
-      log.error(`sqs ${queue.def.name}: consumer failed for a batch of ${records.length}`, error);
-    } finally {
-      this.inFlight--;
-    }
-    const done = successfulRecords(records, outcome);
+    // At-least-once, made certain (tests): every batch is handed to two invocations at once, as when
+    // SQS delivers a message to two receivers; what either completes is deleted, as either's
+    // DeleteMessage would delete it.
+    const copies = this.opts.duplicateDeliveries ? 2 : 1;
+    const outcomes = await Promise.all(Array.from({ length: copies }, () => this.invoke(records)));
+    const doneIds = new Set(outcomes.flatMap((o) => successfulRecords(records, o)).map((r) => r.messageId));
+    const done = records.filter((r) => doneIds.has(r.messageId));
     if (done.length) {
       await client.send(
         new DeleteMessageBatchCommand({

@@ -1,0 +1,91 @@
+/**
+ * SQS delivers at least once: a message can reach two receivers at the same moment. Here every
+ * queue batch of the whole stack (scoring, annotation, webhooks, exports, cancellations,
+ * withdrawals, top-ups, the sandbox) is handed to two consumer invocations at once (the runtime's
+ * `duplicateDeliveries`), and a buyer's whole flow must come out as if each message had been
+ * delivered once (D54, D31): one verdict, one File and one charge per file, one payout each, one
+ * event per state change, each delivered to the endpoint (copies of a delivery identical), one
+ * export with every File.
+ */
+import { randomUUID } from 'node:crypto';
+import { startDevReceiver, type DevReceiver } from '../../shared/webhooks/dev-receiver';
+import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
+import { accept, createJob, detailedJpeg, liveBuyer, signupWorker, uploadFile, waitForVerdict } from './support';
+
+jest.setTimeout(240_000);
+
+describe('every queue message delivered twice at once changes nothing', () => {
+  let rt: TestRuntime;
+  let rx: DevReceiver;
+  beforeAll(async () => {
+    process.env.LOCAL_FIXED_OTP = '123456';
+    rt = await startTestRuntime({ duplicateDeliveries: true });
+    rx = await startDevReceiver();
+  });
+  afterAll(async () => {
+    await rx?.close();
+    await rt?.stop();
+  });
+
+  const post = (key: string, path: string, body: unknown) => rt.request('POST', path, { key, body, headers: { 'Idempotency-Key': randomUUID() } });
+
+  it('a job filled by two workers: one verdict, File, charge and payout per submission; one event per change, each delivered; one export of both Files', async () => {
+    const buyer = await liveBuyer(rt);
+    const hook = `/hook/${randomUUID()}`;
+    expect((await post(buyer.live, '/v1/webhook_endpoints', { url: `${rx.url}${hook}`, events: ['*'] })).status).toBe(201);
+    const before = (await rt.request('GET', '/v1/billing/credits', { key: buyer.live })).json;
+    const job = await createJob(rt, buyer.live, { files_needed: 2, price_per_file_cents: 10 });
+
+    const workers = [await signupWorker(rt), await signupWorker(rt)];
+    const subs: string[] = [];
+    for (const [i, w] of workers.entries()) {
+      const a = await accept(rt, w.token, job.id);
+      expect(a.status).toBe(201);
+      expect((await uploadFile(rt, w.token, a.json.id, await detailedJpeg(900 + i))).status).toBe(202);
+      subs.push(a.json.id);
+    }
+    for (const [i, w] of workers.entries()) expect(await waitForVerdict(rt, w.token, subs[i]!)).toMatchObject({ status: 'approved', payout_cents: 8 });
+
+    // Money: two deductions of the price, the escrow spent, nothing held.
+    const deductions = (await rt.request('GET', '/v1/billing/transactions?type=deduction&limit=100', { key: buyer.live })).json.data;
+    expect(deductions.map((d: { amount_cents: number; submission_id: string }) => [d.amount_cents, d.submission_id]).sort()).toEqual(subs.map((s) => [-10, s]).sort());
+    const after = (await rt.request('GET', '/v1/billing/credits', { key: buyer.live })).json;
+    expect(after).toMatchObject({ available_cents: before.available_cents - 20, held_cents: 0 });
+    expect((await rt.request('GET', `/v1/jobs/${job.id}`, { key: buyer.live })).json).toMatchObject({ status: 'completed', files_approved: 2 });
+    expect((await rt.request('GET', `/v1/jobs/${job.id}/files?min_score=1`, { key: buyer.live })).json.data).toHaveLength(2);
+
+    // Events: one per change, each delivered. Webhooks are at least once too (D37): two copies of
+    // an attempt message may both send; the receiver then gets the same webhook-id and the same
+    // signed bytes, which it deduplicates on, and the delivery counts one attempt.
+    const events = async (type: string) => (await rt.request('GET', `/v1/webhook_events?type=${type}&limit=100`, { key: buyer.live })).json.data as { id: string }[];
+    expect(await events('submission.approved')).toHaveLength(2);
+    expect(await events('job.completed')).toHaveLength(1);
+    const all = (await rt.request('GET', '/v1/webhook_events?limit=100', { key: buyer.live })).json.data as { id: string; type: string }[];
+    await waitFor(async () => all.every((e) => rx.at(hook).some((r) => r.event.id === e.id)), { timeoutMs: 60_000 });
+    // The copies did reach the consumers: the webhooks queue's dispatcher sent some events twice.
+    expect(rx.at(hook).length).toBeGreaterThan(all.length);
+    for (const e of all) {
+      const copies = rx.at(hook).filter((r) => r.event.id === e.id);
+      expect(new Set(copies.map((c) => c.headers['webhook-id']))).toEqual(new Set([e.id]));
+      expect(new Set(copies.map((c) => c.rawBody)).size).toBe(1);
+    }
+    await waitFor(async () => {
+      const listed = (await rt.request('GET', '/v1/webhook_events?limit=100', { key: buyer.live })).json.data as { delivery_status: string; attempts?: number }[];
+      return listed.every((e) => e.delivery_status === 'delivered');
+    });
+
+    // One export, with both Files.
+    const created = await post(buyer.live, `/v1/jobs/${job.id}/exports`, { format: 'jsonl', min_score: 1 });
+    expect(created.status).toBe(202);
+    const exp = await waitFor(
+      async () => {
+        const r = (await rt.request('GET', `/v1/exports/${created.json.id}`, { key: buyer.live })).json;
+        return ['succeeded', 'failed'].includes(r.status) ? r : null;
+      },
+      { timeoutMs: 60_000 },
+    );
+    expect(exp).toMatchObject({ status: 'succeeded', file_count: 2 });
+    const lines = (await (await fetch(exp.download_url)).text()).trimEnd().split('\n');
+    expect(lines).toHaveLength(2);
+  });
+});
