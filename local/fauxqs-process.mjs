@@ -18,6 +18,34 @@ if (!(types.INVALID_MESSAGE_BODY_CHAR instanceof RegExp)) {
 const SQS_INVALID_CHAR = /[^\x09\x0A\x0D\x20-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/u;
 types.INVALID_MESSAGE_BODY_CHAR.test = (s) => SQS_INVALID_CHAR.test(s);
 
+// A message's DelaySeconds must be 0..900 on SQS (InvalidParameterValue otherwise); fauxqs takes
+// any value. Checked on SendMessage and on every entry of SendMessageBatch before fauxqs sees it.
+const { SqsRouter } = await import(new URL('./sqs/sqsRouter.js', import.meta.resolve('fauxqs')).href);
+const { SqsError } = await import(new URL('./common/errors.js', import.meta.resolve('fauxqs')).href);
+if (typeof SqsRouter?.prototype?.register !== 'function' || typeof SqsError !== 'function') {
+  throw new Error('fauxqs changed: SqsRouter.register or SqsError not found; revisit local/fauxqs-process.mjs');
+}
+const checkDelay = (d) => {
+  if (d === undefined || d === null) return;
+  if (!Number.isInteger(d) || d < 0 || d > 900) {
+    const err = new SqsError('InvalidParameterValue', `Value ${d} for parameter DelaySeconds is invalid. Reason: must be between 0 and 900, if provided.`);
+    // A common error's query code has no AWS.SimpleQueueService prefix (the SDK names the error by it).
+    Object.defineProperty(err, 'queryErrorHeader', { value: 'InvalidParameterValue;Sender' });
+    throw err;
+  }
+};
+const register = SqsRouter.prototype.register;
+SqsRouter.prototype.register = function (action, handler) {
+  if (action === 'SendMessage') return register.call(this, action, (body, ...rest) => (checkDelay(body?.DelaySeconds), handler(body, ...rest)));
+  if (action === 'SendMessageBatch') {
+    return register.call(this, action, (body, ...rest) => {
+      for (const entry of body?.Entries ?? []) checkDelay(entry?.DelaySeconds);
+      return handler(body, ...rest);
+    });
+  }
+  return register.call(this, action, handler);
+};
+
 const app = buildApp({ logger: false, defaultRegion: process.env.AWS_REGION || 'us-east-1' });
 await app.listen({ host: process.env.FAUXQS_BIND || '127.0.0.1', port: Number(process.env.FAUXQS_PORT || 0) });
 const { port } = app.server.address();
