@@ -3,7 +3,11 @@
  * transcription state (D54 fan-in, D58, D65): transcript, language, speaker count, and (audio)
  * topics, keywords and emotion tone. A field without a value is null with its reason in
  * `unavailable`; `annotation_model` gains the models that ran (Amazon Transcribe, the text model).
+ * The transcript is the bounded one the transcription recorded (bound.ts); it is bounded again
+ * here, which changes nothing on such a one and bounds and marks one recorded without the bound,
+ * so no File or event copy is ever larger than TRANSCRIPT_MAX_BYTES.
  */
+import { boundTranscript } from './bound';
 import type { TranscriptionState } from './types';
 
 /** Speech fields per annotation type. */
@@ -30,7 +34,7 @@ export function withSpeech<T extends Ann | null>(annotations: T, state: Transcri
     return out as T;
   }
   const values: Record<string, unknown> = {
-    transcript: state.speech.transcript,
+    transcript: state.speech.transcript ? boundTranscript(state.speech.transcript) : null,
     language: state.speech.language,
     speaker_count: state.speech.speaker_count,
     topics: state.derived.topics,

@@ -9,9 +9,10 @@ import type { Transcriber } from './types';
 
 export * from './types';
 export { LocalTranscriber, SPEECH_UNAVAILABLE } from './local';
-export { TranscribeTranscriber, classifyTranscribeFailure, jobNameFor, parseJobName, parseTranscribeOutput, startRequest, transcriptKeyFor, TRANSCRIBE_JOB_PREFIX, TRANSCRIPT_PREFIX } from './transcribe';
+export { TranscribeTranscriber, classifyTranscribeFailure, jobNameFor, parseJobName, parseTranscribeOutput, startRequest, MAX_SEGMENT_CHARACTERS, transcriptKeyFor, TRANSCRIBE_JOB_PREFIX, TRANSCRIPT_PREFIX } from './transcribe';
 export { deriveFromTranscript, derivationRequest, setSpeechModelClient, SpeechDerivedSchema, NO_SPEECH } from './derive';
 export { withSpeech, SPEECH_FIELDS } from './annotate';
+export { boundTranscript, TRANSCRIPT_MAX_BYTES, type BoundedTranscript } from './bound';
 
 let override: (() => Transcriber) | null = null;
 /** Tests: inject a transcriber (e.g. the Transcribe adapter over a stub client). */

@@ -11,8 +11,12 @@
  *
  * Output: `parseTranscribeOutput` reads the document Transcribe writes (results.transcripts,
  * results.items with alternatives/confidence/speaker_label, results.speaker_labels.speakers,
- * results.language_code): consecutive words of one speaker form a segment; a segment's confidence
- * is the mean of its words' confidences; punctuation joins the word before it.
+ * results.language_code): consecutive words of one speaker form a segment, a long turn continuing
+ * in further segments of the same speaker once its text holds MAX_SEGMENT_CHARACTERS (so a
+ * monologue, or a recording without speaker labels, is not one segment the inline bound could only
+ * keep whole or drop: bound.ts); a segment's confidence is the mean of its words' confidences;
+ * punctuation joins the word before it. The result is the whole transcript: what a file's
+ * transcription stores of it is bounded (bound.ts `boundTranscript`).
  */
 import type { StartTranscriptionJobCommandInput } from '@aws-sdk/client-transcribe';
 import * as z from '../zod';
@@ -24,6 +28,8 @@ import { transcribeJobs } from '../aws/transcribe-jobs';
 export { TRANSCRIBE_JOB_PREFIX };
 export const TRANSCRIPT_PREFIX = BUCKET_PREFIXES.transcripts;
 export const MAX_SPEAKERS = 10;
+/** A segment whose text holds this many characters ends there: the next word, same speaker, starts another. */
+export const MAX_SEGMENT_CHARACTERS = 1000;
 
 /**
  * `media-<sub>.<round>.<file>` for a file's first job, `….t<n>` for the n-th (a job started again
@@ -143,7 +149,7 @@ export function parseTranscribeOutput(doc: unknown): SpeechResult {
     const speaker = item.speaker_label ?? null;
     const start = item.start_time ?? last?.end_seconds ?? 0;
     const end = item.end_time ?? start;
-    if (!last || last.speaker !== speaker) {
+    if (!last || last.speaker !== speaker || last.text.length >= MAX_SEGMENT_CHARACTERS) {
       segments.push({ start_seconds: r3(start), end_seconds: r3(end), speaker, text: alt.content, confidence: null, confs: [] });
     } else {
       last.text += ` ${alt.content}`;

@@ -20,6 +20,18 @@ export interface TranscriptSegment {
 export interface Transcript {
   full_text: string;
   segments: TranscriptSegment[];
+  /**
+   * The bound on what is stored inline (bound.ts `boundTranscript`, `TRANSCRIPT_MAX_BYTES`): true
+   * when only the first segments are kept (`full_text` is then their text). Set on every transcript
+   * a file's transcription records; absent on a transcript as parsed, before the bound.
+   */
+  truncated?: boolean;
+  /** segments of the whole transcript (equal to `segments.length` when not truncated) */
+  total_segments?: number;
+  /** characters (Unicode code points) of the whole transcript's text */
+  total_characters?: number;
+  /** where the whole transcript's last segment ends, in seconds; null when there is no speech */
+  total_end_seconds?: number | null;
 }
 
 /** What the recogniser measured. A field it could not give is null with the reason. */

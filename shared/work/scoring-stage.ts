@@ -221,8 +221,13 @@ async function scoreBytes({ sub, upload, part }: Located): Promise<StageOutcome>
           s3: { bucket: config().bucketName, key: upload.key },
           metadata,
           original_filename: upload.filename,
+          // The stored transcript is bounded (shared/speech/bound.ts) and the prompt quotes at most
+          // its first 8,000 characters (scoring/bedrock.ts). Empty and cut is not "no speech".
           ...(transcription.status === 'completed'
-            ? { transcript: transcription.speech.transcript.full_text || null, transcript_unavailable: transcription.speech.transcript.full_text ? null : 'no speech in the recording' }
+            ? {
+                transcript: transcription.speech.transcript.full_text || null,
+                transcript_unavailable: transcription.speech.transcript.full_text ? null : transcription.speech.transcript.truncated ? 'the transcript was too long to keep any of it' : 'no speech in the recording',
+              }
             : { transcript: null, transcript_unavailable: transcription.status === 'unavailable' || transcription.status === 'failed' ? transcription.reason : null }),
           ...(category === 'image' && scorer.name === 'local' ? { image_quality: await analyzeImage(bytes, { palette: false }) } : {}),
           // The hosted model cannot hear the recording: its measured volume goes into the prompt

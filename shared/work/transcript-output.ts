@@ -14,7 +14,7 @@ import { now } from '../clock';
 import { logger } from '../logger';
 import { categoryOf } from '../media/sniff';
 import { getObjectBytes, headObject } from '../storage/s3';
-import { classifyTranscribeFailure, deriveFromTranscript, parseTranscribeOutput, transcriptKeyFor, type SpeechDerived, type TranscriptionState } from '../speech';
+import { boundTranscript, classifyTranscribeFailure, deriveFromTranscript, parseTranscribeOutput, transcriptKeyFor, TRANSCRIPT_MAX_BYTES, type SpeechDerived, type TranscriptionState } from '../speech';
 import type { PlannedUpload, SubmissionItem } from './model';
 import { RetryLater } from './stage-message';
 
@@ -66,14 +66,29 @@ export function replaceFailedTranscription(subId: string, round: string, fileId:
   return replaceTranscription(subId, round, fileId, { status: 'failed', job: failedJob }, next);
 }
 
-/** The completed transcription of `jobName` from its output document (and, for audio, what the text model derives). */
+/**
+ * The completed transcription of `jobName` from its output document (and, for audio, what the text
+ * model derives from the whole transcript). The transcript it records is bounded (shared/speech/
+ * bound.ts): the part holds it beside up to four other files' in one item of at most 400 KB, so a
+ * long recording keeps its first segments, marked `truncated` with the whole transcript's counts.
+ */
 export async function completedFromOutput(upload: PlannedUpload, jobName: string): Promise<TranscriptionState> {
   const doc = JSON.parse((await getObjectBytes(transcriptKeyFor(jobName))).toString('utf8')) as unknown;
-  const speech = parseTranscribeOutput(doc);
-  const derived = categoryOf(upload.content_type) === 'audio' ? await deriveFromTranscript(speech) : NO_DERIVATION;
+  const whole = parseTranscribeOutput(doc);
+  const derived = categoryOf(upload.content_type) === 'audio' ? await deriveFromTranscript(whole) : NO_DERIVATION;
   const models = ['amazon-transcribe (language identification, speaker diarization)'];
   if (derived.model) models.push(`${derived.model} (topics, keywords, emotion_tone)`);
-  return { status: 'completed', provider: 'transcribe', job_name: jobName, speech, derived, models };
+  const transcript = boundTranscript(whole.transcript);
+  if (transcript.truncated) {
+    logger.info('transcript longer than its inline bound: its first segments are kept', {
+      job_name: jobName,
+      max_bytes: TRANSCRIPT_MAX_BYTES,
+      kept_segments: transcript.segments.length,
+      total_segments: transcript.total_segments,
+      total_end_seconds: transcript.total_end_seconds,
+    });
+  }
+  return { status: 'completed', provider: 'transcribe', job_name: jobName, speech: { ...whole, transcript }, derived, models };
 }
 
 /** Writes the result only while this job is the file's pending transcription of the current round. */

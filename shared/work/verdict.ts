@@ -87,7 +87,10 @@ function unreadableRejection(e: AnnotationError): ScoreResult {
   return { ...precheckRejection([{ code: 'unreadable_media', reason: e.message }]), ai_reasoning: `Rejected: ${e.message}.` };
 }
 
-/** A file's annotations with its speech filled in (D65), as the File and the event carry them. */
+/**
+ * A file's annotations with its speech filled in (D65), as the File and the event carry them: every
+ * copy of the transcript goes through here, bounded (shared/speech/bound.ts, `truncated` when cut).
+ */
 export function annotationsOf(part: FilePart | undefined): Record<string, unknown> | null {
   return withSpeech((part?.annotations as Record<string, unknown> | null | undefined) ?? null, part?.transcription);
 }

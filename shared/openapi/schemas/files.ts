@@ -19,6 +19,30 @@ export const keyframe = z.looseObject({
   download_url_expires_at: ts,
 });
 
+export const transcriptSegment = z.looseObject({
+  start_seconds: z.number(),
+  end_seconds: z.number(),
+  speaker: z.string().nullable().describe('Diarization label (spk_0, spk_1, ...); null when speakers were not told apart'),
+  text: z.string(),
+  confidence: z.number().min(0).max(1).nullable().describe('Mean confidence of the segment words'),
+});
+
+/** The speech of audio and video annotations (docs/annotations.md, "Long transcripts"). */
+export const transcript = z
+  .looseObject({
+    full_text: z.string().describe('The whole text; when truncated, the text of the segments kept, separated by spaces'),
+    segments: z.array(transcriptSegment).describe('In time order; one per turn of one speaker, a turn longer than 1,000 characters continuing in further segments'),
+    truncated: z
+      .boolean()
+      .optional()
+      .describe('true when the transcript is longer than its 32 KiB bound and only its first segments are here; false when it is whole'),
+    total_segments: z.number().int().optional().describe('Segments of the whole transcript'),
+    total_characters: z.number().int().optional().describe('Characters of the whole transcript text'),
+    total_end_seconds: z.number().nullable().optional().describe('Where the last segment of the whole transcript ends; null when there is no speech'),
+  })
+  .describe('At most 32 KiB of JSON: a longer transcript keeps its first segments, whole, with truncated true and the counts of the whole transcript')
+  .meta({ id: 'Transcript' });
+
 export const file = z
   .looseObject({
     object: z.literal('file'),
@@ -48,7 +72,10 @@ export const file = z
       .describe("true: GPS inside the job's radius; false: the file has no GPS; null: the job has no point and radius"),
     download_url: z.string().describe('Signed URL, valid until download_url_expires_at (7 days)'),
     download_url_expires_at: ts,
-    annotations: z.looseObject({}).nullable().describe('Labels by content type (see docs/annotations.md); null for policy violations'),
+    annotations: z
+      .looseObject({ transcript: transcript.nullable().optional().describe('Audio and video: the speech, bounded to 32 KiB (truncated says whether it is whole); null with its reason in unavailable when there is none') })
+      .nullable()
+      .describe('Labels by content type (see docs/annotations.md); null for policy violations. An audio or video transcript is at most 32 KiB: a longer one keeps its first segments, marked truncated'),
     keyframes: z.array(keyframe).nullable(),
     created_at: ts,
   })
