@@ -198,6 +198,9 @@ export class DomainStack extends NestedStack {
     for (const q of def.access.sendTo ?? []) bindQueue(fn, q, shared.plumbing.queue(q));
     bindKeyAccess(fn, def.access, shared.keys, shared.cdn, undefined, this.uploadSigner);
     functionAlarms(fn, shared.alarmAction, `The ${def.name} schedule`);
+    // The rule invokes the function asynchronously: Lambda's own retries of a failed run, as the
+    // manifest says (the local scheduler runs them too).
+    fn.configureAsyncInvoke({ retryAttempts: def.retriesOnFailure, maxEventAge: Duration.minutes(Math.max(1, def.everyMinutes)) });
     // A run EventBridge could not start (after its retries) is kept here, with an alarm.
     const dlq = deadLetterQueue(this, `${id}ScheduleDlq`);
     this.scheduleDeadLetterQueues.set(def.name, dlq);

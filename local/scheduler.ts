@@ -1,6 +1,10 @@
 /**
  * Schedules locally: each SCHEDULES entry invokes its handler every `everyMinutes` with an
- * EventBridge "Scheduled Event", skipping a tick while the previous run is still going. A run
+ * EventBridge "Scheduled Event", skipping a tick while the previous run is still going (deployed
+ * a tick cannot find one: every schedule's time-out is below its period). A run that fails is run
+ * again `retriesOnFailure` times, one minute and then two minutes later, as Lambda retries an
+ * asynchronous invocation; those retries run whatever the ticks are doing, so they can overlap
+ * the next tick's run, as deployed. A run
  * that outlives the schedule's `timeoutSeconds` has failed, as when Lambda stops the function: it
  * is logged as timed out and the next tick may start (in-process the old run cannot be stopped,
  * and its result is ignored; deployed, a retry or the next tick can overlap a slow run too, which
@@ -37,10 +41,22 @@ export interface Scheduler {
   stop(): Promise<void>;
 }
 
-export function startScheduler(opts: { log: Log; schedules?: readonly ScheduleDef[]; load?: typeof loadHandler; firstRunAfterMs?: number }): Scheduler {
+/** Lambda's waits before the retries of a failed asynchronous invocation. */
+export const ASYNC_RETRY_DELAYS_MS = [60_000, 120_000] as const;
+
+export function startScheduler(opts: {
+  log: Log;
+  schedules?: readonly ScheduleDef[];
+  load?: typeof loadHandler;
+  firstRunAfterMs?: number;
+  /** The waits before each retry of a failed run (tests pass short ones). */
+  retryDelaysMs?: readonly number[];
+}): Scheduler {
+  const retryDelays = opts.retryDelaysMs ?? ASYNC_RETRY_DELAYS_MS;
   const load = opts.load ?? loadHandler;
   const timers: NodeJS.Timeout[] = [];
   const running = new Set<Promise<void>>();
+  const stops: (() => void)[] = [];
   const active: ScheduleDef[] = [];
   for (const schedule of opts.schedules ?? SCHEDULES) {
     if (!handlerModuleExists(schedule.handler)) {
@@ -49,14 +65,14 @@ export function startScheduler(opts: { log: Log; schedules?: readonly ScheduleDe
     }
     active.push(schedule);
     let busy = false;
-    const fire = () => {
-      if (busy) return;
-      busy = true;
-      const run = load(schedule.handler)
+    let stopped = false;
+    /** One invocation of the event; a failure is retried while retries are left. */
+    const invoke = (event: ScheduledEvent, attempt: number): Promise<void> =>
+      load(schedule.handler)
         .then((handler) =>
           invokeWithTimeout(
             grantedTo(schedule.name, schedule.access, handler),
-            scheduledEvent(schedule),
+            event,
             lambdaContext(schedule.name, schedule.timeoutSeconds),
             schedule.timeoutSeconds * 1000,
           ),
@@ -65,13 +81,26 @@ export function startScheduler(opts: { log: Log; schedules?: readonly ScheduleDe
           if ('error' in out) throw out.error;
           opts.log.debug(`schedule ${schedule.name}: done`);
         })
-        .catch((err: unknown) => opts.log.error(`schedule ${schedule.name}: failed`, err))
-        .finally(() => {
-          busy = false;
-          running.delete(run);
+        .catch((err: unknown) => {
+          const left = attempt < schedule.retriesOnFailure && !stopped;
+          opts.log.error(`schedule ${schedule.name}: failed${left ? `; retried in ${retryDelays[attempt]! / 1000} s` : ''}`, err);
+          if (left) retryLater(event, attempt + 1);
         });
+    const track = (run: Promise<void>) => {
       running.add(run);
+      void run.finally(() => running.delete(run));
     };
+    const retryLater = (event: ScheduledEvent, attempt: number) => {
+      const timer = setTimeout(() => track(invoke(event, attempt)), retryDelays[attempt - 1] ?? retryDelays[retryDelays.length - 1]);
+      timer.unref();
+      timers.push(timer);
+    };
+    const fire = () => {
+      if (busy) return;
+      busy = true;
+      track(invoke(scheduledEvent(schedule), 0).finally(() => (busy = false)));
+    };
+    stops.push(() => (stopped = true));
     const timer = setInterval(fire, schedule.everyMinutes * 60_000);
     timer.unref();
     timers.push(timer);
@@ -82,6 +111,7 @@ export function startScheduler(opts: { log: Log; schedules?: readonly ScheduleDe
   return {
     active,
     async stop() {
+      stops.forEach((s) => s());
       timers.forEach(clearInterval);
       await Promise.allSettled([...running]);
     },

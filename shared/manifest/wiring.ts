@@ -125,7 +125,14 @@ export interface ScheduleDef {
   /** Minutes between runs. */
   everyMinutes: number;
   handler: string;
+  /** Below the period, so a tick never finds the previous tick's run still going. */
   timeoutSeconds: number;
+  /**
+   * A schedule invokes its function asynchronously: a run that fails is run again by Lambda this
+   * many times, one minute and then two minutes later (overlapping the next ticks), as the stack
+   * configures it (lib/domain-stack.ts) and the local scheduler does.
+   */
+  retriesOnFailure: 0 | 1 | 2;
   access: { table: 'read' | 'write'; bucket?: BucketAccess; sendTo?: string[] } & KeyAccess;
 }
 
@@ -269,7 +276,9 @@ export const QUEUES: readonly QueueDef[] = [
     consumer: 'functions/pipeline/export.ts',
     // 6 × the consumer time-out (AWS guidance); a run that died is retried after an hour.
     visibilityTimeoutSeconds: 3600,
-    maxReceiveCount: 3,
+    // At least 5 (AWS guidance for a queue feeding Lambda): an invocation Lambda throttles returns
+    // the message unrun after its visibility time-out, and still counts as a receive.
+    maxReceiveCount: 5,
     batchSize: 1,
     consumerTimeoutSeconds: 600,
     consumerMemoryMb: 1024,
@@ -481,6 +490,8 @@ export const SCHEDULES: readonly ScheduleDef[] = [
     everyMinutes: 1,
     handler: 'functions/scheduled/reservation-sweep.ts',
     timeoutSeconds: 55,
+    // The next tick, a minute later, is its retry.
+    retriesOnFailure: 0,
     // tag: bytes that landed in a reservation or retry window that ended are tagged for the lifecycle rule.
     access: { table: 'write', bucket: 'tag' },
   },
@@ -490,6 +501,8 @@ export const SCHEDULES: readonly ScheduleDef[] = [
     everyMinutes: 60,
     handler: 'functions/scheduled/credit-expiry-sweep.ts',
     timeoutSeconds: 300,
+    // Lambda's default: an hour is long to wait for the next tick.
+    retriesOnFailure: 2,
     access: { table: 'write' }, // an expiry that crosses the threshold queues the auto top-up through its event (D34)
   },
 ];

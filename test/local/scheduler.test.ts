@@ -1,5 +1,5 @@
 import type { Log } from '../../local/log';
-import { startScheduler } from '../../local/scheduler';
+import { ASYNC_RETRY_DELAYS_MS, startScheduler } from '../../local/scheduler';
 import type { ScheduleDef } from '../../shared/manifest/wiring';
 
 // Deployed, Lambda stops a scheduled run at the schedule's time-out and the run has failed; the
@@ -8,7 +8,7 @@ describe('local scheduler: a run is held to its schedule time-out', () => {
   const errors: string[] = [];
   const log: Log = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: (m: string, e?: unknown) => errors.push(`${m} ${(e as Error)?.message ?? ''}`) } as Log;
   // Ticks every 60 ms with a 100 ms time-out (the real schedules tick in minutes).
-  const schedule: ScheduleDef = { name: 'test-sweep', description: 'test', everyMinutes: 0.001, timeoutSeconds: 0.1, handler: 'functions/scheduled/reservation-sweep.ts', access: { table: 'write' } };
+  const schedule: ScheduleDef = { name: 'test-sweep', description: 'test', everyMinutes: 0.001, timeoutSeconds: 0.1, retriesOnFailure: 0, handler: 'functions/scheduled/reservation-sweep.ts', access: { table: 'write' } };
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
   beforeEach(() => errors.splice(0));
@@ -38,6 +38,43 @@ describe('local scheduler: a run is held to its schedule time-out', () => {
     await scheduler.stop();
     expect(errors).toEqual([]);
     expect(most).toBe(1);
+  });
+
+  it('a failed run is run again as many times as the schedule says, with the same event, as Lambda retries an asynchronous invocation', async () => {
+    const events: string[] = [];
+    const hourly: ScheduleDef = { ...schedule, everyMinutes: 60, timeoutSeconds: 5, retriesOnFailure: 2 };
+    const scheduler = startScheduler({
+      log,
+      schedules: [hourly],
+      firstRunAfterMs: 10,
+      retryDelaysMs: [50, 100],
+      load: async () => async (event: { id: string }) => {
+        events.push(event.id);
+        throw new Error('the table is unreachable');
+      },
+    });
+    await sleep(500);
+    await scheduler.stop();
+    expect(events).toHaveLength(3);
+    expect(new Set(events).size).toBe(1);
+    expect(errors).toEqual([
+      expect.stringMatching(/failed; retried in 0.05 s the table is unreachable/),
+      expect.stringMatching(/failed; retried in 0.1 s the table is unreachable/),
+      expect.stringMatching(/failed the table is unreachable/),
+    ]);
+  });
+
+  it('a schedule without retries waits for its next tick after a failure', async () => {
+    let started = 0;
+    const hourly: ScheduleDef = { ...schedule, everyMinutes: 60, timeoutSeconds: 5, retriesOnFailure: 0 };
+    const scheduler = startScheduler({ log, schedules: [hourly], firstRunAfterMs: 10, retryDelaysMs: [50, 100], load: async () => async () => { started++; throw new Error('no'); } });
+    await sleep(400);
+    await scheduler.stop();
+    expect(started).toBe(1);
+  });
+
+  it("Lambda's waits before the retries are one minute, then two", () => {
+    expect(ASYNC_RETRY_DELAYS_MS).toEqual([60_000, 120_000]);
   });
 
   it('each schedule runs once soon after start, not only after its first whole period (a local session is often shorter than an hourly sweep)', async () => {

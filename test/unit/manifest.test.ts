@@ -60,6 +60,14 @@ describe('event wiring', () => {
     detail: { bucket: { name: 'b' }, object: { key, size: 1 } },
   });
 
+  test('every queue lets a message be received at least 5 times before its dead-letter queue (AWS guidance for a Lambda event source: a throttled invocation returns the message unrun and still counts)', () => {
+    for (const q of QUEUES) expect({ queue: q.name, maxReceiveCount: q.maxReceiveCount >= 5 }).toEqual({ queue: q.name, maxReceiveCount: true });
+  });
+
+  test('every schedule times out before its next tick, so a tick never finds the previous run still going', () => {
+    for (const s of SCHEDULES) expect(s.timeoutSeconds).toBeLessThan(s.everyMinutes * 60);
+  });
+
   test('S3 ObjectCreated under uploads/ fans out to scoring and annotation (D54)', () => {
     const rule = RULES.find((r) => r.name === 'upload-created')!;
     expect(matchesPattern(rule.pattern, uploadEvent('uploads/job_1/sub_1/a.jpg'))).toBe(true);
