@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync, statSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { build, type BuildOptions, type Metafile } from 'esbuild';
-import { ROUTES } from '../shared/manifest/routes';
+import { ROUTES, UNKNOWN_ROUTE } from '../shared/manifest/routes';
 import { QUEUES, SCHEDULES } from '../shared/manifest/wiring';
 import { houseEsbuildOptions } from '../lib/constructs/house-function';
 
@@ -335,6 +335,8 @@ export async function run(): Promise<string> {
     for (const r of ROUTES) apiByModule.set(r.handler, [...(apiByModule.get(r.handler) ?? []), `${r.method} ${r.path}`]);
     const nativeOf = new Map(ROUTES.map((r) => [r.handler, r.native?.packages ?? []]));
     const api: Target[] = [...apiByModule].map(([entry, labels]) => ({ entry, label: labels.join('<br>'), external: [...(nativeOf.get(entry) ?? [])] }));
+    // The function behind every path and method no route declares (the ANY methods, lib/api.ts).
+    api.push({ entry: UNKNOWN_ROUTE.handler, label: 'any unknown route (404)' });
     const pipeline: Target[] = [
       ...QUEUES.map((q) => ({ entry: q.consumer, label: `queue ${q.name}`, external: [...(q.native?.packages ?? [])] })),
       ...SCHEDULES.map((s) => ({ entry: s.handler, label: `schedule ${s.name}` })),

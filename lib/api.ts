@@ -1,9 +1,12 @@
-import { Duration, Stack, aws_apigateway as apigw, aws_logs as logs } from 'aws-cdk-lib';
+import { Duration, Stack, aws_apigateway as apigw, aws_cloudwatch as cloudwatch, aws_iam as iam, aws_logs as logs } from 'aws-cdk-lib';
 import { Construct } from 'constructs';
-import { ROUTES, type RouteDef } from '../shared/manifest/routes';
+import { ROUTES, UNKNOWN_ROUTE, type RouteDef } from '../shared/manifest/routes';
 import { longPollTimeoutSeconds } from '../shared/manifest/timeouts';
+import { GATEWAY_RESPONSES, STAGE_NAME as API_STAGE_NAME, gatewayResponseTemplate, type GatewayResponseDef } from '../shared/http/edge';
 import { apiWaf } from './edges/waf';
+import { HouseFunction } from './constructs/house-function';
 import { acknowledge } from './constructs/nag';
+import { functionAlarms } from './monitoring/alarms';
 import type { Limits } from './settings';
 
 /*
@@ -27,11 +30,13 @@ import type { Limits } from './settings';
  *
  * Other REST API properties we rely on: per-stage access logging, execution logging at ERROR, a
  * WAF web ACL (lib/edges/waf.ts), throttling, `binaryMediaTypes`
- * for multipart uploads, gateway responses (so unknown routes answer the D4 error envelope), and
- * stage-level X-Ray tracing. Authentication is not done by API Gateway: every route, signups
- * included, has no authorizer; the handler middleware checks hashed API keys / worker tokens
- * (D5, D9), which an authorizer could not do without a second table read and a cache that would
- * outlive a revoke (D6).
+ * for multipart uploads, an ANY method on every resource and on a root `{proxy+}` integrated with
+ * the not-found function (so an unknown path or method answers D4's 404 with a request id in the
+ * body and in X-Request-Id; see `addUnknownRouteMethods`), gateway responses in the D4 envelope for
+ * what API Gateway answers itself (shared/http/edge.ts), and stage-level X-Ray tracing.
+ * Authentication is not done by API Gateway: every route, signups included, has no authorizer;
+ * the handler middleware checks hashed API keys / worker tokens (D5, D9), which an authorizer could
+ * not do without a second table read and a cache that would outlive a revoke (D6).
  *
  * Stage: the manifest paths already start with `/v1` (or `/internal`), so the stage is named
  * `api` rather than `v1`: `https://<id>.execute-api.<region>.amazonaws.com/api/v1/jobs`. A custom
@@ -43,7 +48,7 @@ import type { Limits } from './settings';
  * every method, wherever it is, so a deploy publishes them all.
  */
 
-export const STAGE_NAME = 'api';
+export const STAGE_NAME = API_STAGE_NAME;
 /**
  * Bodies API Gateway hands to Lambda base64-encoded (`isBase64Encoded: true`): worker uploads
  * (multipart) and raw media. JSON stays text, byte for byte, which is what a signature check over
@@ -57,6 +62,8 @@ export interface ApiGatewayProps {
   /** Public base URL (e.g. a custom domain); defaults to the stage's execute-api URL. */
   publicBaseUrl?: string;
   limits: Limits;
+  /** Where the not-found function's error and throttle alarms go (the stack's alarm topic). */
+  alarmAction: cloudwatch.IAlarmAction;
 }
 
 /** The long-poll budget turned into timeouts (see the comment at the top of this file). */
@@ -72,6 +79,8 @@ export class ApiGateway extends Construct {
   /** Base URL the handlers put into links; the manifest paths are appended to it. */
   readonly baseUrl: string;
   readonly longPollSeconds: number;
+  /** The function behind every path and method no route declares (the manifest's UNKNOWN_ROUTE). */
+  readonly unknownRouteFunction: HouseFunction;
   private readonly resources = new Map<string, apigw.Resource>();
 
   constructor(scope: Construct, id: string, props: ApiGatewayProps) {
@@ -122,6 +131,7 @@ export class ApiGateway extends Construct {
       props.publicBaseUrl ?? `https://${this.restApi.restApiId}.execute-api.${stack.region}.${stack.urlSuffix}/${STAGE_NAME}`;
 
     for (const route of ROUTES) this.resources.set(route.path, this.restApi.root.resourceForPath(route.path));
+    this.unknownRouteFunction = this.addUnknownRouteMethods(props.alarmAction);
   }
 
   /** The resource of a manifest path (created here, so the domain stacks never create one twice). */
@@ -132,31 +142,67 @@ export class ApiGateway extends Construct {
   }
 
   /**
-   * Answers API Gateway gives by itself, in the D4 error envelope. A REST API answers an unknown
-   * path or method with 403 "Missing Authentication Token"; D4 wants 404 `not_found`. The request
-   * id is API Gateway's own (`req_<uuid>`): no handler ran, so there is no ULID to give.
+   * Answers API Gateway gives by itself, in the D4 error envelope (their types, statuses and
+   * messages are in shared/http/edge.ts, which the local front answers from too). The request id
+   * is API Gateway's own (`req_<uuid>`): no handler ran, so there is no ULID to give, and a gateway
+   * response cannot send one in X-Request-Id either (its headers are static values or request
+   * parameters). An unknown route therefore goes to the not-found function instead
+   * (`addUnknownRouteMethods`); MISSING_AUTHENTICATION_TOKEN stays as the fallback for whatever
+   * reaches no method all the same.
    */
   private addGatewayResponses(): void {
-    // `$context.error.messageString` is the message already quoted as a JSON string.
-    const envelope = (type: string, message?: string) =>
-      `{"error":{"type":"${type}","message":${message ? JSON.stringify(message) : '$context.error.messageString'},` +
-      `"request_id":"req_$context.requestId"}}`;
-    const add = (id: string, type: apigw.ResponseType, errorType: string, opts: { statusCode?: string; message?: string; headers?: Record<string, string> } = {}) =>
-      this.restApi.addGatewayResponse(id, {
-        type,
-        statusCode: opts.statusCode,
-        responseHeaders: opts.headers,
-        templates: { 'application/json': envelope(errorType, opts.message) },
+    const add = (def: GatewayResponseDef) =>
+      this.restApi.addGatewayResponse(def.id, {
+        type: apigw.ResponseType.of(def.responseType),
+        statusCode: def.status === undefined ? undefined : String(def.status),
+        // A static header value is quoted (a bare name would be read as a request parameter).
+        responseHeaders: def.headers ? Object.fromEntries(Object.entries(def.headers).map(([k, v]) => [k, `'${v}'`])) : undefined,
+        templates: { 'application/json': gatewayResponseTemplate(def) },
       });
+    for (const def of Object.values(GATEWAY_RESPONSES)) add(def);
+  }
 
-    add('UnknownRoute', apigw.ResponseType.MISSING_AUTHENTICATION_TOKEN, 'not_found', { statusCode: '404', message: 'No such route.' });
-    add('Throttled', apigw.ResponseType.THROTTLED, 'rate_limit_exceeded', { statusCode: '429', headers: { 'Retry-After': "'1'" } });
-    // WAF managed rules (rate-based rules answer their own 429, lib/edges/waf.ts).
-    add('WafBlocked', apigw.ResponseType.WAF_FILTERED, 'authorization_error', { statusCode: '403', message: 'The request was blocked by the firewall.' });
-    add('IntegrationTimeout', apigw.ResponseType.INTEGRATION_TIMEOUT, 'internal_error', { message: 'The request timed out.' });
-    // The defaults keep API Gateway's status code (413, 415, 502, ...) and only change the body.
-    add('Default4xx', apigw.ResponseType.DEFAULT_4XX, 'invalid_request');
-    add('Default5xx', apigw.ResponseType.DEFAULT_5XX, 'internal_error', { message: 'Internal error.' });
+  /**
+   * D4 deployed for unknown routes: an ANY method integrated with the not-found function
+   * (functions/edge/not-found.ts) on every resource of the API (each manifest path and every
+   * prefix of one, the root included) and on a root `{proxy+}`, which catches the paths no resource
+   * matches. A method a route declares takes precedence over ANY on its resource, so only the
+   * methods no route declares reach the function; its 404 carries a `req_<ULID>` in the body and in
+   * X-Request-Id, which a gateway response cannot. The function is granted nothing: no table, no
+   * secret, no key; its only permission is being invoked by this API.
+   */
+  private addUnknownRouteMethods(alarmAction: cloudwatch.IAlarmAction): HouseFunction {
+    const stack = Stack.of(this);
+    const fn = new HouseFunction(this, 'UnknownRouteFunction', {
+      entry: UNKNOWN_ROUTE.handler,
+      description: `ANY method no route declares, any path no route matches (${UNKNOWN_ROUTE.id})`,
+      memorySize: 256,
+      timeout: Duration.seconds(5),
+    });
+    functionAlarms(fn, alarmAction, 'The not-found function (unknown routes)');
+    // Written out rather than LambdaIntegration, which would add one permission per method.
+    const integration = new apigw.Integration({
+      type: apigw.IntegrationType.AWS_PROXY,
+      integrationHttpMethod: 'POST',
+      uri: `arn:${stack.partition}:apigateway:${stack.region}:lambda:path/2015-03-31/functions/${fn.functionArn}/invocations`,
+    });
+    fn.addPermission('ApiInvoke', {
+      principal: new iam.ServicePrincipal('apigateway.amazonaws.com'),
+      sourceArn: this.restApi.arnForExecuteApi('*', '/*', STAGE_NAME),
+    });
+    const paths = new Set<string>(['/']);
+    for (const route of ROUTES) {
+      const segments = route.path.split('/').filter(Boolean);
+      for (let i = 1; i <= segments.length; i++) paths.add(`/${segments.slice(0, i).join('/')}`);
+    }
+    const resources = [...paths].map((p) => (p === '/' ? this.restApi.root : this.restApi.root.resourceForPath(p)));
+    resources.push(this.restApi.root.addResource('{proxy+}'));
+    for (const resource of resources) {
+      const method = resource.addMethod('ANY', integration, { operationName: UNKNOWN_ROUTE.id, authorizationType: apigw.AuthorizationType.NONE });
+      acknowledge(method, 'AwsSolutions-APIG4', 'No authorizer by design: the method only answers 404 not_found, and reads nothing.');
+      acknowledge(method, 'AwsSolutions-COG4', 'No Cognito: the method only answers 404 not_found, and reads nothing.');
+    }
+    return fn;
   }
 }
 

@@ -95,7 +95,7 @@ export class MarketplaceStack extends Stack {
     const alarmTopic = createAlarmTopic(this, 'AlarmTopic', props.alarmEmail ?? ctx('alarmEmail'));
     const alarmAction = new cwActions.SnsAction(alarmTopic);
 
-    this.api = new ApiGateway(this, 'Api', { longPollSeconds, publicBaseUrl: props.publicBaseUrl, limits });
+    this.api = new ApiGateway(this, 'Api', { longPollSeconds, publicBaseUrl: props.publicBaseUrl, limits, alarmAction });
     this.plumbing = new Plumbing(this, 'Pipeline', { table: this.data.table, bucket: this.data.bucket, alarmAction });
 
     const environment: Record<string, string> = {

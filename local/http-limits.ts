@@ -1,15 +1,21 @@
 /**
  * The limits the deployed API puts on a request, enforced by the local HTTP front (local/http.ts,
- * D61), and the error envelope it answers with: the 4 MiB body (the web ACL's rule deployed,
+ * D61), and the answers it gives: the 4 MiB body (the web ACL's rule deployed,
  * shared/http/body-limits.ts), API Gateway's 10 KiB headers, Lambda's 6 MB payload each way
  * (binary bodies count base64-encoded), and the integration time-outs. A refused body is read to its end (up to a bound) so that
  * the client reads the answer rather than a connection reset (issue 11.5).
+ *
+ * Where the deployed answer is the web ACL's or a gateway response (a body over 4 MiB, a 502, a
+ * 504, a query string over 2,048 bytes), the local front answers exactly those bytes
+ * (shared/http/edge.ts): no `req_<ULID>`, no X-Request-Id, so no client or test comes to rely on
+ * one locally that the deployed edge does not give.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { newId } from '../shared/ids';
-import type { ErrorDetail } from '../shared/errors';
+import type { ApiError, ErrorDetail } from '../shared/errors';
 import { bodyOverLimit, MAX_BODY_BYTES } from '../shared/http/body-limits';
+import { wafAnswer, type EdgeAnswer } from '../shared/http/edge';
 import { DEFAULT_INTEGRATION_TIMEOUT_SECONDS, longPollTimeoutSeconds, ROUTE_FUNCTION_TIMEOUT_SECONDS } from '../shared/manifest/timeouts';
 
 export { MAX_BODY_BYTES };
@@ -65,6 +71,13 @@ export function writeErrorEnvelope(
   res.end(body);
 }
 
+/** An answer of the deployed edge itself (the web ACL, a gateway response), byte for byte. */
+export function writeEdgeAnswer(res: ServerResponse, answer: EdgeAnswer, headers: Record<string, string> = {}): void {
+  if (res.headersSent) return void res.end();
+  res.writeHead(answer.status, { ...headers, ...answer.headers, 'Content-Length': String(Buffer.byteLength(answer.body)) });
+  res.end(answer.body);
+}
+
 /** A body refused for its size: which limit, and whether it was read to its end (drained). */
 export class BodyTooLarge extends Error {
   constructor(
@@ -77,18 +90,13 @@ export class BodyTooLarge extends Error {
 
 export interface BodyLimit {
   bytes: number;
-  refuse(): { status: number; type: string; message: string; details?: ErrorDetail[] };
+  /** The refusal, as the web ACL's rule answers it deployed (its fixed body: no request id). */
+  refuse(): ApiError;
 }
 
 /** The limit of a request's body: 4 MiB, a multipart upload's refusal pointing to the pre-signed upload. */
 export function bodyLimitFor(contentType: string | undefined): BodyLimit {
-  return {
-    bytes: MAX_BODY_BYTES,
-    refuse: () => {
-      const e = bodyOverLimit(contentType);
-      return { status: e.status, type: e.type, message: e.message, details: e.details };
-    },
-  };
+  return { bytes: MAX_BODY_BYTES, refuse: () => bodyOverLimit(contentType) };
 }
 
 /**
@@ -125,10 +133,14 @@ export function readBody(req: IncomingMessage, limit: BodyLimit): Promise<Buffer
   });
 }
 
+/**
+ * 413 for a body over 4 MiB: the web ACL's answer (BodyOver4MiB, MultipartBodyOver4MiB), its fixed
+ * body without a request id. Deployed the web ACL sees only a declared Content-Length; a chunked
+ * body over the limit is refused here all the same (stricter than deployed, never more lenient).
+ */
 export function refuseBody(res: ServerResponse, err: BodyTooLarge): void {
-  const r = err.limit.refuse();
   // Not drained (beyond DRAIN_LIMIT_BYTES): the connection cannot be reused.
-  writeErrorEnvelope(res, r.status, r.type, r.message, err.drained ? {} : { Connection: 'close' }, r.details);
+  writeEdgeAnswer(res, wafAnswer(err.limit.refuse()), err.drained ? {} : { Connection: 'close' });
   if (!err.drained) res.once('finish', () => res.socket?.destroy());
 }
 

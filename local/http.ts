@@ -2,19 +2,29 @@
  * API Gateway (REST, Lambda proxy integration) locally: routes each request through the route
  * manifest to its handler module, with the same APIGatewayProxyEvent and result handling, and the
  * same limits (D61, local/http-limits.ts), so what would fail deployed fails here first:
- * - request headers above 10 KiB: 431; a body above API Gateway's 10 MB: 413;
- * - a multipart body above 4 MiB: 413 `use_presigned_upload` (checked by Content-Length when sent,
- *   else while the body streams in), nothing reaches the handler;
+ * - request headers above 10 KiB: 431;
+ * - a body above 4 MiB (any route, the unknown ones too): the web ACL's 413, a multipart upload's
+ *   pointing to the pre-signed upload (checked by Content-Length when sent, else while the body
+ *   streams in), nothing reaches the handler;
+ * - a query string above 2,048 bytes or a URI path above 1,024 (AWS's core rule set in the web
+ *   ACL, not on the upload routes): the WafBlocked gateway response, 403;
  * - the proxy event above Lambda's 6 MB synchronous payload (binary bodies count base64-encoded,
  *   as API Gateway sends them): 413; a handler result above 6 MB: 502;
- * - the integration time-out (29 s; long-poll routes get their longer budget): 504.
- * Every answer of the adapter itself is the error envelope with an `X-Request-Id`; a refused body
- * is read to its end first (up to a bound), so the client reads the 413 instead of a reset.
+ * - the function's time-out (28 s): 502; the integration time-out (29 s; long-poll routes get
+ *   their longer budget): 504.
+ * A request no route takes (an unknown path, or a method its path does not declare) runs the
+ * manifest's not-found function, as the ANY methods do deployed: its 404 is D4's envelope with a
+ * request id in the body and in X-Request-Id. The answers of the deployed edge itself (413, 403,
+ * 502, 504) are those bytes (shared/http/edge.ts): API Gateway's request id or none, and no
+ * X-Request-Id; the front's own answers (431, a malformed request) are the error envelope with an
+ * X-Request-Id. A refused body is read to its end first (up to a bound), so the client reads the
+ * answer instead of a reset.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
-import { matchRoute, routeLogicalName, type RouteDef } from '../shared/manifest/routes';
+import { matchRoute, routeLogicalName, UNKNOWN_ROUTE, type RouteDef } from '../shared/manifest/routes';
+import { commonRuleBlocking, GATEWAY_RESPONSES, gatewayAnswer, wafAnswer } from '../shared/http/edge';
 import { isMultipart, multipartTooLarge } from '../shared/work/upload-limits';
 import {
   bodyLimitFor,
@@ -28,10 +38,11 @@ import {
   refuseBody,
   requestBudget,
   resultMayExceed,
+  writeEdgeAnswer,
   writeErrorEnvelope,
   type IntegrationTimeouts,
 } from './http-limits';
-import { grantedTo, handlerModuleExists, lambdaContext, loadHandler, LOCAL_ACCOUNT_ID, routeGrants } from './lambda';
+import { grantedTo, handlerModuleExists, lambdaContext, loadHandler, LOCAL_ACCOUNT_ID, routeGrants, type EntryAccess } from './lambda';
 import type { Log } from './log';
 import { runInvocation, type Invocation } from '../shared/observability/invocation';
 
@@ -212,6 +223,40 @@ export interface HttpServerOptions {
 
 class IntegrationTimeout extends Error {}
 
+/** A function the front invokes: a route's, or the not-found one. */
+interface Invoked {
+  id: string;
+  /** The resource API Gateway names in the event. */
+  path: string;
+  handler: string;
+  /** Its function's name (the stack's logical name). */
+  name: string;
+  access: EntryAccess;
+  longPoll: boolean;
+  grants: ReturnType<typeof routeGrants>;
+}
+
+const routeFunction = (r: RouteDef): Invoked => ({
+  id: r.id,
+  path: r.path,
+  handler: r.handler,
+  name: routeLogicalName(r),
+  access: r.access,
+  longPoll: r.longPoll === true,
+  grants: routeGrants(r),
+});
+
+/** The not-found function (the manifest's UNKNOWN_ROUTE): granted nothing, as deployed (lib/api.ts). */
+const UNKNOWN_ROUTE_FUNCTION: Invoked = {
+  id: UNKNOWN_ROUTE.id,
+  path: UNKNOWN_ROUTE.path,
+  handler: UNKNOWN_ROUTE.handler,
+  name: 'UnknownRouteFunction',
+  access: UNKNOWN_ROUTE.access,
+  longPoll: false,
+  grants: {},
+};
+
 export function createHttpServer(opts: HttpServerOptions): Server {
   const { log } = opts;
   const timeouts: IntegrationTimeouts = { ...DEFAULT_TIMEOUTS, ...opts.timeouts };
@@ -245,12 +290,11 @@ export function createHttpServer(opts: HttpServerOptions): Server {
     setTimeout(() => socket.destroy(), 5_000).unref();
   });
 
-  // `Expect: 100-continue`: refuse an oversized body before the client sends it.
+  // `Expect: 100-continue`: refuse an oversized body before the client sends it (the web ACL's 413).
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
     const limit = bodyLimitFor(req.headers['content-type']);
     if (Number(req.headers['content-length'] ?? 0) > limit.bytes) {
-      const r = limit.refuse();
-      writeEnvelope(res, r.status, r.type, r.message, { Connection: 'close' }, r.details);
+      writeEdgeAnswer(res, wafAnswer(limit.refuse()), { Connection: 'close' });
       return;
     }
     res.writeContinue();
@@ -262,13 +306,10 @@ export function createHttpServer(opts: HttpServerOptions): Server {
     for (const page of localPages) if (await page(req, res)) return;
 
     const method = req.method ?? 'GET';
-    const pathname = new URL(req.url ?? '/', 'http://local').pathname;
-    const match = matchRoute(method, pathname);
-    if (!match.route) {
-      req.resume();
-      return writeEnvelope(res, 404, 'not_found', `No route for ${method} ${pathname}.`);
-    }
-    const { route, params } = match;
+    const target = req.url ?? '/';
+    const pathname = new URL(target, 'http://local').pathname;
+    // The web ACL first (before API Gateway routes anything): a body over 4 MiB (its first rules),
+    // then AWS's core rules' size limits on the query string and the path.
     let body: Buffer;
     try {
       body = await readBody(req, bodyLimitFor(req.headers['content-type']));
@@ -276,6 +317,13 @@ export function createHttpServer(opts: HttpServerOptions): Server {
       if (!(err instanceof BodyTooLarge)) throw err;
       return refuseBody(res, err);
     }
+    if (commonRuleBlocking(target) !== null) return writeEdgeAnswer(res, gatewayAnswer(GATEWAY_RESPONSES.wafBlocked));
+
+    // A request no route takes runs the not-found function, as the ANY methods route it deployed
+    // (there on the path's resource, or the root `{proxy+}`: the function reads neither).
+    const match = matchRoute(method, pathname);
+    const route = match.route ? routeFunction(match.route) : UNKNOWN_ROUTE_FUNCTION;
+    const params = match.route ? match.params : { proxy: pathname.slice(1) };
     if (!handlerModuleExists(route.handler)) {
       log.warn(`http ${method} ${route.path}: ${route.handler} does not exist yet`);
       return writeEnvelope(res, 501, 'internal_error', `${method} ${route.path} (${route.id}) is not implemented yet.`);
@@ -300,14 +348,14 @@ export function createHttpServer(opts: HttpServerOptions): Server {
         tooBig?.details ?? [{ field: 'body', code: 'payload_too_large', message: `at most ${LAMBDA_PAYLOAD_BYTES} bytes as the function receives it` }],
       );
     }
-    const fnName = routeLogicalName(route);
+    const fnName = route.name;
     const started = Date.now();
-    const { ms: budgetMs, status: timeoutStatus } = requestBudget(timeouts, route.longPoll === true);
+    const { ms: budgetMs, status: timeoutStatus } = requestBudget(timeouts, route.longPoll);
     let result: APIGatewayProxyResult;
     let timer: NodeJS.Timeout | undefined;
     const running: Invocation = { fn: fnName, stopped: false };
     try {
-      const handler = grantedTo(route.id, route.access, await (opts.loadHandler ?? loadHandler)(route.handler), routeGrants(route));
+      const handler = grantedTo(route.id, route.access, await (opts.loadHandler ?? loadHandler)(route.handler), route.grants);
       const invocation = Promise.resolve(runInvocation(running, () => handler(event, lambdaContext(fnName, Math.ceil(budgetMs / 1000))))) as Promise<APIGatewayProxyResult>;
       const timedOut = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new IntegrationTimeout()), budgetMs);
@@ -318,24 +366,25 @@ export function createHttpServer(opts: HttpServerOptions): Server {
     } catch (err) {
       if (err instanceof IntegrationTimeout) {
         log.warn(`http ${method} ${pathname} → ${route.handler} timed out after ${budgetMs} ms`);
-        // 502: the function's own time-out stopped it (the deployed gateway's default 5xx answer),
-        // so it makes no more calls. 504: the gateway gave up, the function may still complete.
+        // 502: the function's own time-out stopped it (the Default5xx gateway response), so it
+        // makes no more calls. 504: the gateway gave up (IntegrationTimeout), the function may
+        // still complete. Both with API Gateway's request id, no X-Request-Id.
         if (timeoutStatus === 502) {
           running.stopped = true;
-          return writeEnvelope(res, 502, 'internal_error', 'Internal error.');
+          return writeEdgeAnswer(res, gatewayAnswer(GATEWAY_RESPONSES.default5xx, { status: 502, requestId }));
         }
-        return writeEnvelope(res, 504, 'internal_error', `The request took longer than ${Math.round(budgetMs / 1000)} seconds and was abandoned; it may still complete. Retry with the same Idempotency-Key.`);
+        return writeEdgeAnswer(res, gatewayAnswer(GATEWAY_RESPONSES.integrationTimeout, { status: 504, requestId }));
       }
-      // API Gateway answers 502 when the integration fails; the body keeps the D4 envelope.
+      // A function that threw (or answered no status): API Gateway's 502, the Default5xx gateway response.
       log.error(`http ${method} ${pathname} → ${route.handler} failed`, err);
-      return writeEnvelope(res, 502, 'internal_error', 'An unexpected error occurred. It has been logged; retrying is safe.');
+      return writeEdgeAnswer(res, gatewayAnswer(GATEWAY_RESPONSES.default5xx, { status: 502, requestId }));
     } finally {
       clearTimeout(timer);
     }
-    // Lambda refuses a response above 6 MB; API Gateway then answers 502.
+    // Lambda refuses a response above 6 MB; API Gateway then answers 502 (Default5xx).
     if (resultMayExceed(result, LAMBDA_PAYLOAD_BYTES)) {
       log.error(`http ${method} ${pathname} → ${route.handler}: response above ${LAMBDA_PAYLOAD_BYTES} bytes`);
-      return writeEnvelope(res, 502, 'internal_error', 'The response was too large to deliver. Ask for a smaller page (a lower limit).');
+      return writeEdgeAnswer(res, gatewayAnswer(GATEWAY_RESPONSES.default5xx, { status: 502, requestId }));
     }
     writeProxyResult(res, result, requestId);
     log.info(`${method} ${req.url} → ${result.statusCode} (${Date.now() - started} ms)`);

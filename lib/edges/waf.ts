@@ -3,7 +3,7 @@ import type { Construct } from 'constructs';
 import { ROUTES } from '../../shared/manifest/routes';
 import { bodyTooLarge, MAX_BODY_BYTES } from '../../shared/http/body-limits';
 import { multipartTooLarge } from '../../shared/work/upload-limits';
-import type { ApiError } from '../../shared/errors';
+import { COMMON_RULES_EXEMPT_PATH_ENDS, wafBody } from '../../shared/http/edge';
 import type { Limits } from '../settings';
 
 /**
@@ -23,8 +23,8 @@ export function integerAbove(n: number): string {
   return `^\\s*0*(?:${alternatives.join('|')})\\s*$`; // optional whitespace around the value, as HTTP allows
 }
 
-/** A refusal as the API's error envelope; WAF's bodies are fixed, so it has no request id. */
-const envelopeOf = (e: ApiError) => JSON.stringify({ error: { type: e.type, message: e.message, details: e.details } });
+/** A refusal as the API's error envelope; WAF's bodies are fixed, so it has no request id (the local front answers the same body, shared/http/edge.ts). */
+const envelopeOf = wafBody;
 
 /** Paths WAF sees on a REST API include the stage: `/api/v1/...`; we match on the manifest path's end. */
 const endsWith = (path: string): wafv2.CfnWebACL.StatementProperty => ({
@@ -62,7 +62,9 @@ export const BODY_AND_AGENT_RULES_COUNTED = [
  *    only count (BODY_AND_AGENT_RULES_COUNTED): they would refuse requests the API accepts and the
  *    local runtime serves (a 9 KB job, a Stripe event over 8 KB, a description quoting `<script>`
  *    or `../`, a webhook URL with an IP address, a server client that sends no User-Agent). Every
- *    body is validated by its route's schema instead; the header, query and path rules block.
+ *    body is validated by its route's schema instead; the header, query and path rules block
+ *    (the WAF_FILTERED gateway response, lib/api.ts). Their size rules (a query string over
+ *    2,048 bytes, a URI path over 1,024) are enforced by the local front too (shared/http/edge.ts).
  * Rate-based blocks answer 429 in the API's error envelope. Before all of them, a declared body
  * (Content-Length) over 4 MiB is refused with the same 413 as the local HTTP front: a multipart
  * upload's points to the pre-signed upload (D61). Without these rules such a body would reach
@@ -70,7 +72,8 @@ export const BODY_AND_AGENT_RULES_COUNTED = [
  */
 export function apiWaf(scope: Construct, id: string, o: { stage: apigw.Stage; limits: Limits }): wafv2.CfnWebACL {
   const signupPaths = ROUTES.filter((r) => r.rateLimit === 'signup_buyer' || r.rateLimit === 'signup_worker').map((r) => r.path);
-  const uploadPaths = ROUTES.filter((r) => r.access.bucket === 'write' && r.method === 'POST').map((r) => r.path.replace(/\{[^}]+\}/g, '')).map((p) => p.slice(p.lastIndexOf('/')));
+  // The upload routes' path ends, where the core rules do not apply (shared with the local front's size rules).
+  const uploadPaths = COMMON_RULES_EXEMPT_PATH_ENDS;
   const visibility = (name: string): wafv2.CfnWebACL.VisibilityConfigProperty => ({
     cloudWatchMetricsEnabled: true,
     metricName: name,
@@ -138,7 +141,7 @@ export function apiWaf(scope: Construct, id: string, o: { stage: apigw.Stage; li
       vendorName: 'AWS',
       name: 'AWSManagedRulesCommonRuleSet',
       ruleActionOverrides: BODY_AND_AGENT_RULES_COUNTED.map((name) => ({ name, actionToUse: { count: {} } })),
-      scopeDownStatement: uploadPaths.length > 0 ? { notStatement: { statement: anyOf([...new Set(uploadPaths)].map(endsWith)) } } : undefined,
+      scopeDownStatement: uploadPaths.length > 0 ? { notStatement: { statement: anyOf(uploadPaths.map(endsWith)) } } : undefined,
     },
   };
   rules.push({

@@ -360,6 +360,35 @@ export const ROUTES: readonly RouteDef[] = [
   ),
 ];
 
+/**
+ * Not a route: the function behind every request no route above takes, i.e. an unknown path or a
+ * method a known path does not declare (D4: 404 `not_found`, with a request id in the body and in
+ * X-Request-Id). Deployed it is the ANY method of every API resource and of a root `{proxy+}`
+ * (lib/api.ts; a method a route declares takes precedence over ANY); locally the HTTP front runs it
+ * for every request `matchRoute` does not match. Kept out of ROUTES: it has no method, path,
+ * schema or OpenAPI operation of its own, and it is granted nothing (no table, bucket, secret or
+ * key: it reads nothing but the request's method and path).
+ */
+export interface UnknownRouteDef {
+  id: string;
+  /** Handler module, relative to the project root; it exports `handler`. */
+  handler: string;
+  method: 'ANY';
+  /** The resource API Gateway reports for it when no manifest resource matches. */
+  path: '/{proxy+}';
+  principal: 'none';
+  access: Record<string, never>;
+}
+
+export const UNKNOWN_ROUTE: UnknownRouteDef = {
+  id: 'edge.not_found',
+  handler: 'functions/edge/not-found.ts',
+  method: 'ANY',
+  path: '/{proxy+}',
+  principal: 'none',
+  access: {},
+};
+
 const byId = new Map(ROUTES.map((r) => [r.id, r]));
 
 export function routeById(id: string): RouteDef {

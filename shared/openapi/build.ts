@@ -10,7 +10,7 @@
 import * as z from 'zod';
 import { resolve } from 'node:path';
 import { ROUTES, type RouteDef } from '../manifest/routes';
-import { errorEnvelope } from './schemas/common';
+import { edgeErrorEnvelope, errorEnvelope } from './schemas/common';
 import { OPERATIONS, type Content } from './operations';
 import { registeredSchemas } from './registry';
 
@@ -77,17 +77,21 @@ export function errorStatuses(r: RouteDef, hasInput: boolean, extra: Record<numb
     out[409] = 'Same Idempotency-Key with another body (`idempotency_conflict`), or while the first request runs (`details[0].code = idempotency_key_in_use`, with Retry-After).';
   }
   if (hasInput) out[422] = 'Fields valid one by one but not together (e.g. a range whose start is after its end).';
-  if (r.method === 'POST' || r.method === 'PATCH') out[413] = 'The request body is over 4 MiB (`details[0].code = body_too_large`).';
+  if (r.method === 'POST' || r.method === 'PATCH') out[413] = 'The request body is over 4 MiB (`details[0].code = body_too_large`), answered by the firewall: no `request_id`, no X-Request-Id.';
   if (r.principal !== 'none' || r.rateLimit.startsWith('signup')) out[429] = '`rate_limit_exceeded`, with Retry-After in seconds.';
   if (r.longPoll) {
     out[429] = `${out[429] ?? ''} Also for \`Prefer: wait\` when too many long polls of this route are held at once: by the organization (code \`long_polls_per_org\`) or in all (\`long_polls_full\`); a read without \`Prefer: wait\` is served.`.trim();
   }
   out[500] = 'Unexpected failure; retrying is safe.';
+  out[502] = "The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe.";
+  if (r.longPoll) out[504] = "A long poll held past the integration time-out (API Gateway's answer: its own request id, no X-Request-Id); poll again.";
   for (const [status, why] of Object.entries(extra)) out[Number(status)] = out[Number(status)] ? `${why} ${out[Number(status)]}` : why;
   return out;
 }
 
 const requestIdHeader = { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } };
+/** Statuses only the edge answers (the firewall, API Gateway): the EdgeError shape, no X-Request-Id. */
+const EDGE_STATUSES = new Set(['413', '502', '504']);
 
 function rateHeaders(r: RouteDef): Json {
   if (r.principal === 'none') return {};
@@ -139,8 +143,8 @@ function operation(r: RouteDef, comps: Components): Json | null {
       status,
       {
         description: why,
-        headers: { ...requestIdHeader, ...(status === '429' || status === '409' ? { 'Retry-After': { $ref: '#/components/headers/Retry-After' } } : {}) },
-        content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+        headers: EDGE_STATUSES.has(status) ? {} : { ...requestIdHeader, ...(status === '429' || status === '409' ? { 'Retry-After': { $ref: '#/components/headers/Retry-After' } } : {}) },
+        content: { 'application/json': { schema: { $ref: `#/components/schemas/${EDGE_STATUSES.has(status) ? 'EdgeError' : 'Error'}` } } },
       },
     ]),
   );
@@ -174,6 +178,7 @@ export function undocumentedRoutes(): RouteDef[] {
 export function buildOpenApi(): Json {
   const comps = new Components();
   comps.convert(errorEnvelope, 'output');
+  comps.convert(edgeErrorEnvelope, 'output');
   const paths: Record<string, Json> = {};
   for (const r of ROUTES) {
     const op = operation(r, comps);

@@ -1,6 +1,7 @@
 /** API keys (D5, D6, D43) and list pagination (D12). */
 import { startTestRuntime, type TestRuntime } from '../support/harness';
 import { signupBuyer, createKey, idemKey, type TestBuyer } from '../support/buyers';
+import { CURSOR_MAX_CHARS } from '../../shared/http/schemas';
 
 let rt: TestRuntime;
 let a: TestBuyer;
@@ -181,6 +182,24 @@ test('an unknown route is 404 not_found in the envelope with a request id (D4)',
   expect(r.status).toBe(404);
   expect(r.json.error.type).toBe('not_found');
   expect(r.json.error.request_id).toMatch(/^req_[0-9A-Z]{26}$/);
+  // The not-found function's answer (an ANY method deployed), so X-Request-Id is there too.
+  expect(r.headers['x-request-id']).toBe(r.json.error.request_id);
+});
+
+test('D12: a cursor longer than any the service writes is 400 invalid_cursor, before it is read', async () => {
+  const r = await rt.request('GET', `/v1/api_keys?cursor=${'c'.repeat(CURSOR_MAX_CHARS + 1)}`, { key: a.live });
+  expect(r.status).toBe(400);
+  expect(r.json.error.type).toBe('validation_error');
+  expect(r.json.error.details).toEqual([{ field: 'cursor', code: 'invalid_cursor', message: expect.any(String) }]);
+});
+
+test('WAF SizeRestrictions_QUERYSTRING: a 2,048-character cursor (once allowed by the schema) is the web ACL\'s 403, as deployed', async () => {
+  // `cursor=` and 2,048 characters make a query string over 2,048 bytes: the web ACL blocks it
+  // before any function runs. This was a local 400 and a deployed 403.
+  const r = await rt.request('GET', `/v1/api_keys?cursor=${'c'.repeat(2048)}`, { key: a.live });
+  expect(r.status).toBe(403);
+  expect(r.json).toEqual({ error: { type: 'authorization_error', message: 'The request was blocked by the firewall.', request_id: `req_${r.headers['x-amzn-requestid']}` } });
+  expect(r.headers['x-request-id']).toBeUndefined();
 });
 
 test('every response carries X-Request-Id req_<ULID> (D4)', async () => {

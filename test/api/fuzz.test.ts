@@ -11,6 +11,8 @@ import { db, tableName } from '../../shared/db/client';
 import { keys } from '../../shared/db/keys';
 import { startTestRuntime, type TestRuntime } from '../support/harness';
 import { idemKey, signupBuyer, type TestBuyer } from '../support/buyers';
+import { GATEWAY_RESPONSES, wafBody } from '../../shared/http/edge';
+import { bodyTooLarge } from '../../shared/http/body-limits';
 
 let rt: TestRuntime;
 let buyer: TestBuyer;
@@ -48,7 +50,30 @@ interface Outcome {
   status: number;
   envelope: boolean;
   requestId: boolean;
+  /** The deployed edge's own answer (no function ran): the body and the headers that identify it. */
+  text: string;
+  json: any;
+  xRequestId: string | null;
+  amznRequestId: string | null;
 }
+
+/**
+ * What the web ACL blocks before API Gateway routes (AWS's core rule set, not on the upload
+ * routes): a query string over 2,048 bytes, a URI path over 1,024 (with the `/api` stage).
+ */
+function blockedByWebAcl(target: string): boolean {
+  const [path, query] = [target.split('?')[0]!, target.includes('?') ? target.slice(target.indexOf('?') + 1) : ''];
+  if (/\/(upload|retry)$/.test(path)) return false;
+  return Buffer.byteLength(query) > 2048 || Buffer.byteLength(`/api${path}`) > 1024;
+}
+
+/** The WafBlocked gateway response, as deployed: API Gateway's request id in the body only, no X-Request-Id. */
+const isWafBlocked = (o: Outcome) =>
+  o.status === 403 &&
+  o.xRequestId === null &&
+  o.amznRequestId !== null &&
+  JSON.stringify(o.json) ===
+    JSON.stringify({ error: { type: GATEWAY_RESPONSES.wafBlocked.type, message: GATEWAY_RESPONSES.wafBlocked.message, request_id: `req_${o.amznRequestId}` } });
 
 /** Sends every case with bounded concurrency; a network error is reported as status 0. */
 async function send(cases: Case[], concurrency = 8): Promise<Outcome[]> {
@@ -76,9 +101,13 @@ async function send(cases: Case[], concurrency = 8): Promise<Outcome[]> {
             status: res.status,
             envelope: !isError || (typeof json?.error?.type === 'string' && json.error.request_id === res.headers.get('x-request-id')),
             requestId: /^req_[0-9A-HJKMNP-TV-Z]{26}$/.test(res.headers.get('x-request-id') ?? ''),
+            text,
+            json,
+            xRequestId: res.headers.get('x-request-id'),
+            amznRequestId: res.headers.get('x-amzn-requestid'),
           });
         } catch {
-          out.push({ c, status: 0, envelope: false, requestId: false });
+          out.push({ c, status: 0, envelope: false, requestId: false, text: '', json: null, xRequestId: null, amznRequestId: null });
         }
       }
     }),
@@ -232,16 +261,23 @@ function headerCases(): Case[] {
 }
 
 describe('issue 11.4: no answer ≥ 500 from bad input, on any route', () => {
-  test('malformed % escapes and odd ids in the path answer a 4xx envelope, with or without a key', async () => {
+  test('malformed % escapes and odd ids in the path answer a 4xx envelope, with or without a key; a path over 1,024 bytes the web ACL\'s 403', async () => {
     const out = await send(pathCases());
     // The local checkout page is an HTML page for people (a 404 page, not the JSON envelope).
     const page = (o: Outcome) => o.c.path.startsWith('/checkout/');
-    const bad = out.filter((o) => o.status >= 500 || o.status === 0 || o.status < 400 || (!page(o) && (!o.envelope || !o.requestId)));
+    // WAF SizeRestrictions_URIPATH: the 2,000-character ids make paths the web ACL blocks deployed
+    // with its gateway response (403, no X-Request-Id). They were asserted before as the routes'
+    // 401/404 envelopes, which only the local front gave.
+    const edge = out.filter((o) => blockedByWebAcl(o.c.path));
+    expect(edge.length).toBeGreaterThan(0);
+    expect(edge.filter((o) => !isWafBlocked(o)).map(describeCase)).toEqual([]);
+    const routed = out.filter((o) => !blockedByWebAcl(o.c.path));
+    const bad = routed.filter((o) => o.status >= 500 || o.status === 0 || o.status < 400 || (!page(o) && (!o.envelope || !o.requestId)));
     expect(bad.map(describeCase)).toEqual([]);
     // D43 and D42: a malformed id is a 404 once the caller is authenticated; without a key, 401.
-    const withKey = out.filter((o) => o.c.label === 'bad id, with key' && o.c.path.includes('%'));
+    const withKey = routed.filter((o) => o.c.label === 'bad id, with key' && o.c.path.includes('%'));
     expect(withKey.filter((o) => o.status !== 404).map(describeCase)).toEqual([]);
-    const noKey = out.filter((o) => o.c.label === 'bad id, no key' && ROUTES.some((r) => r.principal !== 'none' && o.c.path.startsWith(r.path.split('{')[0]!)));
+    const noKey = routed.filter((o) => o.c.label === 'bad id, no key' && ROUTES.some((r) => r.principal !== 'none' && o.c.path.startsWith(r.path.split('{')[0]!)));
     expect(noKey.filter((o) => o.status !== 401).map(describeCase)).toEqual([]);
     console.log(`fuzz paths: ${out.length} requests`);
   });
@@ -264,9 +300,15 @@ describe('issue 11.4: no answer ≥ 500 from bad input, on any route', () => {
     expect(r.json.error.details[0].field).toBe('metadata.n');
   });
 
-  test('huge, non-finite and odd values in query strings answer a 4xx envelope (never 500)', async () => {
+  test('huge, non-finite and odd values in query strings answer a 4xx envelope (never 500); a query string over 2,048 bytes the web ACL\'s 403', async () => {
     const out = await send(queryCases());
-    const bad = out.filter((o) => o.status >= 500 || o.status === 0 || !o.envelope || !o.requestId);
+    // WAF SizeRestrictions_QUERYSTRING: the 3,000-character values are blocked deployed before
+    // any function runs (403, API Gateway's request id, no X-Request-Id); they were asserted
+    // before as the routes' 400 envelopes, which only the local front gave.
+    const edge = out.filter((o) => blockedByWebAcl(o.c.path));
+    expect(edge.length).toBeGreaterThan(0);
+    expect(edge.filter((o) => !isWafBlocked(o)).map(describeCase)).toEqual([]);
+    const bad = out.filter((o) => !blockedByWebAcl(o.c.path)).filter((o) => o.status >= 500 || o.status === 0 || !o.envelope || !o.requestId);
     expect(bad.map(describeCase)).toEqual([]);
     console.log(`fuzz queries: ${out.length} requests`);
   });
@@ -285,13 +327,16 @@ describe('issue 11.4: no answer ≥ 500 from bad input, on any route', () => {
     expect(out.filter((o) => o.status !== 431 || !o.envelope || !o.requestId).map(describeCase)).toEqual([]);
   });
 
-  test('an oversized body answers 413 with the error envelope', async () => {
+  test('D61: an oversized body answers the web ACL\'s 413, its fixed body (no request id, no X-Request-Id)', async () => {
     const big = Buffer.alloc(11 * 1024 * 1024, 0x20);
     const cases: Case[] = [
       { label: 'oversized', method: 'POST', path: '/v1/jobs', key: buyer.live, headers: { 'Idempotency-Key': idemKey() }, body: big },
       { label: 'oversized, no key', method: 'POST', path: '/v1/auth/signup', body: big },
     ];
     const out = await send(cases, 1);
-    expect(out.filter((o) => o.status !== 413 || !o.envelope || !o.requestId).map(describeCase)).toEqual([]);
+    // Deployed, the web ACL refuses the declared body before API Gateway (lib/edges/waf.ts): its
+    // body has no request_id and there is no X-Request-Id. This asserted an envelope with an
+    // X-Request-Id before, which only the local front gave.
+    expect(out.filter((o) => o.status !== 413 || o.text !== wafBody(bodyTooLarge()) || o.xRequestId !== null).map(describeCase)).toEqual([]);
   });
 });

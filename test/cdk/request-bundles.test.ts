@@ -9,13 +9,13 @@ import { readFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as esbuild from 'esbuild';
-import { ROUTES } from '../../shared/manifest/routes';
+import { ROUTES, UNKNOWN_ROUTE } from '../../shared/manifest/routes';
 import { QUEUES, SCHEDULES } from '../../shared/manifest/wiring';
 import { loadAllHandlers } from '../../shared/openapi/build';
 import { registeredSchemas } from '../../shared/openapi/registry';
 
 const ROOT = path.resolve(__dirname, '../..');
-const HANDLERS = [...new Set([...ROUTES.map((r) => r.handler), ...QUEUES.map((q) => q.consumer), ...SCHEDULES.map((s) => s.handler)])];
+const HANDLERS = [...new Set([...ROUTES.map((r) => r.handler), UNKNOWN_ROUTE.handler, ...QUEUES.map((q) => q.consumer), ...SCHEDULES.map((s) => s.handler)])];
 
 type Reach = { zodBytes: number; fullApi: string[]; idempotencyStore: boolean; kms: boolean; s3Sdk: boolean; serviceSdks: string[]; decoders: string[]; dgram: boolean; staticExternals: string[] };
 
@@ -89,6 +89,18 @@ beforeAll(async () => {
 
 test('every handler bundle was measured', () => {
   expect(reach.size).toBe(HANDLERS.length);
+});
+
+test('the not-found function (unknown routes, D4) bundles no zod, no idempotency store and no AWS service client: it reads nothing', () => {
+  const r = reach.get(UNKNOWN_ROUTE.handler)!;
+  expect(r).toBeDefined();
+  expect({ zodBytes: r.zodBytes, idempotencyStore: r.idempotencyStore, kms: r.kms, s3Sdk: r.s3Sdk, serviceSdks: r.serviceSdks }).toEqual({
+    zodBytes: 0,
+    idempotencyStore: false,
+    kms: false,
+    s3Sdk: false,
+    serviceSdks: [],
+  });
 });
 
 test('no handler bundles zod’s full API: the schemas it runs use zod/mini', () => {

@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import { App, Stack, aws_lambda as lambda } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { secretArnVariable, type KeyAccess, type SecretName } from '../../shared/manifest/access';
-import { ROUTES, type RouteDef } from '../../shared/manifest/routes';
+import { ROUTES, UNKNOWN_ROUTE, type RouteDef } from '../../shared/manifest/routes';
 import { QUEUES, SCHEDULES } from '../../shared/manifest/wiring';
 import { bindKeyAccess } from '../../lib/constructs/grants';
 import { Cdn, Keys } from '../../lib/keys';
@@ -130,9 +130,19 @@ describe('per-function grants from the manifest (D63)', () => {
     }
   });
 
-  test('PAYMENTS_PROVIDER is stripe when the deploy names the Stripe secret, disabled (and no Stripe grant) otherwise', () => {
-    for (const [, , fn] of withStripe.ofType('AWS::Lambda::Function')) expect(fn.Properties.Environment.Variables.PAYMENTS_PROVIDER).toBe('stripe');
+  test('PAYMENTS_PROVIDER is stripe when the deploy names the Stripe secret, disabled (and no Stripe grant) otherwise; the not-found function gets neither, and no secret', () => {
+    // The not-found function (unknown routes) reads no key and no setting: no variable, no grant.
+    const unknown = (fn: Resource) => String(fn.Properties.Description).endsWith(`(${UNKNOWN_ROUTE.id})`);
+    for (const s of [withStripe, withoutStripe]) {
+      const found = s.ofType('AWS::Lambda::Function').filter(([, , fn]) => unknown(fn));
+      expect(found).toHaveLength(1);
+      const [tpl, id, fn] = found[0]!;
+      expect(Object.keys(fn.Properties.Environment.Variables).filter((k) => /PAYMENTS|SECRET|KMS|CDN|TABLE|BUCKET|QUEUE/.test(k))).toEqual([]);
+      expect(secretReads(s.templates.get(tpl)!.resources, id)).toEqual([]);
+    }
+    for (const [, , fn] of withStripe.ofType('AWS::Lambda::Function')) if (!unknown(fn)) expect(fn.Properties.Environment.Variables.PAYMENTS_PROVIDER).toBe('stripe');
     for (const [tpl, id, fn] of withoutStripe.ofType('AWS::Lambda::Function')) {
+      if (unknown(fn)) continue;
       expect(fn.Properties.Environment.Variables.PAYMENTS_PROVIDER).toBe('disabled');
       expect(fn.Properties.Environment.Variables.SECRET_ARN_STRIPE).toBeUndefined();
       expect(secretReads(withoutStripe.templates.get(tpl)!.resources, id).join()).not.toContain('stripe');

@@ -7,7 +7,8 @@
 import { App } from 'aws-cdk-lib';
 import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import { MarketplaceStack, type MarketplaceStackProps } from '../../lib/stack';
-import { ROUTES, routeById, routeLogicalName, type RouteDef } from '../../shared/manifest/routes';
+import { ROUTES, UNKNOWN_ROUTE, routeById, routeLogicalName, type RouteDef } from '../../shared/manifest/routes';
+import { GATEWAY_RESPONSES, gatewayResponseTemplate } from '../../shared/http/edge';
 import { STREAM_RULES, TABLE_STREAM, streamRulePattern, QUEUES, RULES, SCHEDULES, TRANSCRIBE_JOB_PREFIX, queueByName } from '../../shared/manifest/wiring';
 import { DEFAULT_BEDROCK_MODEL_ID } from '../../shared/scoring/bedrock-reply';
 import { TABLE_DEF } from '../../shared/db/table';
@@ -99,12 +100,17 @@ function queueLogicalId(name: string): string {
   return matches[0]![0];
 }
 
+/** The not-found function (the manifest's UNKNOWN_ROUTE), behind every ANY method. */
+const unknownRouteFunction = (): [string, Resource] => functionByDescription(`(${UNKNOWN_ROUTE.id})`);
+
 describe('functions', () => {
-  test('exactly one Lambda per manifest route, per queue consumer and per schedule, and no others', () => {
-    template.resourceCountIs('AWS::Lambda::Function', ROUTES.length + QUEUES.length + SCHEDULES.length);
+  test('exactly one Lambda per manifest route, per queue consumer and per schedule, one for unknown routes, and no others', () => {
+    // The manifest's UNKNOWN_ROUTE is the one function that is no route, consumer or schedule.
+    template.resourceCountIs('AWS::Lambda::Function', ROUTES.length + QUEUES.length + SCHEDULES.length + 1);
     for (const route of ROUTES) routeFunction(route);
     for (const q of QUEUES) functionByDescription(`Consumer of the ${q.name} queue`);
     for (const s of SCHEDULES) functionByDescription(s.description);
+    unknownRouteFunction();
   });
 
   test('no custom resources (they would bring their own Lambdas)', () => {
@@ -125,14 +131,20 @@ describe('functions', () => {
     template.allResourcesProperties('AWS::Logs::LogGroup', { RetentionInDays: 30 });
   });
 
-  test('the stack never sets RUNTIME; every function gets TABLE_NAME and PUBLIC_BASE_URL, and no CURSOR_SECRET', () => {
-    for (const [, fn] of ofType('AWS::Lambda::Function')) {
+  test('the stack never sets RUNTIME; every function but the not-found one gets TABLE_NAME and PUBLIC_BASE_URL, and no CURSOR_SECRET', () => {
+    const [unknownId] = unknownRouteFunction();
+    for (const [id, fn] of ofType('AWS::Lambda::Function')) {
       const env = fn.Properties.Environment.Variables;
       expect(env.RUNTIME).toBeUndefined();
       expect(env.LOCAL_FIXED_OTP).toBeUndefined();
-      expect(env.TABLE_NAME).toEqual({ Ref: expect.stringMatching(/^DataTable/) });
       expect(env.CURSOR_SECRET).toBeUndefined();
       expect(env.WEBHOOK_SECRET_KEY).toBeUndefined();
+      if (id === unknownId) {
+        // It reads no table and links nowhere: it answers 404 from the request's method and path alone.
+        expect([env.TABLE_NAME, env.PUBLIC_BASE_URL]).toEqual([undefined, undefined]);
+        continue;
+      }
+      expect(env.TABLE_NAME).toEqual({ Ref: expect.stringMatching(/^DataTable/) });
       expect(env.PUBLIC_BASE_URL).toBeDefined();
     }
   });
@@ -155,7 +167,8 @@ describe('API', () => {
   });
 
   test('exactly one method per manifest route, on the manifest path, as a Lambda proxy without authorizer', () => {
-    const methods = ofType('AWS::ApiGateway::Method');
+    // Besides them only the ANY methods of unknown routes (their own test below).
+    const methods = ofType('AWS::ApiGateway::Method').filter(([, m]) => m.Properties.OperationName !== UNKNOWN_ROUTE.id);
     expect(methods).toHaveLength(ROUTES.length);
     for (const route of ROUTES) {
       const found = methods.filter(([, m]) => m.Properties.OperationName === route.id);
@@ -178,11 +191,60 @@ describe('API', () => {
   });
 
   test('unknown routes answer 404 not_found in the error envelope (D4), not 403', () => {
+    // The fallback for whatever reaches no ANY method: API Gateway's request id, no X-Request-Id.
     template.hasResourceProperties('AWS::ApiGateway::GatewayResponse', {
       ResponseType: 'MISSING_AUTHENTICATION_TOKEN',
       StatusCode: '404',
       ResponseTemplates: { 'application/json': Match.stringLikeRegexp('"type":"not_found"') },
     });
+  });
+
+  test('D4 deployed for unknown routes: every manifest resource (each path, every prefix, the root) has an ANY method to the not-found function, and a root {proxy+} has one too', () => {
+    const [fnId] = unknownRouteFunction();
+    const anyMethods = ofType('AWS::ApiGateway::Method').filter(([, m]) => m.Properties.HttpMethod === 'ANY');
+    const prefixes = new Set<string>(['/']);
+    for (const r of ROUTES) {
+      const segments = r.path.split('/').filter(Boolean);
+      for (let i = 1; i <= segments.length; i++) prefixes.add(`/${segments.slice(0, i).join('/')}`);
+    }
+    const pathOf = (m: Resource) => (m.Properties.ResourceId?.['Fn::GetAtt'] ? '/' : methodPath(m));
+    const covered = anyMethods.map(([, m]) => pathOf(m)).sort();
+    expect(covered).toEqual([...prefixes, '/{proxy+}'].sort());
+    for (const [, m] of anyMethods) {
+      expect([pathOf(m), m.Properties.OperationName, m.Properties.AuthorizationType, m.Properties.Integration.Type]).toEqual([pathOf(m), UNKNOWN_ROUTE.id, 'NONE', 'AWS_PROXY']);
+      expect(JSON.stringify(m.Properties.Integration.Uri)).toContain(`"${fnId}"`);
+    }
+    // The greedy resource sits on the root, so it takes every path no resource matches.
+    const [, proxy] = ofType('AWS::ApiGateway::Resource').find(([, r]) => r.Properties.PathPart === '{proxy+}')!;
+    expect(proxy.Properties.ParentId).toEqual({ 'Fn::GetAtt': [expect.stringMatching(/^ApiRestApi/), 'RootResourceId'] });
+  });
+
+  test('least privilege: the not-found function is granted nothing (no table, bucket, queue, secret or key); only this API may invoke it', () => {
+    const [fnId, fn] = unknownRouteFunction();
+    // What every function has: its logs (the managed basic role) and active tracing.
+    expect(actionsOf(fnId).sort()).toEqual(['xray:PutTelemetryRecords', 'xray:PutTraceSegments']);
+    expect(fn.Properties.Layers).toBeUndefined();
+    const permissions = ofType('AWS::Lambda::Permission').filter(([, p]) => JSON.stringify(p.Properties.FunctionName).includes(`"${fnId}"`));
+    expect(permissions).toHaveLength(1);
+    const [, permission] = permissions[0]!;
+    expect(permission.Properties.Principal).toBe('apigateway.amazonaws.com');
+    expect(JSON.stringify(permission.Properties.SourceArn)).toContain('/api/*/*');
+  });
+
+  test('the gateway responses are the ones the local front answers (shared/http/edge.ts), in the D4 envelope with API Gateway\'s request id', () => {
+    const responses = ofType('AWS::ApiGateway::GatewayResponse');
+    expect(responses).toHaveLength(Object.keys(GATEWAY_RESPONSES).length);
+    for (const def of Object.values(GATEWAY_RESPONSES)) {
+      const found = responses.filter(([, r]) => r.Properties.ResponseType === def.responseType);
+      expect([def.id, found.length]).toEqual([def.id, 1]);
+      const [, r] = found[0]!;
+      expect([def.id, r.Properties.StatusCode, r.Properties.ResponseTemplates]).toEqual([
+        def.id,
+        def.status === undefined ? undefined : String(def.status),
+        { 'application/json': gatewayResponseTemplate(def) },
+      ]);
+      expect(r.Properties.ResponseTemplates['application/json']).toContain('"request_id":"req_$context.requestId"');
+    }
   });
 
   test('long poll (D20) defaults to 25 s: integration timeout 29 s, LONG_POLL_MAX_SECONDS=25', () => {
@@ -650,6 +712,15 @@ describe('pipeline', () => {
       expect(minutes(rules[0]![1].Properties.ScheduleExpression)).toBe(s.everyMinutes);
     }
   });
+
+  test('a failed scheduled run is retried by Lambda as many times as the wiring says (the local scheduler does the same)', () => {
+    for (const s of SCHEDULES) {
+      const [fnId] = functionByDescription(s.description);
+      const configs = ofType('AWS::Lambda::EventInvokeConfig').filter(([, r]) => JSON.stringify(r.Properties.FunctionName).includes(`"${fnId}"`));
+      expect(configs).toHaveLength(1);
+      expect(configs[0]![1].Properties).toMatchObject({ MaximumRetryAttempts: s.retriesOnFailure, MaximumEventAgeInSeconds: Math.max(60, s.everyMinutes * 60) });
+    }
+  });
 });
 
 describe('native pieces (wiring `native`, lib/constructs/native.ts)', () => {
@@ -683,7 +754,8 @@ describe('native pieces (wiring `native`, lib/constructs/native.ts)', () => {
   test('no other function (API routes, schedules, other consumers) gets a layer, but the secrets extension, or ffmpeg paths', () => {
     const withFfmpeg = new Set(ffmpegConsumers.map((q) => consumerFunction(q.name)[0]));
     const others = ofType('AWS::Lambda::Function').filter(([id]) => !withFfmpeg.has(id));
-    expect(others).toHaveLength(ROUTES.length + SCHEDULES.length + QUEUES.length - ffmpegConsumers.length);
+    // The not-found function (unknown routes) is one of the others.
+    expect(others).toHaveLength(ROUTES.length + SCHEDULES.length + QUEUES.length - ffmpegConsumers.length + 1);
     for (const [, fn] of others) {
       const env = fn.Properties.Environment.Variables;
       // The Parameters and Secrets extension (lib/constructs/grants.ts) goes to functions that read a secret.

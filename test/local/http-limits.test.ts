@@ -5,7 +5,10 @@ import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { buildProxyEvent, createHttpServer, LAMBDA_PAYLOAD_BYTES, MAX_BODY_BYTES } from '../../local/http';
 import { lambdaContext, loadHandler } from '../../local/lambda';
 import { silentLog } from '../../local/log';
-import { MAX_MULTIPART_BODY_BYTES } from '../../shared/work/upload-limits';
+import { MAX_MULTIPART_BODY_BYTES, multipartTooLarge } from '../../shared/work/upload-limits';
+import { bodyTooLarge } from '../../shared/http/body-limits';
+import { GATEWAY_RESPONSES, wafBody, type GatewayResponseDef } from '../../shared/http/edge';
+import type { ApiError } from '../../shared/errors';
 import { DEFAULT_TIMEOUTS, requestBudget } from '../../local/http-limits';
 import { ROUTE_FUNCTION_TIMEOUT_SECONDS } from '../../shared/manifest/timeouts';
 import { startTestRuntime, type TestRuntime } from '../support/harness';
@@ -38,6 +41,35 @@ function expectEnvelope(r: { status: number; headers: Record<string, string>; js
   expect(r.json.error).toMatchObject({ type, message: expect.any(String), request_id: r.headers['x-request-id'] });
 }
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+/**
+ * A gateway response as API Gateway answers it (shared/http/edge.ts, lib/api.ts): its message and
+ * API Gateway's request id (`req_<uuid>`, the uuid in x-amzn-RequestId), and no X-Request-Id, which
+ * a gateway response cannot send. These used to be asserted as envelopes with a `req_<ULID>` in
+ * X-Request-Id, which only the local front gave: a client relying on it would fail deployed.
+ */
+function expectGatewayAnswer(r: { status: number; headers: Record<string, string>; json: any }, status: number, def: GatewayResponseDef) {
+  expect(r.status).toBe(status);
+  expect(r.headers['content-type']).toMatch(/^application\/json/);
+  expect(r.headers['x-request-id']).toBeUndefined();
+  expect(r.headers['x-amzn-requestid']).toMatch(UUID);
+  expect(r.json).toEqual({ error: { type: def.type, message: def.message, request_id: `req_${r.headers['x-amzn-requestid']}` } });
+}
+
+/**
+ * The web ACL's 413 (BodyOver4MiB, MultipartBodyOver4MiB): its fixed body, which holds no request
+ * id, and no X-Request-Id. Asserted before as an envelope with an X-Request-Id, which only the local
+ * front gave.
+ */
+function expectWafAnswer(r: { status: number; headers: Record<string, string>; json: any }, e: ApiError) {
+  expect(r.status).toBe(413);
+  expect(r.headers['content-type']).toMatch(/^application\/json/);
+  expect(r.headers['x-request-id']).toBeUndefined();
+  expect(r.json).toEqual(JSON.parse(wafBody(e)));
+  expect(r.json.error.request_id).toBeUndefined();
+}
+
 // A route's function times out (28 s) before API Gateway's integration (29 s): deployed, the
 // function is stopped and API Gateway answers 502, so locally no request may run longer either.
 describe('local HTTP front: the function time-out ends a request before the integration time-out', () => {
@@ -47,7 +79,7 @@ describe('local HTTP front: the function time-out ends a request before the inte
     expect(requestBudget(DEFAULT_TIMEOUTS, true)).toEqual({ ms: 61_000, status: 504 });
   });
 
-  it('a handler slower than its function time-out is a 502 envelope at that time-out', async () => {
+  it('a handler slower than its function time-out is the Default5xx gateway response (502) at that time-out', async () => {
     const server = createHttpServer({
       log: silentLog,
       timeouts: { standardMs: 1_500, functionMs: 300, longPollMs: 1_500 },
@@ -60,7 +92,7 @@ describe('local HTTP front: the function time-out ends a request before the inte
     try {
       const started = Date.now();
       const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/me`);
-      expectEnvelope({ status: res.status, headers: Object.fromEntries(res.headers), json: await res.json() }, 502, 'internal_error');
+      expectGatewayAnswer({ status: res.status, headers: Object.fromEntries(res.headers), json: await res.json() }, 502, GATEWAY_RESPONSES.default5xx);
       expect(Date.now() - started).toBeLessThan(1_400);
     } finally {
       await new Promise<void>((r) => {
@@ -72,7 +104,8 @@ describe('local HTTP front: the function time-out ends a request before the inte
 });
 
 // The local HTTP front answers as API Gateway + Lambda would deployed (D61), each answer readable
-// and in the error envelope with X-Request-Id (issue 11.5). A fake handler stands in where the
+// (issue 11.5): the front's own answers (431, 400) in the error envelope with X-Request-Id, the
+// deployed edge's (502, 504, 413) as that edge gives them. A fake handler stands in where the
 // limit is about the function's behaviour (slow, oversized response).
 describe('local HTTP front: the integration limits of API Gateway and Lambda', () => {
   let server: Server;
@@ -109,17 +142,17 @@ describe('local HTTP front: the integration limits of API Gateway and Lambda', (
     expect((await get()).json).toEqual({ ok: true });
   });
 
-  it('a handler slower than the integration time-out is a 504 envelope', async () => {
+  it('a handler slower than the integration time-out is the IntegrationTimeout gateway response (504)', async () => {
     behaviour = 'slow';
     const started = Date.now();
     const r = await get();
-    expectEnvelope(r, 504, 'internal_error');
+    expectGatewayAnswer(r, 504, GATEWAY_RESPONSES.integrationTimeout);
     expect(Date.now() - started).toBeLessThan(1_900);
   });
 
-  it('a response above Lambda’s 6 MB is a 502 envelope, as API Gateway answers', async () => {
+  it('a response above Lambda’s 6 MB is the Default5xx gateway response (502), as API Gateway answers', async () => {
     behaviour = 'huge';
-    expectEnvelope(await get(), 502, 'internal_error');
+    expectGatewayAnswer(await get(), 502, GATEWAY_RESPONSES.default5xx);
   });
 
   it('request headers above 10 KiB are a 431 envelope, not a bare status line', async () => {
@@ -132,13 +165,13 @@ describe('local HTTP front: the integration limits of API Gateway and Lambda', (
     expectEnvelope(parseRaw(raw), 400);
   });
 
-  it('Expect: 100-continue with an oversized Content-Length is refused before the body is sent', async () => {
+  it('Expect: 100-continue with an oversized Content-Length is refused before the body is sent, with the web ACL\'s 413', async () => {
     const raw = await rawExchange(
       port,
       `POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${MAX_BODY_BYTES + 1}\r\nExpect: 100-continue\r\n\r\n`,
     );
     const r = parseRaw(raw);
-    expectEnvelope(r, 413);
+    expectWafAnswer(r, bodyTooLarge());
     expect(r.json.error.details[0].code).toBe('body_too_large');
   });
 });
@@ -187,11 +220,12 @@ describe('local HTTP front: request size limits on the real routes', () => {
     expect(sub.json.status).toBe('awaiting_upload');
   }
 
-  it('a multipart body above 4 MiB is a 413 use_presigned_upload, and nothing is stored', async () => {
+  it('a multipart body above 4 MiB is the web ACL\'s 413 use_presigned_upload, and nothing is stored', async () => {
     const { token, subId } = await acceptedSubmission();
     const m = multipartOf(MAX_MULTIPART_BODY_BYTES + 1);
+    // The web ACL's body is not the documented Error (no request_id): no contract check.
     const r = await rt.request('POST', `/internal/worker/submissions/${subId}/upload`, { key: token, body: m.body, headers: { 'Content-Type': m.contentType } });
-    expectEnvelope(r, 413);
+    expectWafAnswer(r, multipartTooLarge());
     expect(r.json.error.details[0].code).toBe('use_presigned_upload');
     await nothingStored(subId, token);
   });
@@ -212,7 +246,8 @@ describe('local HTTP front: request size limits on the real routes', () => {
       duplex: 'half',
     } as RequestInit);
     const r = { status: res.status, headers: Object.fromEntries(res.headers), json: (await res.json()) as any };
-    expectEnvelope(r, 413);
+    // Deployed the web ACL sees no Content-Length here; the front refuses it all the same, with its answer.
+    expectWafAnswer(r, multipartTooLarge());
     expect(r.json.error.details[0].code).toBe('use_presigned_upload');
     await nothingStored(subId, token);
   });
@@ -241,10 +276,10 @@ describe('local HTTP front: request size limits on the real routes', () => {
     await nothingStored(subId, token);
   });
 
-  it('D61: a JSON body above 4 MiB is a readable 413 body_too_large envelope (the web ACL\'s rule deployed), not a connection reset', async () => {
+  it('D61: a JSON body above 4 MiB is the web ACL\'s readable 413 body_too_large, not a connection reset', async () => {
     const res = await fetch(`${rt.url}/v1/jobs`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: `{"x":"${'a'.repeat(MAX_BODY_BYTES)}"}` });
     const r = { status: res.status, headers: Object.fromEntries(res.headers), json: (await res.json()) as any };
-    expectEnvelope(r, 413);
+    expectWafAnswer(r, bodyTooLarge());
     expect(r.json.error.details[0].code).toBe('body_too_large');
   });
 
@@ -252,7 +287,7 @@ describe('local HTTP front: request size limits on the real routes', () => {
     const body = Buffer.alloc(5 * 1024 * 1024, 1);
     const res = await fetch(`${rt.url}/v1/jobs`, { method: 'POST', headers: { 'Content-Type': 'application/octet-stream' }, body });
     const r = { status: res.status, headers: Object.fromEntries(res.headers), json: (await res.json()) as any };
-    expectEnvelope(r, 413);
+    expectWafAnswer(r, bodyTooLarge());
     expect(r.json.error.details[0].code).toBe('body_too_large');
   });
 

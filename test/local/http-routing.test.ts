@@ -1,7 +1,10 @@
 import { registerLocalPage } from '../../local/http';
+import { wafBody } from '../../shared/http/edge';
+import { bodyTooLarge } from '../../shared/http/body-limits';
 import { startTestRuntime, type TestRuntime } from '../support/harness';
 
-// D4: unknown routes answer the error envelope with a request id in X-Request-Id.
+// D4: unknown routes answer the error envelope with a request id in X-Request-Id: the not-found
+// function's answer (functions/edge/not-found.ts), which the ANY methods run deployed.
 describe('the local API routes through the manifest', () => {
   let rt: TestRuntime;
 
@@ -24,12 +27,21 @@ describe('the local API routes through the manifest', () => {
     const res = await rt.request('DELETE', '/v1/jobs');
     expect(res.status).toBe(404);
     expect(res.json.error.type).toBe('not_found');
+    expect(res.headers['x-request-id']).toBe(res.json.error.request_id);
   });
 
-  it('a body over 10 MB answers 413 in the error envelope, as API Gateway refuses it', async () => {
-    const res = await rt.request('POST', '/v1/auth/signup', { body: Buffer.alloc(10 * 1024 * 1024 + 1, 0x61), headers: { 'Content-Type': 'application/json' } });
+  it('D61: a body over 10 MB answers the web ACL\'s 413 (its fixed body: no request id, no X-Request-Id), as deployed', async () => {
+    // The web ACL refuses the declared body before API Gateway sees it; it used to be asserted as
+    // an envelope with a request id, which only the local front gave. The document describes it as
+    // the edge's error (EdgeError: no request_id, no X-Request-Id).
+    const res = await rt.request('POST', '/v1/auth/signup', {
+      body: Buffer.alloc(10 * 1024 * 1024 + 1, 0x61),
+      headers: { 'Content-Type': 'application/json' },
+    });
     expect(res.status).toBe(413);
     expect(res.json.error.type).toBe('invalid_request');
+    expect(res.text).toBe(wafBody(bodyTooLarge()));
+    expect(res.headers['x-request-id']).toBeUndefined();
   });
 
   it('a registered local-only page answers before the API routes', async () => {

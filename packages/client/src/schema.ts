@@ -793,6 +793,24 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        EdgeError: {
+            error: {
+                /** @enum {string} */
+                type: "invalid_request" | "authentication_error" | "authorization_error" | "not_found" | "conflict" | "rate_limit_exceeded" | "validation_error" | "insufficient_credits" | "pricing_violation" | "free_tier_job_limit" | "idempotency_conflict" | "service_unavailable" | "internal_error";
+                message: string;
+                /** @description API Gateway's request id (`req_<uuid>`), when API Gateway answered; absent from the firewall's answers. */
+                request_id?: string;
+                details?: ({
+                    field?: string;
+                    message: string;
+                    code?: string;
+                } & {
+                    [key: string]: unknown;
+                })[];
+            } & {
+                [key: string]: unknown;
+            };
+        };
         ApiKey: {
             /** @constant */
             object: "api_key";
@@ -970,10 +988,13 @@ export interface components {
             download_url: string;
             /** @description ISO 8601 UTC timestamp with milliseconds, e.g. 2026-11-21T12:00:00.000Z */
             download_url_expires_at: string;
-            /** @description Labels by content type (see docs/annotations.md); null for policy violations */
-            annotations: {
+            /** @description Labels by content type (see docs/annotations.md); null for policy violations. An audio or video transcript is at most 32 KiB: a longer one keeps its first segments, marked truncated */
+            annotations: ({
+                /** @description Audio and video: the speech, bounded to 32 KiB (truncated says whether it is whole); null with its reason in unavailable when there is none */
+                transcript?: components["schemas"]["Transcript"] | null;
+            } & {
                 [key: string]: unknown;
-            } | null;
+            }) | null;
             keyframes: ({
                 index: number;
                 timestamp_seconds: number | null;
@@ -989,6 +1010,33 @@ export interface components {
             })[] | null;
             /** @description ISO 8601 UTC timestamp with milliseconds, e.g. 2026-11-21T12:00:00.000Z */
             created_at: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description At most 32 KiB of JSON: a longer transcript keeps its first segments, whole, with truncated true and the counts of the whole transcript */
+        Transcript: {
+            /** @description The whole text; when truncated, the text of the segments kept, separated by spaces */
+            full_text: string;
+            /** @description In time order; one per turn of one speaker, a turn longer than 1,000 characters continuing in further segments */
+            segments: ({
+                start_seconds: number;
+                end_seconds: number;
+                /** @description Diarization label (spk_0, spk_1, ...); null when speakers were not told apart */
+                speaker: string | null;
+                text: string;
+                /** @description Mean confidence of the segment words */
+                confidence: number | null;
+            } & {
+                [key: string]: unknown;
+            })[];
+            /** @description true when the transcript is longer than its 32 KiB bound and only its first segments are here; false when it is whole */
+            truncated?: boolean;
+            /** @description Segments of the whole transcript */
+            total_segments?: number;
+            /** @description Characters of the whole transcript text */
+            total_characters?: number;
+            /** @description Where the last segment of the whole transcript ends; null when there is no speech */
+            total_end_seconds?: number | null;
         } & {
             [key: string]: unknown;
         };
@@ -1373,14 +1421,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`), answered by the firewall: no `request_id`, no X-Request-Id. */
             413: {
                 headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
             /** @description Fields valid one by one but not together (e.g. a range whose start is after its end). */
@@ -1412,6 +1459,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
         };
@@ -1490,14 +1546,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`), answered by the firewall: no `request_id`, no X-Request-Id. */
             413: {
                 headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
             /** @description Fields valid one by one but not together (e.g. a range whose start is after its end). */
@@ -1529,6 +1584,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
             /** @description The code could not be sent by SMS (code sms_unavailable); nothing was stored, and a retry (with the same Idempotency-Key or a new one) sends a code. */
@@ -1616,14 +1680,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`), answered by the firewall: no `request_id`, no X-Request-Id. */
             413: {
                 headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
             /** @description Fields valid one by one but not together (e.g. a range whose start is after its end). */
@@ -1655,6 +1718,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
         };
@@ -1731,6 +1803,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
         };
@@ -1832,6 +1913,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
         };
@@ -1945,14 +2035,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`), answered by the firewall: no `request_id`, no X-Request-Id. */
             413: {
                 headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
             /** @description Fields valid one by one but not together. Fields valid one by one but not together (e.g. a range whose start is after its end). */
@@ -1984,6 +2073,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
         };
@@ -2078,6 +2176,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
+                };
+            };
+            /** @description A long poll held past the integration time-out (API Gateway's answer: its own request id, no X-Request-Id); poll again. */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
+                };
+            };
         };
     };
     "jobs.cancel": {
@@ -2160,14 +2276,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`), answered by the firewall: no `request_id`, no X-Request-Id. */
             413: {
                 headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
             /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
@@ -2189,6 +2304,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
         };
@@ -2280,14 +2404,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`), answered by the firewall: no `request_id`, no X-Request-Id. */
             413: {
                 headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
             /** @description Fields valid one by one but not together (e.g. a range whose start is after its end). */
@@ -2319,6 +2442,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
         };
@@ -2432,6 +2564,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
+                };
+            };
         };
     };
     "jobs.submissions.list": {
@@ -2541,6 +2682,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
         };
@@ -2653,6 +2803,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
+                };
+            };
         };
     };
     "jobs.exports.create": {
@@ -2743,14 +2902,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`), answered by the firewall: no `request_id`, no X-Request-Id. */
             413: {
                 headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
             /** @description Fields valid one by one but not together (e.g. a range whose start is after its end). */
@@ -2782,6 +2940,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
         };
@@ -2876,6 +3043,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
+                };
+            };
+            /** @description A long poll held past the integration time-out (API Gateway's answer: its own request id, no X-Request-Id); poll again. */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
+                };
+            };
         };
     };
     "files.refresh_url": {
@@ -2958,14 +3143,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`), answered by the firewall: no `request_id`, no X-Request-Id. */
             413: {
                 headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
             /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
@@ -2987,6 +3171,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
         };
@@ -3092,6 +3285,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
+                };
+            };
         };
     };
     "submissions.summary": {
@@ -3182,6 +3384,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
+                };
+            };
         };
     };
     "submissions.get": {
@@ -3268,6 +3479,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
         };
@@ -3362,14 +3582,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`), answered by the firewall: no `request_id`, no X-Request-Id. */
             413: {
                 headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
             /** @description Fields valid one by one but not together (e.g. a range whose start is after its end). */
@@ -3401,6 +3620,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
         };
@@ -3501,6 +3729,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
+                };
+            };
         };
     };
     "api_keys.create": {
@@ -3580,14 +3817,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`), answered by the firewall: no `request_id`, no X-Request-Id. */
             413: {
                 headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
             /** @description Fields valid one by one but not together (e.g. a range whose start is after its end). */
@@ -3619,6 +3855,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
         };
@@ -3703,14 +3948,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`), answered by the firewall: no `request_id`, no X-Request-Id. */
             413: {
                 headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
             /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
@@ -3732,6 +3976,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
         };
@@ -3814,14 +4067,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`), answered by the firewall: no `request_id`, no X-Request-Id. */
             413: {
                 headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
             /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
@@ -3843,6 +4095,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
         };
@@ -3943,6 +4204,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
+                };
+            };
         };
     };
     "webhook_endpoints.create": {
@@ -4021,14 +4291,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`), answered by the firewall: no `request_id`, no X-Request-Id. */
             413: {
                 headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
             /** @description Fields valid one by one but not together (e.g. a range whose start is after its end). */
@@ -4060,6 +4329,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
         };
@@ -4150,6 +4428,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
+                };
+            };
         };
     };
     "webhook_endpoints.delete": {
@@ -4236,6 +4523,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
+                };
+            };
         };
     };
     "webhook_endpoints.update": {
@@ -4313,14 +4609,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`), answered by the firewall: no `request_id`, no X-Request-Id. */
             413: {
                 headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
             /** @description Fields valid one by one but not together (e.g. a range whose start is after its end). */
@@ -4352,6 +4647,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
         };
@@ -4440,14 +4744,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`), answered by the firewall: no `request_id`, no X-Request-Id. */
             413: {
                 headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
             /** @description Fields valid one by one but not together (e.g. a range whose start is after its end). */
@@ -4479,6 +4782,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
         };
@@ -4582,6 +4894,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
+                };
+            };
         };
     };
     "webhook_events.replay": {
@@ -4670,14 +4991,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`), answered by the firewall: no `request_id`, no X-Request-Id. */
             413: {
                 headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
             /** @description Fields valid one by one but not together (e.g. a range whose start is after its end). */
@@ -4709,6 +5029,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
         };
@@ -4785,6 +5114,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
         };
@@ -4886,6 +5224,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
+                };
+            };
         };
     };
     "billing.purchase": {
@@ -4962,14 +5309,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`), answered by the firewall: no `request_id`, no X-Request-Id. */
             413: {
                 headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
             /** @description Fields valid one by one but not together (e.g. a range whose start is after its end). */
@@ -5001,6 +5347,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
             /** @description Buying credits is not available on this deployment (no payment processor configured; code payments_disabled). Test keys can still buy test credits. */
@@ -5089,14 +5444,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`), answered by the firewall: no `request_id`, no X-Request-Id. */
             413: {
                 headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
             /** @description Fields valid one by one but not together (e.g. a range whose start is after its end). */
@@ -5128,6 +5482,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
             /** @description Buying credits is not available on this deployment (no payment processor configured; code payments_disabled). Test keys can still buy test credits. */
@@ -5187,14 +5550,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`), answered by the firewall: no `request_id`, no X-Request-Id. */
             413: {
                 headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -5205,6 +5567,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
         };
@@ -5273,6 +5644,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
+                };
+            };
         };
     };
     "organization.settings.update": {
@@ -5326,14 +5706,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`), answered by the firewall: no `request_id`, no X-Request-Id. */
             413: {
                 headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
             /** @description Fields valid one by one but not together (e.g. a range whose start is after its end). */
@@ -5365,6 +5744,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
         };
@@ -5467,6 +5855,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
+                };
+            };
         };
     };
     "worker.signup": {
@@ -5535,14 +5932,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`), answered by the firewall: no `request_id`, no X-Request-Id. */
             413: {
                 headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
             /** @description Fields valid one by one but not together (e.g. a range whose start is after its end). */
@@ -5574,6 +5970,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
         };
@@ -5663,6 +6068,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
+                };
+            };
         };
     };
     "worker.jobs.accept": {
@@ -5734,14 +6148,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`), answered by the firewall: no `request_id`, no X-Request-Id. */
             413: {
                 headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
             /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
@@ -5763,6 +6176,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
         };
@@ -5836,14 +6258,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`), answered by the firewall: no `request_id`, no X-Request-Id. */
             413: {
                 headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
             /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
@@ -5865,6 +6286,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
         };
@@ -5946,14 +6376,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`). */
+            /** @description The request body is over 4 MiB (`details[0].code = body_too_large`), answered by the firewall: no `request_id`, no X-Request-Id. */
             413: {
                 headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
             /** @description Fields valid one by one but not together (e.g. a range whose start is after its end). */
@@ -5985,6 +6414,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
         };
@@ -6119,14 +6557,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `details[0].code = use_presigned_upload`: the multipart body is over 4 MiB. The request body is over 4 MiB (`details[0].code = body_too_large`). */
+            /** @description `details[0].code = use_presigned_upload`: the multipart body is over 4 MiB. The request body is over 4 MiB (`details[0].code = body_too_large`), answered by the firewall: no `request_id`, no X-Request-Id. */
             413: {
                 headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
             /** @description Fields valid one by one but not together (e.g. a range whose start is after its end). */
@@ -6158,6 +6595,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
             /** @description `details[0].code = upload_signing_unavailable`: the pre-signed URLs could not be signed right now; nothing was stored. Send the same request again after `Retry-After` seconds. */
@@ -6302,14 +6748,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `details[0].code = use_presigned_upload`: the multipart body is over 4 MiB. The request body is over 4 MiB (`details[0].code = body_too_large`). */
+            /** @description `details[0].code = use_presigned_upload`: the multipart body is over 4 MiB. The request body is over 4 MiB (`details[0].code = body_too_large`), answered by the firewall: no `request_id`, no X-Request-Id. */
             413: {
                 headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
             /** @description Fields valid one by one but not together (e.g. a range whose start is after its end). */
@@ -6341,6 +6786,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
             /** @description `details[0].code = upload_signing_unavailable`: the pre-signed URLs could not be signed right now; nothing was stored. Send the same request again after `Retry-After` seconds. */
@@ -6428,6 +6882,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
         };
@@ -6519,6 +6982,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
+                };
+            };
         };
     };
     "docs.openapi": {
@@ -6560,6 +7032,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
+                };
+            };
         };
     };
     "docs.page": {
@@ -6599,6 +7080,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
         };
@@ -6653,6 +7143,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The function failed or ran out of time before answering (API Gateway's answer: its own request id, no X-Request-Id); retrying with the same Idempotency-Key is safe. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EdgeError"];
                 };
             };
         };

@@ -53,3 +53,19 @@ export const errorEnvelope = z
     }),
   })
   .meta({ id: 'Error' });
+
+/**
+ * What the edge answers itself, before any function runs (shared/http/edge.ts): the firewall's
+ * 413 for a body over 4 MiB has no `request_id`; API Gateway's own 502 and 504 carry its request
+ * id (`req_<uuid>`, not a ULID). Neither sends X-Request-Id.
+ */
+export const edgeErrorEnvelope = z
+  .strictObject({
+    error: z.looseObject({
+      type: z.enum(ERROR_TYPES),
+      message: z.string(),
+      request_id: z.string().optional().describe("API Gateway's request id (`req_<uuid>`), when API Gateway answered; absent from the firewall's answers."),
+      details: z.array(errorDetail).optional(),
+    }),
+  })
+  .meta({ id: 'EdgeError' });
