@@ -2,7 +2,7 @@ import { Duration, Stack, aws_apigateway as apigw, aws_cloudwatch as cloudwatch,
 import { Construct } from 'constructs';
 import { ROUTES, UNKNOWN_ROUTE, type RouteDef } from '../shared/manifest/routes';
 import { longPollTimeoutSeconds } from '../shared/manifest/timeouts';
-import { GATEWAY_RESPONSES, STAGE_NAME as API_STAGE_NAME, gatewayResponseTemplate, type GatewayResponseDef } from '../shared/http/edge';
+import { BINARY_MEDIA_TYPES, GATEWAY_RESPONSES, STAGE_NAME as API_STAGE_NAME, gatewayResponseTemplate, type GatewayResponseDef } from '../shared/http/edge';
 import { apiWaf } from './edges/waf';
 import { HouseFunction } from './constructs/house-function';
 import { acknowledge } from './constructs/nag';
@@ -49,12 +49,8 @@ import type { Limits } from './settings';
  */
 
 export const STAGE_NAME = API_STAGE_NAME;
-/**
- * Bodies API Gateway hands to Lambda base64-encoded (`isBase64Encoded: true`): worker uploads
- * (multipart) and raw media. JSON stays text, byte for byte, which is what a signature check over
- * the raw body (the Stripe webhook) needs. Mirrors `isTextContentType` in `local/http.ts`.
- */
-export const BINARY_MEDIA_TYPES = ['multipart/form-data', 'image/*', 'video/*', 'audio/*', 'application/octet-stream'];
+/** Bodies API Gateway hands to Lambda base64-encoded: shared/http/edge.ts, which the local front reads too. */
+export { BINARY_MEDIA_TYPES };
 
 export interface ApiGatewayProps {
   /** D20 budget of long-poll routes, 1..60 seconds (context `longPollSeconds`). */
@@ -95,7 +91,7 @@ export class ApiGateway extends Construct {
       restApiName: this.apiName,
       description: 'Media marketplace: buyer API (/v1) and worker API (/internal/worker)',
       endpointConfiguration: { types: [apigw.EndpointType.REGIONAL] },
-      binaryMediaTypes: BINARY_MEDIA_TYPES,
+      binaryMediaTypes: [...BINARY_MEDIA_TYPES],
       // Access and execution logs need the account-level API Gateway → CloudWatch Logs role.
       cloudWatchRole: true,
       deployOptions: {

@@ -24,7 +24,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { matchRoute, routeLogicalName, UNKNOWN_ROUTE, type RouteDef } from '../shared/manifest/routes';
-import { commonRuleBlocking, GATEWAY_RESPONSES, gatewayAnswer, wafAnswer } from '../shared/http/edge';
+import { commonRuleBlocking, GATEWAY_RESPONSES, gatewayAnswer, isBinaryMediaType, wafAnswer } from '../shared/http/edge';
 import { isMultipart, multipartTooLarge } from '../shared/work/upload-limits';
 import {
   bodyLimitFor,
@@ -52,13 +52,6 @@ const writeEnvelope = writeErrorEnvelope;
 export const STAGE = 'local';
 const API_ID = 'local';
 
-const TEXT_TYPES = [/^text\//, /^application\/(.+\+)?json\b/, /^application\/(.+\+)?xml\b/, /^application\/x-www-form-urlencoded\b/, /^application\/javascript\b/];
-
-/** Bodies API Gateway hands over as text; everything else (multipart/form-data, media) is base64. */
-export function isTextContentType(contentType: string | undefined): boolean {
-  const ct = (contentType ?? '').toLowerCase().trim();
-  return ct === '' || TEXT_TYPES.some((re) => re.test(ct));
-}
 
 /** What the adapter needs of an incoming request (node's IncomingMessage provides it). */
 export interface ProxyRequest {
@@ -141,7 +134,9 @@ export function buildProxyEvent(
   const contentType = Object.entries(headers).find(([k]) => k.toLowerCase() === 'content-type')?.[1];
   const userAgent = Object.entries(headers).find(([k]) => k.toLowerCase() === 'user-agent')?.[1] ?? null;
   const host = Object.entries(headers).find(([k]) => k.toLowerCase() === 'host')?.[1];
-  const binary = req.body.length > 0 && !isTextContentType(contentType);
+  // As API Gateway: base64 only for the API's binary media types; any other body as UTF-8 text
+  // (bytes that are not UTF-8 arrive mangled there, and so here).
+  const binary = req.body.length > 0 && isBinaryMediaType(contentType);
   const body = req.body.length === 0 ? null : binary ? req.body.toString('base64') : req.body.toString('utf8');
 
   return {
@@ -178,14 +173,17 @@ export function buildProxyEvent(
 }
 
 /** Writes a handler's APIGatewayProxyResult as API Gateway would. */
-export function writeProxyResult(res: ServerResponse, result: APIGatewayProxyResult, requestId: string): void {
+export function writeProxyResult(res: ServerResponse, result: APIGatewayProxyResult, requestId: string, accept?: string): void {
   const headers: Record<string, string | string[]> = {};
   for (const [k, values] of Object.entries(result.multiValueHeaders ?? {})) headers[k] = values.map(String);
   for (const [k, v] of Object.entries(result.headers ?? {})) headers[k] = String(v);
   const names = Object.keys(headers).map((k) => k.toLowerCase());
   if (!names.includes('content-type')) headers['Content-Type'] = 'application/json';
   headers['x-amzn-RequestId'] = requestId;
-  const body = result.isBase64Encoded ? Buffer.from(result.body ?? '', 'base64') : Buffer.from(result.body ?? '', 'utf8');
+  // A base64 body is sent as bytes only when the client's first Accept value is a binary media
+  // type, as API Gateway decides; otherwise the client gets the base64 text.
+  const decode = result.isBase64Encoded === true && isBinaryMediaType(accept);
+  const body = decode ? Buffer.from(result.body ?? '', 'base64') : Buffer.from(result.body ?? '', 'utf8');
   res.writeHead(result.statusCode, { ...headers, 'Content-Length': String(body.length) });
   res.end(body);
 }
@@ -386,7 +384,7 @@ export function createHttpServer(opts: HttpServerOptions): Server {
       log.error(`http ${method} ${pathname} → ${route.handler}: response above ${LAMBDA_PAYLOAD_BYTES} bytes`);
       return writeEdgeAnswer(res, gatewayAnswer(GATEWAY_RESPONSES.default5xx, { status: 502, requestId }));
     }
-    writeProxyResult(res, result, requestId);
+    writeProxyResult(res, result, requestId, req.headers.accept);
     log.info(`${method} ${req.url} → ${result.statusCode} (${Date.now() - started} ms)`);
   }
 

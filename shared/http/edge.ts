@@ -95,6 +95,23 @@ export function wafAnswer(e: Pick<ApiError, 'status' | 'type' | 'message' | 'det
   return { status: e.status, headers: { 'Content-Type': 'application/json' }, body: wafBody(e) };
 }
 
+/**
+ * The REST API's `binaryMediaTypes` (lib/api.ts): a request whose Content-Type matches one reaches
+ * the function base64-encoded (`isBase64Encoded: true`), any other as text, byte for byte, which is
+ * what a signature check over the raw body (the Stripe webhook) needs; a response the function
+ * base64-encodes is sent as bytes only when the client's first Accept value matches one, else as
+ * the base64 text (https://docs.aws.amazon.com/apigateway/latest/developerguide/api-gateway-payload-encodings.html).
+ */
+export const BINARY_MEDIA_TYPES: readonly string[] = ['multipart/form-data', 'image/*', 'video/*', 'audio/*', 'application/octet-stream'];
+
+/** Whether a Content-Type, or the first value of an Accept header, matches BINARY_MEDIA_TYPES (`type/*` included). */
+export function isBinaryMediaType(header: string | undefined): boolean {
+  const media = (header ?? '').split(',')[0]!.split(';')[0]!.trim().toLowerCase();
+  if (!media.includes('/')) return false;
+  const [type] = media.split('/');
+  return BINARY_MEDIA_TYPES.some((b) => b === media || (b.endsWith('/*') && b.slice(0, -2) === type));
+}
+
 /** SizeRestrictions_QUERYSTRING of AWS's core rule set: a query string over 2,048 bytes is blocked. */
 export const MAX_QUERY_STRING_BYTES = 2048;
 /** SizeRestrictions_URIPATH of AWS's core rule set: a URI path over 1,024 bytes is blocked. */

@@ -62,6 +62,29 @@ describe('the HTTP adapter builds the API Gateway REST proxy event', () => {
     expect(multipart).toMatchObject({ body: bytes.toString('base64'), isBase64Encoded: true });
   });
 
+  it('base64-encodes exactly the API binary media types: media and octet streams, not a type outside the list, which API Gateway hands over as text', () => {
+    const bytes = Buffer.from([0x25, 0x50, 0x44, 0x46]);
+    for (const type of ['image/jpeg', 'audio/mp4', 'video/quicktime', 'application/octet-stream', 'IMAGE/PNG; q=1']) {
+      expect(buildProxyEvent(request({ method: 'POST', body: bytes, rawHeaders: ['Content-Type', type] }), route, {})).toMatchObject({ isBase64Encoded: true });
+    }
+    for (const type of ['application/pdf', 'application/zip', 'text/csv', 'application/xml']) {
+      expect(buildProxyEvent(request({ method: 'POST', body: bytes, rawHeaders: ['Content-Type', type] }), route, {})).toMatchObject({ body: bytes.toString('utf8'), isBase64Encoded: false });
+    }
+  });
+
+  it("decodes a base64 response only when the client's first Accept value is a binary media type, as API Gateway does", async () => {
+    const png = Buffer.from([0x89, 0x50, 0x4e, 0x47]);
+    const server: Server = createServer((req, res) => writeProxyResult(res, { statusCode: 200, headers: { 'Content-Type': 'image/png' }, body: png.toString('base64'), isBase64Encoded: true }, 'rid', req.headers.accept));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+      expect(Buffer.from(await (await fetch(url, { headers: { Accept: 'image/png' } })).arrayBuffer())).toEqual(png);
+      expect(await (await fetch(url, { headers: { Accept: 'application/json, image/png' } })).text()).toBe(png.toString('base64'));
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
+  });
+
   it("writes the handler's result: status, headers, multi-value headers and body", async () => {
     const handler = await loadHandler('test/local/fixtures/echo-handler.ts');
     const server: Server = createServer(async (req, res) => {
