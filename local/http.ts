@@ -127,7 +127,9 @@ export function buildProxyEvent(
   const { headers, multi } = headerMaps(addForwardedHeaders(req.rawHeaders, req));
 
   const multiQuery: Record<string, string[]> = {};
-  for (const [k, v] of url.searchParams) (multiQuery[k] ??= []).push(v);
+  // API Gateway (REST) splits a query string at an unencoded `;` as at `&`
+  // (https://docs.aws.amazon.com/apigateway/latest/developerguide/api-gateway-known-issues.html).
+  for (const [k, v] of new URLSearchParams(url.search.slice(1).replace(/;/g, '&'))) (multiQuery[k] ??= []).push(v);
   const hasQuery = Object.keys(multiQuery).length > 0;
   const query = Object.fromEntries(Object.entries(multiQuery).map(([k, v]) => [k, v[v.length - 1]!]));
 

@@ -53,6 +53,11 @@ describe('the HTTP adapter builds the API Gateway REST proxy event', () => {
     expect(event.pathParameters).toBeNull();
   });
 
+  it('splits a query string at an unencoded semicolon, as API Gateway does; an encoded one stays in its value', () => {
+    const event = buildProxyEvent(request({ url: '/v1/audit-events?event_type=a;b=c&q=x%3By' }), routeById('jobs.list'), {});
+    expect(event.multiValueQueryStringParameters).toEqual({ event_type: ['a'], b: ['c'], q: ['x;y'] });
+  });
+
   it('passes JSON bodies as text and multipart bodies base64-encoded', () => {
     const json = buildProxyEvent(request({ method: 'POST', body: Buffer.from('{"a":1}'), rawHeaders: ['Content-Type', 'application/json'] }), route, {});
     expect(json).toMatchObject({ body: '{"a":1}', isBase64Encoded: false });
