@@ -7,11 +7,14 @@ import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   CreateTableCommand,
+  DescribeTableCommand,
   DynamoDBClient,
   ListTablesCommand,
   ResourceInUseException,
+  UpdateTableCommand,
   UpdateTimeToLiveCommand,
   type AttributeDefinition,
+  type KeySchemaElement,
 } from '@aws-sdk/client-dynamodb';
 import { TABLE_DEF } from '../shared/db/table';
 import { freePort, GiveUp, waitUntil } from './net';
@@ -160,10 +163,53 @@ export function localDynamoClient(endpoint: string, region = process.env.AWS_REG
   return new DynamoDBClient({ endpoint, region, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
 }
 
-/** Creates the single table from TABLE_DEF unless it exists. Returns true when it was created. */
+const keySchema = (hash: string, range: string): KeySchemaElement[] => [
+  { AttributeName: hash, KeyType: 'HASH' },
+  { AttributeName: range, KeyType: 'RANGE' },
+];
+const sameKeys = (a: KeySchemaElement[] | undefined, b: KeySchemaElement[]) =>
+  JSON.stringify((a ?? []).map((k) => [k.AttributeName, k.KeyType])) === JSON.stringify(b.map((k) => [k.AttributeName, k.KeyType]));
+
+/**
+ * Brings a table kept in the data folder from an older version to TABLE_DEF, as a deploy's
+ * CloudFormation update would: the indexes added since are created (one per UpdateTable, as
+ * DynamoDB allows), the stream turned on. A table whose keys differ (the table's, or an index's)
+ * cannot be updated in place, deployed either: start refuses it with what differs.
+ */
+async function reconcileTable(client: DynamoDBClient, tableName: string, attributes: AttributeDefinition[]): Promise<void> {
+  const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }));
+  const fix = `delete ${tableName} from the data folder (or start with a new DATA_DIR)`;
+  if (!sameKeys(Table?.KeySchema, keySchema(TABLE_DEF.partitionKey, TABLE_DEF.sortKey))) {
+    throw new Error(`table ${tableName} has keys ${JSON.stringify(Table?.KeySchema)}, not ${TABLE_DEF.partitionKey}/${TABLE_DEF.sortKey}: ${fix}`);
+  }
+  const existing = new Map((Table?.GlobalSecondaryIndexes ?? []).map((g) => [g.IndexName, g]));
+  for (const g of TABLE_DEF.gsis) {
+    const found = existing.get(g.name);
+    if (found) {
+      if (!sameKeys(found.KeySchema, keySchema(g.partitionKey, g.sortKey))) throw new Error(`index ${g.name} of ${tableName} has other keys than ${g.partitionKey}/${g.sortKey}: ${fix}`);
+      continue;
+    }
+    await client.send(
+      new UpdateTableCommand({
+        TableName: tableName,
+        AttributeDefinitions: attributes,
+        GlobalSecondaryIndexUpdates: [{ Create: { IndexName: g.name, KeySchema: keySchema(g.partitionKey, g.sortKey), Projection: { ProjectionType: 'ALL' } } }],
+      }),
+    );
+  }
+  if (!Table?.StreamSpecification?.StreamEnabled) {
+    await client.send(new UpdateTableCommand({ TableName: tableName, StreamSpecification: { StreamEnabled: true, StreamViewType: TABLE_DEF.stream } }));
+  }
+}
+
+/**
+ * Creates the single table from TABLE_DEF, or brings an existing one up to it (reconcileTable).
+ * Returns true when it was created.
+ */
 export async function ensureTable(client: DynamoDBClient, tableName: string): Promise<boolean> {
   const keyNames = [TABLE_DEF.partitionKey, TABLE_DEF.sortKey, ...TABLE_DEF.gsis.flatMap((g) => [g.partitionKey, g.sortKey])];
   const attributes: AttributeDefinition[] = [...new Set(keyNames)].map((name) => ({ AttributeName: name, AttributeType: 'S' }));
+  let created = false;
   try {
     await client.send(
       new CreateTableCommand({
@@ -185,9 +231,10 @@ export async function ensureTable(client: DynamoDBClient, tableName: string): Pr
         StreamSpecification: { StreamEnabled: true, StreamViewType: TABLE_DEF.stream },
       }),
     );
+    created = true;
   } catch (err) {
-    if (err instanceof ResourceInUseException) return false;
-    throw err;
+    if (!(err instanceof ResourceInUseException)) throw err;
+    await reconcileTable(client, tableName, attributes);
   }
   try {
     await client.send(
@@ -197,7 +244,8 @@ export async function ensureTable(client: DynamoDBClient, tableName: string): Pr
       }),
     );
   } catch {
-    // TTL only cleans up (D11: expiry is checked in code); an emulator without TTL support is fine.
+    // Already on (a table kept from an earlier start), or an emulator without TTL support: TTL
+    // only cleans up (D11: expiry is checked in code).
   }
-  return true;
+  return created;
 }
