@@ -19,7 +19,8 @@ const SQS_INVALID_CHAR = /[^\x09\x0A\x0D\x20-\uD7FF\uE000-\uFFFD\u{10000}-\u{10F
 types.INVALID_MESSAGE_BODY_CHAR.test = (s) => SQS_INVALID_CHAR.test(s);
 
 // A message's DelaySeconds must be 0..900 on SQS (InvalidParameterValue otherwise); fauxqs takes
-// any value. Checked on SendMessage and on every entry of SendMessageBatch before fauxqs sees it.
+// any value. Checked on SendMessage (the call fails) and on each entry of SendMessageBatch (as SQS
+// answers a batch: the other entries are sent, the refused one is listed in `Failed`).
 const { SqsRouter } = await import(new URL('./sqs/sqsRouter.js', import.meta.resolve('fauxqs')).href);
 const { SqsError } = await import(new URL('./common/errors.js', import.meta.resolve('fauxqs')).href);
 if (typeof SqsRouter?.prototype?.register !== 'function' || typeof SqsError !== 'function') {
@@ -38,9 +39,20 @@ const register = SqsRouter.prototype.register;
 SqsRouter.prototype.register = function (action, handler) {
   if (action === 'SendMessage') return register.call(this, action, (body, ...rest) => (checkDelay(body?.DelaySeconds), handler(body, ...rest)));
   if (action === 'SendMessageBatch') {
-    return register.call(this, action, (body, ...rest) => {
-      for (const entry of body?.Entries ?? []) checkDelay(entry?.DelaySeconds);
-      return handler(body, ...rest);
+    return register.call(this, action, async (body, ...rest) => {
+      const refused = [];
+      const sent = [];
+      for (const entry of body?.Entries ?? []) {
+        try {
+          checkDelay(entry?.DelaySeconds);
+          sent.push(entry);
+        } catch (err) {
+          refused.push({ Id: entry?.Id, SenderFault: true, Code: 'InvalidParameterValue', Message: err.message });
+        }
+      }
+      if (!refused.length) return handler(body, ...rest);
+      const result = sent.length ? await handler({ ...body, Entries: sent }, ...rest) : { Successful: [], Failed: [] };
+      return { ...result, Failed: [...(result.Failed ?? []), ...refused] };
     });
   }
   return register.call(this, action, handler);

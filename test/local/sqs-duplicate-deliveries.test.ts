@@ -6,8 +6,9 @@ import { waitFor } from '../support/harness';
 
 const def = { consumer: 'unused.ts', visibilityTimeoutSeconds: 1, maxReceiveCount: 5, batchSize: 5, consumerTimeoutSeconds: 1, consumerMemoryMb: 128, dlqAlarmThreshold: 1, access: { table: 'read' as const } };
 
-// SQS delivers at least once: the runtime's `duplicateDeliveries` hands every batch to two
-// invocations at once, so tests can prove a consumer idempotent; what either completes is deleted.
+// SQS delivers at least once: the runtime's `duplicateDeliveries` hands every batch to a second,
+// earlier receiver at the same time, so tests can prove a consumer idempotent; as on SQS, only the
+// latest receipt handle's outcome deletes the message.
 describe('duplicate deliveries: every batch reaches two invocations at once', () => {
   let emulator: SqsEmulator;
   let sqs: SQSClient;
@@ -48,15 +49,31 @@ describe('duplicate deliveries: every batch reaches two invocations at once', ()
     expect(seen[1]!.at).toBeLessThan(seen[0]!.done); // overlapping, not one after the other
   });
 
-  it('a message one copy fails and the other completes is deleted, as either receiver’s DeleteMessage deletes it', async () => {
-    const queue = await newQueue('one-fails');
-    let calls = 0;
+  it('a message whose latest copy fails comes back even though the earlier copy completed (only the latest receipt handle surely deletes it on SQS)', async () => {
+    const queue = await newQueue('latest-fails');
+    const calls: string[] = [];
     poll(queue, async (e) => {
-      if (calls++ % 2 === 0) return { batchItemFailures: e.Records.map((r) => ({ itemIdentifier: r.messageId })) };
+      const r = e.Records[0]!;
+      const earlier = r.receiptHandle.endsWith('.earlier');
+      calls.push(`${earlier ? 'earlier' : 'latest'}@${r.attributes.ApproximateReceiveCount}`);
+      if (!earlier && r.attributes.ApproximateReceiveCount === '1') return { batchItemFailures: [{ itemIdentifier: r.messageId }] };
       return {};
     });
     await sqs.send(new SendMessageCommand({ QueueUrl: queue.url, MessageBody: 'x' }));
+    await waitFor(async () => calls.length >= 4 && (await depth(queue.url)) === 0, { timeoutMs: 15_000 });
+    expect(calls.sort()).toEqual(['earlier@1', 'earlier@1', 'latest@1', 'latest@2']);
+  });
+
+  it('a message whose latest copy completes is deleted, whatever the earlier copy did', async () => {
+    const queue = await newQueue('earlier-fails');
+    let calls = 0;
+    poll(queue, async (e) => {
+      calls++;
+      if (e.Records[0]!.receiptHandle.endsWith('.earlier')) throw new Error('the earlier receiver crashed');
+    });
+    await sqs.send(new SendMessageCommand({ QueueUrl: queue.url, MessageBody: 'x' }));
     await waitFor(async () => calls >= 2 && (await depth(queue.url)) === 0);
+    await new Promise((r) => setTimeout(r, 1_500)); // past the visibility timeout: nothing comes back
     expect(calls).toBe(2);
   });
 
