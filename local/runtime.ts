@@ -117,6 +117,8 @@ export interface RuntimeOptions {
 export interface Runtime {
   url: string;
   s3Endpoint: string;
+  /** Where the S3 emulator keeps the bucket's files. */
+  s3Directory: string;
   sqsEndpoint: string;
   /** The SQS emulator's process (tests stop it to see the runtime notice). */
   sqsPid: number;
@@ -410,6 +412,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     return {
       url,
       s3Endpoint: s3.endpoint,
+      s3Directory: s3Dir,
       sqsEndpoint: sqsEmulator.endpoint,
       sqsPid: sqsEmulator.pid,
       dynamoEndpoint,

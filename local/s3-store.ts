@@ -8,8 +8,11 @@
  *   and a power loss after the answer could cut one. S3 shows an object only once its PUT
  *   succeeded, never a part of one, and keeps it once it answered. Here the bytes go to a
  *   temporary file beside the object (not an object to s3rver's listing), flushed to disk, then
- *   renamed over the object: a reader sees the old object or the new one, and a PUT that fails
- *   leaves the old one.
+ *   renamed over the object: a reader sees the old bytes or the new ones, and a PUT that fails
+ *   leaves the old object. Its ETag and metadata follow, each file replaced whole the same way: a
+ *   reader of an object being replaced may for a moment see the new bytes with the old ETag and
+ *   type (s3rver keeps them in three files; S3 switches all at once). Temporary files a crash left
+ *   are removed at the next start (removeCutOffWrites).
  * - **Tags belong to the object.** S3 gives an object its tags when it is written (none unless the
  *   request sets them) and deletes them with it; s3rver kept a key's tag file across a PUT and a
  *   delete, so an object written again kept the tags of the one it replaced (a keyframe stored
@@ -17,8 +20,8 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { mkdir, open, rename, rm } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { mkdir, open, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type S3rver from 's3rver';
@@ -36,6 +39,48 @@ async function flush(path: string, flags: 'r+' | 'r'): Promise<void> {
   } finally {
     await handle.close();
   }
+}
+
+/** The metadata s3rver keeps of an object (its store's putMetadata): the standard headers and x-amz-meta-*. */
+function storedMetadata(metadata: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(metadata).filter(([k]) => STORED_HEADERS.has(k) || k.startsWith('x-amz-meta-')));
+}
+const { ALLOWED_METADATA } = require('s3rver/lib/models/object') as { ALLOWED_METADATA: string[] };
+const STORED_HEADERS = new Set(ALLOWED_METADATA);
+
+/** Replaces `file` with `data`: a temporary file, flushed, renamed over it, the directory flushed. */
+async function writeDurably(file: string, data: string): Promise<void> {
+  const tmp = `${file}.${randomUUID()}.partial`;
+  try {
+    await writeFile(tmp, data);
+    await flush(tmp, 'r+');
+    await rename(tmp, file);
+  } catch (err) {
+    await rm(tmp, { force: true });
+    throw err;
+  }
+  await flush(dirname(file), 'r');
+}
+
+/**
+ * Removes the temporary files of writes a crash cut off (`*.partial`, never an object to s3rver's
+ * listing): the object they were to replace is still there, whole.
+ */
+export async function removeCutOffWrites(root: string): Promise<number> {
+  let removed = 0;
+  const walk = async (dir: string): Promise<void> => {
+    const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+    for (const e of entries) {
+      const path = join(dir, e.name);
+      if (e.isDirectory()) await walk(path);
+      else if (e.name.endsWith('.partial')) {
+        await rm(path, { force: true });
+        removed++;
+      }
+    }
+  };
+  await walk(root);
+  return removed;
 }
 
 export function correctStore(store: Store): void {
@@ -66,7 +111,11 @@ export function correctStore(store: Store): void {
     }
     await flush(dirname(file), 'r');
     const digest = md5.digest('hex');
-    await store.putMetadata(object.bucket, object.key, object.metadata, digest);
+    // Its ETag and metadata, each replaced whole and flushed (a crash leaves the old file or the
+    // new one, never an empty one that s3rver could not parse); then the tags of the object it
+    // replaced go (s3rver keeps them in a file of their own).
+    await writeDurably(store.getResourcePath(object.bucket, object.key, 'object.md5'), digest);
+    await writeDurably(store.getResourcePath(object.bucket, object.key, 'metadata.json'), JSON.stringify(storedMetadata(object.metadata), null, 2));
     await store.deleteSubresource(object.bucket, object.key, 'tagging');
     return { size, md5: digest };
   };

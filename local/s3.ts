@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import type { S3ObjectCreatedNotificationEvent, S3ObjectCreatedNotificationEventDetail } from 'aws-lambda';
 import S3rver from 's3rver';
 import { startSigV4Front } from './s3-sigv4';
-import { correctStore } from './s3-store';
+import { correctStore, removeCutOffWrites } from './s3-store';
 import { s3rverUploadsDir } from './s3-multipart';
 import type { IssuedCredentials } from './sts';
 
@@ -115,6 +115,7 @@ export interface S3EmulatorOptions {
 
 export async function startS3Emulator(opts: S3EmulatorOptions): Promise<S3Emulator> {
   const host = opts.host ?? '127.0.0.1';
+  await removeCutOffWrites(opts.directory);
   const server = new S3rver({
     address: host,
     port: 0,

@@ -16,7 +16,7 @@ declare module 's3rver' {
 
   /** Its file store (lib/stores/filesystem.js): what local/s3.ts corrects. */
   interface S3rverStore {
-    getResourcePath(bucket: string, key: string, resource: 'object'): string;
+    getResourcePath(bucket: string, key: string, resource: 'object' | 'object.md5' | 'metadata.json'): string;
     putObject(object: { bucket: string; key: string; content: Buffer | NodeJS.ReadableStream; metadata: Record<string, string> }): Promise<{ md5: string; size: number }>;
     putMetadata(bucket: string, key: string, metadata: Record<string, string>, md5: string): Promise<void>;
     deleteObject(bucket: string, key: string): Promise<void>;

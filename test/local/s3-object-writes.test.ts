@@ -1,7 +1,11 @@
 import { request } from 'node:http';
 import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { S3_LOCAL_CREDENTIALS } from '../../local/s3';
+import { removeCutOffWrites } from '../../local/s3-store';
 import { startTestRuntime, type TestRuntime } from '../support/harness';
 
 // S3 shows an object only once its PUT succeeded, never a part of one; a PUT cut off midway
@@ -23,6 +27,10 @@ describe('local S3: an object is stored whole, or not at all', () => {
   const size = 256 * 1024;
   const bytes = (fill: number) => Buffer.alloc(size, fill);
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  const filesUnder = (dir: string): string[] =>
+    readdirSync(dir, { withFileTypes: true, recursive: true })
+      .filter((e) => e.isFile())
+      .map((e) => join(e.parentPath ?? e.path, e.name));
 
   /** A pre-signed PUT whose first half is sent now; `rest()` sends the second half, `cut()` drops the connection. */
   async function slowPut(key: string, body: Buffer) {
@@ -60,7 +68,7 @@ describe('local S3: an object is stored whole, or not at all', () => {
     expect((await read(key)).equals(bytes(1))).toBe(true);
   });
 
-  it('an upload cut off midway stores nothing, and lists nothing', async () => {
+  it('an upload cut off midway stores nothing, lists nothing and leaves no file behind', async () => {
     const key = 'uploads/sub_writes/r1/b.jpg';
     const put = await slowPut(key, bytes(2));
     put.cut();
@@ -68,6 +76,20 @@ describe('local S3: an object is stored whole, or not at all', () => {
     expect(await head(key)).toBeNull();
     const listed = await s3.send(new ListObjectsV2Command({ Bucket: rt.bucketName, Prefix: 'uploads/sub_writes/r1/b' }));
     expect(listed.KeyCount).toBe(0);
+    expect(filesUnder(rt.s3Directory).filter((f) => f.includes('b.jpg'))).toEqual([]);
+  });
+
+  it('the temporary files of writes a crash cut off are removed at the next start, and the objects they were to replace are whole', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 's3-partial-'));
+    try {
+      mkdirSync(join(dir, 'bucket', 'uploads'), { recursive: true });
+      writeFileSync(join(dir, 'bucket', 'uploads', 'x.jpg._S3rver_object.1234.partial'), 'half');
+      writeFileSync(join(dir, 'bucket', 'uploads', 'x.jpg._S3rver_metadata.json.5678.partial'), '{');
+      expect(await removeCutOffWrites(dir)).toBe(2);
+      expect(filesUnder(dir)).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('an object being replaced reads as the old one until the new one is whole', async () => {
