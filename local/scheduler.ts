@@ -91,7 +91,10 @@ export function startScheduler(opts: {
       void run.finally(() => running.delete(run));
     };
     const retryLater = (event: ScheduledEvent, attempt: number) => {
-      const timer = setTimeout(() => track(invoke(event, attempt)), retryDelays[attempt - 1] ?? retryDelays[retryDelays.length - 1]);
+      const timer = setTimeout(() => {
+        timers.splice(timers.indexOf(timer), 1);
+        track(invoke(event, attempt));
+      }, retryDelays[attempt - 1] ?? retryDelays[retryDelays.length - 1]);
       timer.unref();
       timers.push(timer);
     };

@@ -79,6 +79,11 @@ export function errorStatuses(r: RouteDef, hasInput: boolean, extra: Record<numb
   if (hasInput) out[422] = 'Fields valid one by one but not together (e.g. a range whose start is after its end).';
   if (r.method === 'POST' || r.method === 'PATCH') out[413] = 'The request body is over 4 MiB (`details[0].code = body_too_large`), answered by the firewall: no `request_id`, no X-Request-Id.';
   if (r.principal !== 'none' || r.rateLimit.startsWith('signup')) out[429] = '`rate_limit_exceeded`, with Retry-After in seconds.';
+  // The web ACL in front of every route (the EdgeError shape: no X-Request-Id).
+  out[429] = `${out[429] ?? ''} Also the firewall's per-address limit (a fixed body without request_id).`.trim();
+  if (!(r.access.bucket === 'write' && r.method === 'POST')) {
+    out[403] = `${out[403] ?? ''} Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (\`authorization_error\`, the gateway's request id).`.trim();
+  }
   if (r.longPoll) {
     out[429] = `${out[429] ?? ''} Also for \`Prefer: wait\` when too many long polls of this route are held at once: by the organization (code \`long_polls_per_org\`) or in all (\`long_polls_full\`); a read without \`Prefer: wait\` is served.`.trim();
   }
@@ -92,6 +97,14 @@ export function errorStatuses(r: RouteDef, hasInput: boolean, extra: Record<numb
 const requestIdHeader = { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } };
 /** Statuses only the edge answers (the firewall, API Gateway): the EdgeError shape, no X-Request-Id. */
 const EDGE_STATUSES = new Set(['413', '502', '504']);
+/** Statuses both a function and the edge answer: either shape (X-Request-Id when a function answered). */
+const SHARED_STATUSES = new Set(['403', '429']);
+const errorSchema = (status: string): Json =>
+  EDGE_STATUSES.has(status)
+    ? { $ref: '#/components/schemas/EdgeError' }
+    : SHARED_STATUSES.has(status)
+      ? { anyOf: [{ $ref: '#/components/schemas/Error' }, { $ref: '#/components/schemas/EdgeError' }] }
+      : { $ref: '#/components/schemas/Error' };
 
 function rateHeaders(r: RouteDef): Json {
   if (r.principal === 'none') return {};
@@ -144,7 +157,7 @@ function operation(r: RouteDef, comps: Components): Json | null {
       {
         description: why,
         headers: EDGE_STATUSES.has(status) ? {} : { ...requestIdHeader, ...(status === '429' || status === '409' ? { 'Retry-After': { $ref: '#/components/headers/Retry-After' } } : {}) },
-        content: { 'application/json': { schema: { $ref: `#/components/schemas/${EDGE_STATUSES.has(status) ? 'EdgeError' : 'Error'}` } } },
+        content: { 'application/json': { schema: errorSchema(status) } },
       },
     ]),
   );

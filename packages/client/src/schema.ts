@@ -1410,6 +1410,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
+                };
+            };
             /** @description The email is already registered. Same Idempotency-Key with another body (`idempotency_conflict`), or while the first request runs (`details[0].code = idempotency_key_in_use`, with Retry-After). */
             409: {
                 headers: {
@@ -1440,7 +1450,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1448,7 +1458,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -1535,6 +1545,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
+                };
+            };
             /** @description Same Idempotency-Key with another body (`idempotency_conflict`), or while the first request runs (`details[0].code = idempotency_key_in_use`, with Retry-After). */
             409: {
                 headers: {
@@ -1565,7 +1585,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1573,7 +1593,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -1669,6 +1689,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
+                };
+            };
             /** @description Already verified, or the phone number belongs to another organization. Same Idempotency-Key with another body (`idempotency_conflict`), or while the first request runs (`details[0].code = idempotency_key_in_use`, with Retry-After). */
             409: {
                 headers: {
@@ -1699,7 +1729,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1707,7 +1737,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -1784,7 +1814,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
+                };
+            };
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1792,7 +1832,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -1874,14 +1914,14 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key lacks the `jobs:read` scope. */
+            /** @description The key lacks the `jobs:read` scope. Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Fields valid one by one but not together (e.g. a range whose start is after its end). */
@@ -1894,7 +1934,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1902,7 +1942,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -2014,14 +2054,14 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `free_tier_job_limit`: a free-tier organization already has an active job. The key lacks the `jobs:write` scope. */
+            /** @description `free_tier_job_limit`: a free-tier organization already has an active job. The key lacks the `jobs:write` scope. Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Same Idempotency-Key with another body (`idempotency_conflict`), or while the first request runs (`details[0].code = idempotency_key_in_use`, with Retry-After). */
@@ -2054,7 +2094,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2062,7 +2102,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -2135,14 +2175,14 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key lacks the `jobs:read` scope. */
+            /** @description The key lacks the `jobs:read` scope. Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unknown id, malformed id, or a resource of another organization or environment. */
@@ -2155,7 +2195,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also for `Prefer: wait` when too many long polls of this route are held at once: by the organization (code `long_polls_per_org`) or in all (`long_polls_full`); a read without `Prefer: wait` is served. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). Also for `Prefer: wait` when too many long polls of this route are held at once: by the organization (code `long_polls_per_org`) or in all (`long_polls_full`); a read without `Prefer: wait` is served. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2163,7 +2203,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -2245,14 +2285,14 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key lacks the `jobs:write` scope. */
+            /** @description The key lacks the `jobs:write` scope. Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unknown id, malformed id, or a resource of another organization or environment. */
@@ -2285,7 +2325,7 @@ export interface operations {
                     "application/json": components["schemas"]["EdgeError"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2293,7 +2333,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -2373,14 +2413,14 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key lacks the `jobs:write` scope. */
+            /** @description The key lacks the `jobs:write` scope. Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unknown id, malformed id, or a resource of another organization or environment. */
@@ -2423,7 +2463,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2431,7 +2471,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -2513,14 +2553,14 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key lacks the `jobs:read` scope. */
+            /** @description The key lacks the `jobs:read` scope. Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unknown id, malformed id, or a resource of another organization or environment. */
@@ -2543,7 +2583,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2551,7 +2591,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -2633,14 +2673,14 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key lacks the `jobs:read` scope. */
+            /** @description The key lacks the `jobs:read` scope. Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unknown id, malformed id, or a resource of another organization or environment. */
@@ -2663,7 +2703,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2671,7 +2711,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -2752,14 +2792,14 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key lacks the `jobs:read` scope. */
+            /** @description The key lacks the `jobs:read` scope. Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unknown id, malformed id, or a resource of another organization or environment. */
@@ -2782,7 +2822,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2790,7 +2830,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -2871,14 +2911,14 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key lacks the `jobs:read` scope. */
+            /** @description The key lacks the `jobs:read` scope. Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unknown id, malformed id, or a resource of another organization or environment. */
@@ -2921,7 +2961,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2929,7 +2969,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -3002,14 +3042,14 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key lacks the `jobs:read` scope. */
+            /** @description The key lacks the `jobs:read` scope. Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unknown id, malformed id, or a resource of another organization or environment. */
@@ -3022,7 +3062,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also for `Prefer: wait` when too many long polls of this route are held at once: by the organization (code `long_polls_per_org`) or in all (`long_polls_full`); a read without `Prefer: wait` is served. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). Also for `Prefer: wait` when too many long polls of this route are held at once: by the organization (code `long_polls_per_org`) or in all (`long_polls_full`); a read without `Prefer: wait` is served. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3030,7 +3070,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -3112,14 +3152,14 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key lacks the `jobs:read` scope. */
+            /** @description The key lacks the `jobs:read` scope. Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unknown id, malformed id, or a resource of another organization or environment. */
@@ -3152,7 +3192,7 @@ export interface operations {
                     "application/json": components["schemas"]["EdgeError"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3160,7 +3200,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -3244,14 +3284,14 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key lacks the `jobs:read` scope. */
+            /** @description The key lacks the `jobs:read` scope. Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Fields valid one by one but not together (e.g. a range whose start is after its end). */
@@ -3264,7 +3304,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3272,7 +3312,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -3343,14 +3383,14 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key lacks the `jobs:read` scope. */
+            /** @description The key lacks the `jobs:read` scope. Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Fields valid one by one but not together (e.g. a range whose start is after its end). */
@@ -3363,7 +3403,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3371,7 +3411,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -3440,14 +3480,14 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key lacks the `jobs:read` scope. */
+            /** @description The key lacks the `jobs:read` scope. Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unknown id, malformed id, or a resource of another organization or environment. */
@@ -3460,7 +3500,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3468,7 +3508,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -3551,14 +3591,14 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key lacks the `jobs:write` scope. */
+            /** @description The key lacks the `jobs:write` scope. Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unknown id, malformed id, or a resource of another organization or environment. */
@@ -3601,7 +3641,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3609,7 +3649,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -3688,14 +3728,14 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key lacks the `keys:manage` scope. */
+            /** @description The key lacks the `keys:manage` scope. Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Fields valid one by one but not together (e.g. a range whose start is after its end). */
@@ -3708,7 +3748,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3716,7 +3756,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -3796,14 +3836,14 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key lacks the `keys:manage` scope. */
+            /** @description The key lacks the `keys:manage` scope. Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Same Idempotency-Key with another body (`idempotency_conflict`), or while the first request runs (`details[0].code = idempotency_key_in_use`, with Retry-After). */
@@ -3836,7 +3876,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3844,7 +3884,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -3917,14 +3957,14 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key lacks the `keys:manage` scope. */
+            /** @description The key lacks the `keys:manage` scope. Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unknown id, malformed id, or a resource of another organization or environment. */
@@ -3957,7 +3997,7 @@ export interface operations {
                     "application/json": components["schemas"]["EdgeError"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3965,7 +4005,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -4036,14 +4076,14 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key lacks the `keys:manage` scope. */
+            /** @description The key lacks the `keys:manage` scope. Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unknown id, malformed id, or a resource of another organization or environment. */
@@ -4076,7 +4116,7 @@ export interface operations {
                     "application/json": components["schemas"]["EdgeError"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4084,7 +4124,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -4163,14 +4203,14 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key lacks the `webhooks:read` scope. */
+            /** @description The key lacks the `webhooks:read` scope. Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Fields valid one by one but not together (e.g. a range whose start is after its end). */
@@ -4183,7 +4223,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4191,7 +4231,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -4270,14 +4310,14 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key lacks the `webhooks:write` scope. */
+            /** @description The key lacks the `webhooks:write` scope. Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Same Idempotency-Key with another body (`idempotency_conflict`), or while the first request runs (`details[0].code = idempotency_key_in_use`, with Retry-After). */
@@ -4310,7 +4350,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4318,7 +4358,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -4387,14 +4427,14 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key lacks the `webhooks:read` scope. */
+            /** @description The key lacks the `webhooks:read` scope. Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unknown id, malformed id, or a resource of another organization or environment. */
@@ -4407,7 +4447,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4415,7 +4455,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -4482,14 +4522,14 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key lacks the `webhooks:write` scope. */
+            /** @description The key lacks the `webhooks:write` scope. Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unknown id, malformed id, or a resource of another organization or environment. */
@@ -4502,7 +4542,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4510,7 +4550,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -4589,14 +4629,14 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key lacks the `webhooks:write` scope. */
+            /** @description The key lacks the `webhooks:write` scope. Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unknown id, malformed id, or a resource of another organization or environment. */
@@ -4628,7 +4668,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4636,7 +4676,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -4713,14 +4753,14 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key lacks the `webhooks:write` scope. */
+            /** @description The key lacks the `webhooks:write` scope. Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unknown id, malformed id, or a resource of another organization or environment. */
@@ -4763,7 +4803,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4771,7 +4811,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -4853,14 +4893,14 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key lacks the `webhooks:read` scope. */
+            /** @description The key lacks the `webhooks:read` scope. Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Fields valid one by one but not together (e.g. a range whose start is after its end). */
@@ -4873,7 +4913,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4881,7 +4921,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -4960,14 +5000,14 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key lacks the `webhooks:write` scope. */
+            /** @description The key lacks the `webhooks:write` scope. Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unknown id, malformed id, or a resource of another organization or environment. */
@@ -5010,7 +5050,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5018,7 +5058,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -5085,17 +5125,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key lacks the `usage:read` scope. */
+            /** @description The key lacks the `usage:read` scope. Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5103,7 +5143,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -5183,14 +5223,14 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key lacks the `usage:read` scope. */
+            /** @description The key lacks the `usage:read` scope. Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Fields valid one by one but not together (e.g. a range whose start is after its end). */
@@ -5203,7 +5243,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5211,7 +5251,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -5288,14 +5328,14 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key lacks the `billing:write` scope. */
+            /** @description The key lacks the `billing:write` scope. Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Same Idempotency-Key with another body (`idempotency_conflict`), or while the first request runs (`details[0].code = idempotency_key_in_use`, with Retry-After). */
@@ -5328,7 +5368,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5336,7 +5376,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -5423,14 +5463,14 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key lacks the `billing:write` scope. */
+            /** @description The key lacks the `billing:write` scope. Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Same Idempotency-Key with another body (`idempotency_conflict`), or while the first request runs (`details[0].code = idempotency_key_in_use`, with Retry-After). */
@@ -5463,7 +5503,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5471,7 +5511,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -5540,6 +5580,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
+                };
+            };
             /** @description Payments by Stripe are not enabled here. */
             404: {
                 headers: {
@@ -5557,6 +5607,17 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["EdgeError"];
+                };
+            };
+            /** @description Also the firewall's per-address limit (a fixed body without request_id). */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -5623,7 +5684,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
+                };
+            };
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5631,7 +5702,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -5706,6 +5777,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
+                };
+            };
             /** @description The request body is over 4 MiB (`details[0].code = body_too_large`), answered by the firewall: no `request_id`, no X-Request-Id. */
             413: {
                 headers: {
@@ -5725,7 +5806,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5733,7 +5814,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -5814,14 +5895,14 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key lacks the `audit:read` scope. */
+            /** @description The key lacks the `audit:read` scope. Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Fields valid one by one but not together (e.g. a range whose start is after its end). */
@@ -5834,7 +5915,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5842,7 +5923,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -5921,6 +6002,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
+                };
+            };
             /** @description The email is already registered. Same Idempotency-Key with another body (`idempotency_conflict`), or while the first request runs (`details[0].code = idempotency_key_in_use`, with Retry-After). */
             409: {
                 headers: {
@@ -5951,7 +6042,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5959,7 +6050,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -6037,6 +6128,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
+                };
+            };
             /** @description Fields valid one by one but not together (e.g. a range whose start is after its end). */
             422: {
                 headers: {
@@ -6047,7 +6148,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6055,7 +6156,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -6127,6 +6228,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
+                };
+            };
             /** @description Unknown id, malformed id, or a resource of another organization or environment. */
             404: {
                 headers: {
@@ -6157,7 +6268,7 @@ export interface operations {
                     "application/json": components["schemas"]["EdgeError"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6165,7 +6276,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -6237,6 +6348,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
+                };
+            };
             /** @description Unknown id, malformed id, or a resource of another organization or environment. */
             404: {
                 headers: {
@@ -6267,7 +6388,7 @@ export interface operations {
                     "application/json": components["schemas"]["EdgeError"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6275,7 +6396,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -6355,6 +6476,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
+                };
+            };
             /** @description Unknown id, malformed id, or a resource of another organization or environment. */
             404: {
                 headers: {
@@ -6395,7 +6526,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6403,7 +6534,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -6576,7 +6707,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6584,7 +6715,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -6767,7 +6898,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6775,7 +6906,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -6853,6 +6984,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
+                };
+            };
             /** @description Unknown id, malformed id, or a resource of another organization or environment. */
             404: {
                 headers: {
@@ -6863,7 +7004,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6871,7 +7012,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -6951,6 +7092,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
+                };
+            };
             /** @description Fields valid one by one but not together (e.g. a range whose start is after its end). */
             422: {
                 headers: {
@@ -6961,7 +7112,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `rate_limit_exceeded`, with Retry-After in seconds. */
+            /** @description `rate_limit_exceeded`, with Retry-After in seconds. Also the firewall's per-address limit (a fixed body without request_id). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6969,7 +7120,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -7022,6 +7173,27 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
+                };
+            };
+            /** @description Also the firewall's per-address limit (a fixed body without request_id). */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
+                };
+            };
             /** @description Unexpected failure; retrying is safe. */
             500: {
                 headers: {
@@ -7070,6 +7242,27 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
+                };
+            };
+            /** @description Also the firewall's per-address limit (a fixed body without request_id). */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
@@ -7125,6 +7318,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Also the firewall's answer to a query string over 2,048 bytes or a path over 1,024 (`authorization_error`, the gateway's request id). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
+                };
+            };
             /** @description No such asset. */
             404: {
                 headers: {
@@ -7133,6 +7336,17 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Also the firewall's per-address limit (a fixed body without request_id). */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
             /** @description Unexpected failure; retrying is safe. */
