@@ -48,6 +48,8 @@ export interface ScoringFile {
   transcript?: string | null;
   /** why there is no transcript (no speech, no recogniser), said in the prompt */
   transcript_unavailable?: string | null;
+  /** The transcript given is the beginning of a longer one (the stored transcript is bounded). */
+  transcript_truncated?: boolean;
   original_filename?: string | null;
 }
 

@@ -226,6 +226,7 @@ async function scoreBytes({ sub, upload, part }: Located): Promise<StageOutcome>
           ...(transcription.status === 'completed'
             ? {
                 transcript: transcription.speech.transcript.full_text || null,
+                transcript_truncated: transcription.speech.transcript.truncated === true,
                 transcript_unavailable: transcription.speech.transcript.full_text ? null : transcription.speech.transcript.truncated ? 'the transcript was too long to keep any of it' : 'no speech in the recording',
               }
             : { transcript: null, transcript_unavailable: transcription.status === 'unavailable' || transcription.status === 'failed' ? transcription.reason : null }),
