@@ -1,7 +1,7 @@
 import { Annotations, Stack, Token } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
 import { DEFAULT_BEDROCK_MODEL_ID } from '../shared/scoring/bedrock';
-import type { QueueDef } from '../shared/manifest/wiring';
+import { deployedConsumerCap, QUOTA_BOUND_DEFAULT_CONCURRENCY, type QueueDef } from '../shared/manifest/wiring';
 import { WAIT_SLOTS_MAX } from '../shared/manifest/access';
 
 /**
@@ -29,8 +29,7 @@ export interface ModelSettings {
   annotationModelId: string;
 }
 
-/** Consumers bound by a provider quota (Bedrock, Transcribe) get this cap unless told otherwise. */
-export const QUOTA_BOUND_DEFAULT_CONCURRENCY = 10;
+export { QUOTA_BOUND_DEFAULT_CONCURRENCY };
 
 /** `transcription` → `transcriptionMaxConcurrency`, `upload-created` → `uploadCreatedMaxConcurrency`. */
 export function maxConcurrencyContextKey(queueName: string): string {
@@ -65,9 +64,7 @@ export function limitsFromContext(scope: Construct): Limits {
       const given = numberContext(scope, key);
       // SQS event sources take 2..1000.
       if (given !== undefined) return integerIn(key, given, 2, 1000);
-      if (q.maxConcurrency !== undefined) return Math.max(2, q.maxConcurrency);
-      if (q.access.bedrock || q.access.transcribe) return QUOTA_BOUND_DEFAULT_CONCURRENCY;
-      return undefined;
+      return deployedConsumerCap(q);
     },
     // WAF rate-based rules take 10..2,000,000,000 per evaluation window.
     wafRatePer5Min: integerIn('wafRatePer5Min', numberContext(scope, 'wafRatePer5Min') ?? 6000, 10, 2_000_000_000),

@@ -28,7 +28,7 @@ import { S3_LOCAL_CREDENTIALS, startS3Emulator } from './s3';
 import { IssuedCredentials, startStsEmulator } from './sts';
 import { startScheduler, type Scheduler } from './scheduler';
 import { countMessages, readSnapshot, removeSnapshot, restoreSnapshot, takeSnapshot, writeSnapshot } from './sqs-snapshot';
-import { createQueues, defaultConsumerConcurrency, localSqsClient, QueuePoller, queueSender, queueUrlEnvName, startSqsEmulator, type LocalQueue } from './sqs';
+import { createQueues, defaultConsumerConcurrency, localConsumerConcurrency, localSqsClient, QueuePoller, queueSender, queueUrlEnvName, startSqsEmulator, type LocalQueue } from './sqs';
 import { fileCheckpoints, localStreamsClient, memoryCheckpoints, StreamPipes } from './streams';
 import { ModelWorkerPool } from './model-pool';
 import { longPollTimeoutSeconds } from '../shared/manifest/timeouts';
@@ -369,7 +369,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
           continue;
         }
         const cc = opts.consumerConcurrency;
-        const concurrency = (typeof cc === 'number' ? cc : cc?.[q.def.name]) ?? q.def.maxConcurrency ?? defaultConsumerConcurrency();
+        const concurrency = (typeof cc === 'number' ? cc : cc?.[q.def.name]) ?? localConsumerConcurrency(q.def);
         const poller = new QueuePoller({ client: sqs, queue: q, handler: async () => grantedTo(q.def.name, q.def.access, await loadHandler(q.def.consumer), { consumes: q.def.name }), log, waitTimeSeconds: opts.pollWaitSeconds, concurrency, duplicateDeliveries: opts.duplicateDeliveries });
         poller.start();
         stops.push(() => poller.stop());

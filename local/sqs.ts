@@ -19,7 +19,7 @@ import {
   type Message,
 } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent, SQSMessageAttributes, SQSRecord } from 'aws-lambda';
-import type { QueueDef } from '../shared/manifest/wiring';
+import { deployedConsumerCap, type QueueDef } from '../shared/manifest/wiring';
 import { invokeWithTimeout, lambdaContext, localRegion, type AnyHandler } from './lambda';
 
 export { invokeWithTimeout };
@@ -214,6 +214,15 @@ export interface QueuePollerOptions {
 /** The default number of concurrent consumer invocations per queue: the machine's cores. */
 export function defaultConsumerConcurrency(): number {
   return Math.max(1, availableParallelism());
+}
+
+/**
+ * A queue's consumer invocations at once, locally: the wiring's cap (a consumer that waits on the
+ * network), else one per core, but never more than a deploy allows at once (the quota cap of a
+ * Bedrock or Transcribe consumer, deployedConsumerCap).
+ */
+export function localConsumerConcurrency(def: Pick<QueueDef, 'maxConcurrency' | 'access'>, cores = defaultConsumerConcurrency()): number {
+  return def.maxConcurrency ?? Math.min(cores, deployedConsumerCap(def) ?? Infinity);
 }
 
 /**

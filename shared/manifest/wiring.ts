@@ -507,6 +507,21 @@ export const SCHEDULES: readonly ScheduleDef[] = [
   },
 ];
 
+/** Consumers bound by a provider quota (Bedrock, Transcribe) get this cap unless told otherwise. */
+export const QUOTA_BOUND_DEFAULT_CONCURRENCY = 10;
+
+/**
+ * The event source mapping's maximum concurrency a deploy gives a queue's consumer without a
+ * context value (lib/settings.ts): its `maxConcurrency`, else the quota cap for a consumer that
+ * calls Bedrock or Transcribe, else none (Lambda scales as it likes). The local runtime never runs
+ * more than this at once either.
+ */
+export function deployedConsumerCap(q: Pick<QueueDef, 'maxConcurrency' | 'access'>): number | undefined {
+  if (q.maxConcurrency !== undefined) return Math.max(2, q.maxConcurrency);
+  if (q.access.bedrock || q.access.transcribe) return QUOTA_BOUND_DEFAULT_CONCURRENCY;
+  return undefined;
+}
+
 export function queueByName(name: string): QueueDef {
   const q = QUEUES.find((x) => x.name === name);
   if (!q) throw new Error(`unknown queue ${name}`);

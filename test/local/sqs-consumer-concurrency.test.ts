@@ -7,7 +7,8 @@ import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { availableParallelism } from 'node:os';
 import type { SQSEvent } from 'aws-lambda';
 import { silentLog } from '../../local/log';
-import { createQueues, defaultConsumerConcurrency, localSqsClient, QueuePoller, startSqsEmulator, type LocalQueue, type SqsEmulator } from '../../local/sqs';
+import { createQueues, defaultConsumerConcurrency, localConsumerConcurrency, localSqsClient, QueuePoller, startSqsEmulator, type LocalQueue, type SqsEmulator } from '../../local/sqs';
+import { deployedConsumerCap, QUEUES, queueByName } from '../../shared/manifest/wiring';
 import { QUEUES } from '../../shared/manifest/wiring';
 import { waitFor } from '../support/harness';
 
@@ -59,6 +60,17 @@ it('by default, as many batches run at once as the machine has cores', async () 
   const queue = await newQueue('cc-default');
   const poller = new QueuePoller({ client: sqs, queue, handler: async () => async () => undefined, log: silentLog, waitTimeSeconds: 1 });
   expect(poller.concurrency).toBe(defaultConsumerConcurrency());
+});
+
+it('locally a consumer never runs more at once than a deploy allows: one per core, capped by the quota cap of a Bedrock or Transcribe consumer; a network-bound consumer by its own cap', () => {
+  expect(localConsumerConcurrency(queueByName('scoring'), 32)).toBe(deployedConsumerCap(queueByName('scoring')));
+  expect(localConsumerConcurrency(queueByName('scoring'), 2)).toBe(2);
+  expect(localConsumerConcurrency(queueByName('webhooks'), 2)).toBe(queueByName('webhooks').maxConcurrency);
+  expect(localConsumerConcurrency(queueByName('cancellations'), 32)).toBe(32);
+  for (const q of QUEUES) {
+    const cap = deployedConsumerCap(q);
+    if (cap !== undefined) expect({ queue: q.name, within: localConsumerConcurrency(q, 64) <= cap }).toEqual({ queue: q.name, within: true });
+  }
 });
 
 it('up to `concurrency` invocations run at once, each with its own batch, and no more', async () => {
