@@ -9,7 +9,6 @@ import type { SQSEvent } from 'aws-lambda';
 import { silentLog } from '../../local/log';
 import { createQueues, defaultConsumerConcurrency, localConsumerConcurrency, localSqsClient, QueuePoller, startSqsEmulator, type LocalQueue, type SqsEmulator } from '../../local/sqs';
 import { deployedConsumerCap, QUEUES, queueByName } from '../../shared/manifest/wiring';
-import { QUEUES } from '../../shared/manifest/wiring';
 import { waitFor } from '../support/harness';
 
 const def = {
