@@ -3,18 +3,17 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { startTestRuntime, type TestRuntime } from '../support/harness';
-import { BedrockScorer } from '../../shared/scoring';
-import { scoreObject, setScorerFactory } from '../../shared/work/scoring-stage';
+import { scoreObject } from '../../shared/work/scoring-stage';
 import { annotateObject } from '../../shared/work/annotation-stage';
 import { RetryLater } from '../../shared/work/stage-message';
 import { parseTranscribeEvent, transcriptionDone } from '../../shared/work/transcription';
-import { TranscribeTranscriber, TRANSCRIPT_MAX_BYTES, parseTranscribeOutput, setSpeechModelClient, setTranscriberFactory, transcriptKeyFor } from '../../shared/speech';
+import { TRANSCRIPT_MAX_BYTES, parseTranscribeOutput, transcriptKeyFor } from '../../shared/speech';
 import { EVENT_MAX_BYTES } from '../../shared/manifest/wiring';
 import { db, tableName } from '../../shared/db/client';
 import { keys } from '../../shared/db/keys';
 import { audioFixtures } from '../fixtures/media';
 import { longTranscribeOutput } from '../fixtures/transcribe-output.long';
-import { accept, createJob, liveBuyer, multipart, queueClient, signupWorker, takeMessage, converseReply as reply } from './support';
+import { accept, createJob, liveBuyer, multipart, queueClient, signupWorker, standInSpeechProviders, takeMessage, type SpeechStandIns } from './support';
 
 /** DynamoDB's item size limit (400 KB). An item's JSON is never smaller than the size DynamoDB counts. */
 const ITEM_MAX_BYTES = 400 * 1024;
@@ -31,46 +30,17 @@ describe('pipeline: recordings hours long get a bounded, marked transcript', () 
   let rt: TestRuntime;
   let s3: S3Client;
   let sqs: SQSClient;
-  const started: any[] = [];
-  const prompts: string[] = [];
-  const derivations: string[] = [];
+  let speech: SpeechStandIns;
 
   beforeAll(async () => {
     process.env.LOCAL_FIXED_OTP = '123456';
     rt = await startTestRuntime({ enablePollers: false });
     s3 = new S3Client({ endpoint: rt.s3Endpoint, forcePathStyle: true, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
     sqs = queueClient(rt);
-    setTranscriberFactory(
-      () =>
-        new TranscribeTranscriber({
-          startTranscriptionJob: async (input: any) => {
-            started.push(input);
-            return {};
-          },
-        }),
-    );
-    setScorerFactory(
-      () =>
-        new BedrockScorer({
-          client: {
-            converse: async (input: any) => {
-              prompts.push(input.messages[0].content.map((c: any) => c.text ?? '').join('\n'));
-              return reply('{"relevance": 5, "quality": 4, "instruction_compliance": 4, "reasoning": "Customers order at a bakery counter, as asked."}');
-            },
-          },
-        }),
-    );
-    setSpeechModelClient({
-      converse: async (input: any) => {
-        derivations.push(input.messages[0].content[0].text);
-        return reply('{"topics":["bakery order"],"keywords":["croissants","bakery"],"emotion_tone":"positive"}');
-      },
-    });
+    speech = standInSpeechProviders({ score: () => '{"relevance": 5, "quality": 4, "instruction_compliance": 4, "reasoning": "Customers order at a bakery counter, as asked."}' });
   });
   afterAll(async () => {
-    setTranscriberFactory(null);
-    setScorerFactory(null);
-    setSpeechModelClient(null);
+    speech?.restore();
     s3?.destroy();
     sqs?.destroy();
     await rt?.stop();
@@ -107,25 +77,25 @@ describe('pipeline: recordings hours long get a bounded, marked transcript', () 
       await expect(scoreObject(key)).rejects.toBeInstanceOf(RetryLater);
       expect(await annotateObject(key)).toBe('stored');
     }
-    expect(started).toHaveLength(3);
+    expect(speech.started).toHaveLength(3);
 
     // Transcribe writes each output document; the transcription stage takes each job's
     // state-change event: every write succeeds (stored whole, the second one failed).
-    for (const s of started) {
+    for (const s of speech.started) {
       const r = recordingOf((s.Media.MediaFileUri as string).replace(`s3://${rt.bucketName}/`, ''));
       await s3.send(new PutObjectCommand({ Bucket: rt.bucketName, Key: transcriptKeyFor(s.TranscriptionJobName), Body: JSON.stringify(r.doc), ContentType: 'application/json' }));
       const event = { 'detail-type': 'Transcribe Job State Change', source: 'aws.transcribe', detail: { TranscriptionJobName: s.TranscriptionJobName, TranscriptionJobStatus: 'COMPLETED' } };
       expect(await transcriptionDone(parseTranscribeEvent(JSON.stringify(event)))).toBe('stored');
     }
     // Topics, keywords and tone were asked of the whole transcripts' beginnings (12,000 characters each).
-    expect(derivations).toHaveLength(3);
-    for (const d of derivations) expect(d.length).toBeLessThan(12_000 + 200);
+    expect(speech.derivations).toHaveLength(3);
+    for (const d of speech.derivations) expect(d.length).toBeLessThan(12_000 + 200);
 
     // Scoring resumes with the transcripts; the last file's score takes the verdict.
     for (const key of scoringKeys) expect(await scoreObject(key)).toBe('stored');
     expect(await status()).toMatchObject({ status: 'approved', ai_star_rating: 4, reason_codes: [] });
-    expect(prompts).toHaveLength(3);
-    for (const p of prompts) {
+    expect(speech.prompts).toHaveLength(3);
+    for (const p of speech.prompts) {
       const quoted = /<<<TRANSCRIPT\n([\s\S]*)\nTRANSCRIPT>>>/.exec(p)![1]!;
       expect(quoted.length).toBeLessThanOrEqual(8000); // the prompt's own bound
       expect(quoted.length).toBeGreaterThan(5000);

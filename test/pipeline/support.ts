@@ -6,6 +6,9 @@ import type { SQSRecord } from 'aws-lambda';
 import type { ConverseCommandOutput } from '@aws-sdk/client-bedrock-runtime';
 import { idemKey, signupBuyer, verifyPhone, uniqueEmail } from '../support/buyers';
 import { waitFor, type TestRuntime } from '../support/harness';
+import { BedrockScorer } from '../../shared/scoring';
+import { setScorerFactory } from '../../shared/work/scoring-stage';
+import { TranscribeTranscriber, setSpeechModelClient, setTranscriberFactory } from '../../shared/speech';
 
 export async function signupWorker(rt: TestRuntime): Promise<{ id: string; token: string }> {
   const r = await rt.request('POST', '/internal/worker/auth/signup', { body: { name: 'Worker', email: uniqueEmail('worker') } });
@@ -164,3 +167,64 @@ export const converseReply = (text: string): ConverseCommandOutput => ({
   usage: { inputTokens: 500, outputTokens: 60, totalTokens: 560 },
   metrics: { latencyMs: 1200 },
 });
+
+/** What the stood-in speech providers were sent (standInSpeechProviders). */
+export interface SpeechStandIns {
+  /** StartTranscriptionJob requests Transcribe accepted. */
+  started: any[];
+  /** The job names of every StartTranscriptionJob sent, accepted or refused. */
+  asked: string[];
+  /** The scoring prompts Bedrock was sent. */
+  prompts: string[];
+  /** The speech-derivation prompts (topics, keywords, tone). */
+  derivations: string[];
+  /** Puts the real providers back. */
+  restore(): void;
+}
+
+/**
+ * D65 on the local stack: Amazon Transcribe, the scoring model and the speech-derivation model
+ * stood in for at their SDK clients (the adapters above them run as deployed). Transcribe accepts
+ * every job unless `refuse` says it is throttled (ThrottlingException, as Transcribe answers);
+ * `onStart` runs inside StartTranscriptionJob; the scorer answers `score(prompt)`, by default a
+ * 4-star verdict of a bakery order.
+ */
+export function standInSpeechProviders(opts: { onStart?: (input: any) => Promise<void> | void; refuse?: () => boolean; score?: (prompt: string) => string | undefined } = {}): SpeechStandIns {
+  const s: SpeechStandIns = { started: [], asked: [], prompts: [], derivations: [], restore: () => undefined };
+  setTranscriberFactory(
+    () =>
+      new TranscribeTranscriber({
+        startTranscriptionJob: async (input: any) => {
+          s.asked.push(input.TranscriptionJobName);
+          if (opts.refuse?.()) throw Object.assign(new Error('Rate exceeded'), { name: 'ThrottlingException', $fault: 'client', $metadata: { httpStatusCode: 400 } });
+          s.started.push(input);
+          await opts.onStart?.(input);
+          return {};
+        },
+      }),
+  );
+  setScorerFactory(
+    () =>
+      new BedrockScorer({
+        client: {
+          converse: async (input: any) => {
+            const prompt = input.messages[0].content.map((c: any) => c.text ?? '').join('\n');
+            s.prompts.push(prompt);
+            return converseReply(opts.score?.(prompt) ?? '{"relevance": 5, "quality": 4, "instruction_compliance": 4, "reasoning": "A customer orders croissants at a bakery counter, as asked."}');
+          },
+        },
+      }),
+  );
+  setSpeechModelClient({
+    converse: async (input: any) => {
+      s.derivations.push(input.messages[0].content[0].text);
+      return converseReply('{"topics":["bakery order"],"keywords":["croissants","bakery"],"emotion_tone":"positive"}');
+    },
+  });
+  s.restore = () => {
+    setTranscriberFactory(null);
+    setScorerFactory(null);
+    setSpeechModelClient(null);
+  };
+  return s;
+}

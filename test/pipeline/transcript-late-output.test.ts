@@ -3,15 +3,14 @@ import { join } from 'node:path';
 import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { startTestRuntime, type TestRuntime } from '../support/harness';
-import { BedrockScorer } from '../../shared/scoring';
-import { scoreObject, setScorerFactory } from '../../shared/work/scoring-stage';
+import { scoreObject } from '../../shared/work/scoring-stage';
 import { annotateObject } from '../../shared/work/annotation-stage';
 import { RetryLater } from '../../shared/work/stage-message';
 import { LATE_TRANSCRIPT_GIVE_UP_MS } from '../../shared/work/transcript-output';
 import { clock } from '../../shared/clock';
-import { TranscribeTranscriber, setSpeechModelClient, setTranscriberFactory, transcriptKeyFor } from '../../shared/speech';
+import { transcriptKeyFor } from '../../shared/speech';
 import { audioFixtures } from '../fixtures/media';
-import { accept, createJob, liveBuyer, queueClient, signupWorker, takeMessage, uploadFile, converseReply as reply } from './support';
+import { accept, createJob, liveBuyer, queueClient, signupWorker, standInSpeechProviders, takeMessage, uploadFile, type SpeechStandIns } from './support';
 
 // D65/D66 on the local stack, the stages run by hand (pollers off) so each step is one scoring
 // run. Transcribe and Bedrock are stood in for at their SDK clients, as in transcription.test.ts:
@@ -22,47 +21,20 @@ describe('pipeline: a lost Transcribe job whose output is found late', () => {
   let rt: TestRuntime;
   let s3: S3Client;
   let sqs: SQSClient;
-  /** StartTranscriptionJob requests the stub accepted, and every request it was sent. */
-  const started: any[] = [];
-  const asked: string[] = [];
+  let speech: SpeechStandIns;
   /** While set, StartTranscriptionJob is refused as Transcribe refuses it when throttled. */
   let throttled = false;
-  const prompts: string[] = [];
 
   beforeAll(async () => {
     process.env.LOCAL_FIXED_OTP = '123456';
     rt = await startTestRuntime({ enablePollers: false });
     s3 = new S3Client({ endpoint: rt.s3Endpoint, forcePathStyle: true, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
     sqs = queueClient(rt);
-    setTranscriberFactory(
-      () =>
-        new TranscribeTranscriber({
-          startTranscriptionJob: async (input: any) => {
-            asked.push(input.TranscriptionJobName);
-            if (throttled) throw Object.assign(new Error('Rate exceeded'), { name: 'ThrottlingException', $fault: 'client', $metadata: { httpStatusCode: 400 } });
-            started.push(input);
-            return {};
-          },
-        }),
-    );
-    setScorerFactory(
-      () =>
-        new BedrockScorer({
-          client: {
-            converse: async (input: any) => {
-              prompts.push(input.messages[0].content.map((c: any) => c.text ?? '').join('\n'));
-              return reply('{"relevance": 5, "quality": 4, "instruction_compliance": 4, "reasoning": "A customer orders croissants at a bakery counter, as asked."}');
-            },
-          },
-        }),
-    );
-    setSpeechModelClient({ converse: async () => reply('{"topics":["bakery order"],"keywords":["croissants","bakery"],"emotion_tone":"positive"}') });
+    speech = standInSpeechProviders({ refuse: () => throttled });
   });
   afterEach(() => clock.reset());
   afterAll(async () => {
-    setTranscriberFactory(null);
-    setScorerFactory(null);
-    setSpeechModelClient(null);
+    speech?.restore();
     s3?.destroy();
     sqs?.destroy();
     await rt?.stop();
@@ -80,8 +52,8 @@ describe('pipeline: a lost Transcribe job whose output is found late', () => {
 
     // The first scoring run starts the job and waits for its event; the annotation is done meanwhile.
     await expect(scoreObject(key)).rejects.toBeInstanceOf(RetryLater);
-    expect(started).toHaveLength(1);
-    const jobName = started[0].TranscriptionJobName as string;
+    expect(speech.started).toHaveLength(1);
+    const jobName = speech.started[0].TranscriptionJobName as string;
     expect(await annotateObject(key)).toBe('stored');
 
     // 40 minutes on, no event and no output: the job counts as lost (a provider failure, D66), and
@@ -89,10 +61,10 @@ describe('pipeline: a lost Transcribe job whose output is found late', () => {
     throttled = true;
     clock.advance(LATE_TRANSCRIPT_GIVE_UP_MS + 60_000);
     await expect(scoreObject(key)).rejects.toMatchObject({ name: 'ThrottlingException' });
-    expect(asked).toEqual([jobName, `${jobName}.t2`]);
-    expect(started).toHaveLength(1);
+    expect(speech.asked).toEqual([jobName, `${jobName}.t2`]);
+    expect(speech.started).toHaveLength(1);
     expect((await status()).status).toBe('pending_score');
-    expect(prompts).toHaveLength(0);
+    expect(speech.prompts).toHaveLength(0);
 
     // The lost job finished after all: its output document is under transcripts/. Transcribe
     // accepts jobs again, yet the next run takes that output instead of starting a job.
@@ -100,12 +72,12 @@ describe('pipeline: a lost Transcribe job whose output is found late', () => {
     await s3.send(new PutObjectCommand({ Bucket: rt.bucketName, Key: transcriptKeyFor(jobName), Body: doc, ContentType: 'application/json' }));
     throttled = false;
     expect(await scoreObject(key)).toBe('stored');
-    expect(started.map((s) => s.TranscriptionJobName)).toEqual([jobName]);
-    expect(asked).toEqual([jobName, `${jobName}.t2`]);
+    expect(speech.started.map((s) => s.TranscriptionJobName)).toEqual([jobName]);
+    expect(speech.asked).toEqual([jobName, `${jobName}.t2`]);
 
     expect(await status()).toMatchObject({ status: 'approved', ai_star_rating: 4, reason_codes: [] });
-    expect(prompts).toHaveLength(1);
-    expect(prompts[0]).toContain('<<<TRANSCRIPT\nWelcome to the bakery. What would you like? Two croissants, please.\nTRANSCRIPT>>>');
+    expect(speech.prompts).toHaveLength(1);
+    expect(speech.prompts[0]).toContain('<<<TRANSCRIPT\nWelcome to the bakery. What would you like? Two croissants, please.\nTRANSCRIPT>>>');
     const f = (await rt.request('GET', `/v1/jobs/${job.id}/files`, { key: buyer.live })).json.data[0];
     expect(f.annotations).toMatchObject({ type: 'audio', speaker_count: 2, language: 'en', topics: ['bakery order'] });
     expect(f.annotations.transcript.segments.map((s: any) => s.speaker)).toEqual(['spk_0', 'spk_1']);

@@ -3,16 +3,15 @@ import { join } from 'node:path';
 import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { GetQueueAttributesCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
-import { BedrockScorer } from '../../shared/scoring';
-import { scoreObject, setScorerFactory } from '../../shared/work/scoring-stage';
+import { scoreObject } from '../../shared/work/scoring-stage';
 import { RetryLater } from '../../shared/work/stage-message';
 import { LATE_TRANSCRIPT_CHECK_MS, LATE_TRANSCRIPT_GIVE_UP_MS, TRANSCRIBE_MAX_JOBS, TRANSCRIBE_REDRIVE_AFTER_MS } from '../../shared/work/transcript-output';
 import { clock } from '../../shared/clock';
 import { parseTranscribeEvent, transcriptionDone } from '../../shared/work/transcription';
-import { TranscribeTranscriber, setSpeechModelClient, setTranscriberFactory, transcriptKeyFor } from '../../shared/speech';
+import { transcriptKeyFor } from '../../shared/speech';
 import { RULES, matchesPattern } from '../../shared/manifest/wiring';
 import { audioFixtures, hasFfmpeg } from '../fixtures/media';
-import { accept, createJob, liveBuyer, signupWorker, uploadFile, converseReply as reply } from './support';
+import { accept, createJob, liveBuyer, signupWorker, standInSpeechProviders, uploadFile, type SpeechStandIns } from './support';
 
 
 // D65 as deployed, run on the local stack with the two services that cannot run here stood in for
@@ -25,9 +24,8 @@ describe('pipeline: audio is scored and annotated with its Amazon Transcribe tra
   let rt: TestRuntime;
   let s3: S3Client;
   let sqs: SQSClient;
-  const started: any[] = [];
-  const prompts: string[] = [];
-  /** Runs inside StartTranscriptionJob, before the scoring stage has recorded the job it started. */
+  let speech: SpeechStandIns;
+  /** Runs inside StartTranscriptionJob, before the scoring stage has recorded the job it speech.started. */
   let onStart: ((input: any) => Promise<void>) | null = null;
   beforeAll(async () => {
     process.env.LOCAL_FIXED_OTP = '123456';
@@ -36,36 +34,14 @@ describe('pipeline: audio is scored and annotated with its Amazon Transcribe tra
     const creds = { accessKeyId: 'local', secretAccessKey: 'local' };
     s3 = new S3Client({ endpoint: rt.s3Endpoint, forcePathStyle: true, region: 'us-east-1', credentials: creds });
     sqs = new SQSClient({ endpoint: rt.sqsEndpoint, region: 'us-east-1', credentials: creds });
-    setTranscriberFactory(
-      () =>
-        new TranscribeTranscriber({
-          startTranscriptionJob: async (input: any) => {
-            started.push(input);
-            await onStart?.(input);
-            return {};
-          },
-        }),
-    );
-    setScorerFactory(
-      () =>
-        new BedrockScorer({
-          client: {
-            converse: async (input: any) => {
-              const prompt = input.messages[0].content.map((c: any) => c.text ?? '').join('\n');
-              prompts.push(prompt);
-              if (prompt.includes('Wrong shop')) return reply('{"relevance": 1, "quality": 2, "instruction_compliance": 1, "reasoning": "Not the shop the job asks for."}');
-              return reply('{"relevance": 5, "quality": 4, "instruction_compliance": 4, "reasoning": "A customer orders croissants at a bakery counter, as asked."}');
-            },
-          },
-        }),
-    );
-    setSpeechModelClient({ converse: async () => reply('{"topics":["bakery order"],"keywords":["croissants","bakery"],"emotion_tone":"positive"}') });
+    speech = standInSpeechProviders({
+      onStart: (input) => onStart?.(input),
+      score: (prompt) => (prompt.includes('Wrong shop') ? '{"relevance": 1, "quality": 2, "instruction_compliance": 1, "reasoning": "Not the shop the job asks for."}' : undefined),
+    });
   });
   afterAll(async () => {
     delete process.env.PIPELINE_RETRY_BASE_SECONDS;
-    setTranscriberFactory(null);
-    setScorerFactory(null);
-    setSpeechModelClient(null);
+    speech?.restore();
     s3?.destroy();
     sqs?.destroy();
     await rt?.stop();
@@ -78,12 +54,12 @@ describe('pipeline: audio is scored and annotated with its Amazon Transcribe tra
     const a = await accept(rt, w.token, job.id);
     expect((await uploadFile(rt, w.token, a.json.id, audioFixtures.wav(3), 'audio/wav', 'order.wav')).status).toBe(202);
 
-    await waitFor(() => started.length === 1, { timeoutMs: 60_000, intervalMs: 200 });
-    const jobName = started[0].TranscriptionJobName as string;
-    expect(started[0]).toMatchObject({ IdentifyLanguage: true, Settings: { ShowSpeakerLabels: true }, OutputBucketName: rt.bucketName, OutputKey: transcriptKeyFor(jobName) });
+    await waitFor(() => speech.started.length === 1, { timeoutMs: 60_000, intervalMs: 200 });
+    const jobName = speech.started[0].TranscriptionJobName as string;
+    expect(speech.started[0]).toMatchObject({ IdentifyLanguage: true, Settings: { ShowSpeakerLabels: true }, OutputBucketName: rt.bucketName, OutputKey: transcriptKeyFor(jobName) });
     // Waiting for the transcript: no verdict, no provider call.
     expect((await rt.request('GET', `/internal/worker/submissions/${a.json.id}`, { key: w.token })).json.status).toBe('pending_score');
-    expect(prompts).toHaveLength(0);
+    expect(speech.prompts).toHaveLength(0);
 
     // Transcribe writes its output document, then EventBridge delivers the job state change.
     const doc = readFileSync(join(__dirname, '..', 'fixtures', 'transcribe-output.published-format.two-speakers.json'));
@@ -111,9 +87,9 @@ describe('pipeline: audio is scored and annotated with its Amazon Transcribe tra
       { timeoutMs: 60_000, intervalMs: 700 },
     );
     expect(done).toMatchObject({ status: 'approved', ai_star_rating: 4, reason_codes: [] });
-    expect(prompts).toHaveLength(1);
-    expect(prompts[0]).toContain('<<<TRANSCRIPT\nWelcome to the bakery. What would you like? Two croissants, please.\nTRANSCRIPT>>>');
-    expect(prompts[0]).toMatch(/mean volume -?\d+(\.\d+)? dBFS/); // measured by the pipeline: the model cannot hear the file
+    expect(speech.prompts).toHaveLength(1);
+    expect(speech.prompts[0]).toContain('<<<TRANSCRIPT\nWelcome to the bakery. What would you like? Two croissants, please.\nTRANSCRIPT>>>');
+    expect(speech.prompts[0]).toMatch(/mean volume -?\d+(\.\d+)? dBFS/); // measured by the pipeline: the model cannot hear the file
 
     const f = (await rt.request('GET', `/v1/jobs/${job.id}/files`, { key: buyer.live })).json.data[0];
     expect(f.annotations).toMatchObject({ type: 'audio', speaker_count: 2, language: 'en', topics: ['bakery order'], keywords: ['croissants', 'bakery'], emotion_tone: 'positive' });
@@ -136,10 +112,10 @@ describe('pipeline: audio is scored and annotated with its Amazon Transcribe tra
     const job = await createJob(rt, buyer.live, { files_needed: 1, accepted_formats: ['audio/wav'], price_per_file_cents: 30, description: 'Wrong shop: customers ordering at a bakery counter.' });
     const w = await signupWorker(rt);
     const a = await accept(rt, w.token, job.id);
-    const before = started.length;
+    const before = speech.started.length;
     expect((await uploadFile(rt, w.token, a.json.id, audioFixtures.wav(4), 'audio/wav', 'order.wav')).status).toBe(202);
-    await waitFor(() => started.length > before, { timeoutMs: 60_000, intervalMs: 200 });
-    await transcribed(started[before].TranscriptionJobName as string);
+    await waitFor(() => speech.started.length > before, { timeoutMs: 60_000, intervalMs: 200 });
+    await transcribed(speech.started[before].TranscriptionJobName as string);
     const done = await waitFor(
       async () => {
         const r = await rt.request('GET', `/internal/worker/submissions/${a.json.id}`, { key: w.token });
@@ -177,19 +153,19 @@ describe('pipeline: audio is scored and annotated with its Amazon Transcribe tra
     const job = await createJob(rt, buyer.live, { files_needed: 1, accepted_formats: ['audio/wav'], price_per_file_cents: 30 });
     const w = await signupWorker(rt);
     const a = await accept(rt, w.token, job.id);
-    const before = started.length;
+    const before = speech.started.length;
     expect((await uploadFile(rt, w.token, a.json.id, audioFixtures.wav(2), 'audio/wav', name)).status).toBe(202);
-    await waitFor(() => started.length > before, { timeoutMs: 60_000, intervalMs: 200 });
-    return { buyer, job, w, subId: a.json.id as string, jobName: started[before].TranscriptionJobName as string, startedBefore: before };
+    await waitFor(() => speech.started.length > before, { timeoutMs: 60_000, intervalMs: 200 });
+    return { buyer, job, w, subId: a.json.id as string, jobName: speech.started[before].TranscriptionJobName as string, startedBefore: before };
   };
 
   it('audio Transcribe cannot read (its FailureReason names the media) is rejected as unreadable_media with that reason, never scored from its measurements alone', async () => {
     const t = await audioUpload('unreadable.wav');
-    const promptsBefore = prompts.length;
+    const promptsBefore = speech.prompts.length;
     await failed(t.jobName, 'The media format provided does not match the detected media format.');
     const done = await settled(t.subId, t.w.token);
     expect(done).toMatchObject({ status: 'rejected', reason_codes: ['unreadable_media'] });
-    expect(prompts).toHaveLength(promptsBefore); // the model was never asked
+    expect(speech.prompts).toHaveLength(promptsBefore); // the model was never asked
     expect((await rt.request('GET', `/v1/jobs/${t.job.id}/files`, { key: t.buyer.live })).json.data).toEqual([]);
     const sub = (await rt.request('GET', `/v1/submissions/${t.subId}`, { key: t.buyer.live })).json;
     expect(JSON.stringify(sub)).toContain('Amazon Transcribe could not transcribe the file: The media format provided does not match the detected media format.');
@@ -198,13 +174,13 @@ describe('pipeline: audio is scored and annotated with its Amazon Transcribe tra
   it('a failure of the service is not held against the file (D66): a new job is started, and the file is scored with its transcript', async () => {
     const t = await audioUpload('internal-failure.wav');
     await failed(t.jobName, 'Internal failure');
-    await waitFor(() => started.length > t.startedBefore + 1, { timeoutMs: 60_000, intervalMs: 200 });
-    const second = started[t.startedBefore + 1].TranscriptionJobName as string;
+    await waitFor(() => speech.started.length > t.startedBefore + 1, { timeoutMs: 60_000, intervalMs: 200 });
+    const second = speech.started[t.startedBefore + 1].TranscriptionJobName as string;
     expect(second).toBe(`${t.jobName}.t2`);
     expect((await rt.request('GET', `/internal/worker/submissions/${t.subId}`, { key: t.w.token })).json.status).toBe('pending_score');
     await transcribed(second);
     expect(await settled(t.subId, t.w.token)).toMatchObject({ status: 'approved', ai_star_rating: 4 });
-    expect(prompts[prompts.length - 1]).toContain('Two croissants, please.');
+    expect(speech.prompts[speech.prompts.length - 1]).toContain('Two croissants, please.');
   });
 
   it('after the last job fails for the service, the scoring message fails (to the dead-letter queue) and the file stays pending_score; a redrive an hour later starts a new job', async () => {
@@ -212,11 +188,11 @@ describe('pipeline: audio is scored and annotated with its Amazon Transcribe tra
     let name = t.jobName;
     for (let n = 2; n <= TRANSCRIBE_MAX_JOBS; n++) {
       await failed(name, 'Internal failure');
-      await waitFor(() => started.some((s) => s.TranscriptionJobName === `${t.jobName}.t${n}`), { timeoutMs: 60_000, intervalMs: 200 });
+      await waitFor(() => speech.started.some((s) => s.TranscriptionJobName === `${t.jobName}.t${n}`), { timeoutMs: 60_000, intervalMs: 200 });
       name = `${t.jobName}.t${n}`;
     }
     await failed(name, 'Internal failure');
-    const key = (started[t.startedBefore].Media.MediaFileUri as string).replace(`s3://${rt.bucketName}/`, ''); // the upload's object
+    const key = (speech.started[t.startedBefore].Media.MediaFileUri as string).replace(`s3://${rt.bucketName}/`, ''); // the upload's object
     const last = await waitFor(async () => {
       const err = await scoreObject(key).then(() => null, (e: unknown) => e as Error);
       return err && !(err instanceof RetryLater) ? err : null;
@@ -226,7 +202,7 @@ describe('pipeline: audio is scored and annotated with its Amazon Transcribe tra
     // The documented redrive, an hour after the last failure: a new job, the file still waiting for it.
     clock.advance(TRANSCRIBE_REDRIVE_AFTER_MS + 60_000);
     expect(await scoreObject(key)).toBe('deferred'); // handed over to a fresh scoring message that waits for the new job
-    expect(started.map((s) => s.TranscriptionJobName)).toContain(`${t.jobName}.t${TRANSCRIBE_MAX_JOBS + 1}`);
+    expect(speech.started.map((s) => s.TranscriptionJobName)).toContain(`${t.jobName}.t${TRANSCRIBE_MAX_JOBS + 1}`);
     clock.reset();
     await transcribed(`${t.jobName}.t${TRANSCRIBE_MAX_JOBS + 1}`);
     expect(await settled(t.subId, t.w.token)).toMatchObject({ status: 'approved' });
@@ -270,10 +246,10 @@ describe('pipeline: audio is scored and annotated with its Amazon Transcribe tra
       const job = await createJob(rt, buyer.live, { files_needed: 1, accepted_formats: ['audio/wav'], price_per_file_cents: 30 });
       const w = await signupWorker(rt);
       const a = await accept(rt, w.token, job.id);
-      const before = started.length;
+      const before = speech.started.length;
       expect((await uploadFile(rt, w.token, a.json.id, audioFixtures.wav(2), 'audio/wav', name)).status).toBe(202);
-      await waitFor(() => started.length > before, { timeoutMs: 60_000, intervalMs: 200 });
-      return { buyer, job, w, subId: a.json.id as string, jobName: started[before].TranscriptionJobName as string };
+      await waitFor(() => speech.started.length > before, { timeoutMs: 60_000, intervalMs: 200 });
+      return { buyer, job, w, subId: a.json.id as string, jobName: speech.started[before].TranscriptionJobName as string };
     };
     const verdict = (t: Awaited<ReturnType<typeof uploaded>>) =>
       waitFor(
@@ -290,16 +266,16 @@ describe('pipeline: audio is scored and annotated with its Amazon Transcribe tra
       await s3.send(new PutObjectCommand({ Bucket: rt.bucketName, Key: transcriptKeyFor(t.jobName), Body: doc, ContentType: 'application/json' }));
       clock.advance(LATE_TRANSCRIPT_CHECK_MS + 60_000); // no event is sent
       expect(await verdict(t)).toMatchObject({ status: 'approved', ai_star_rating: 4 });
-      expect(prompts[prompts.length - 1]).toContain('Two croissants, please.');
+      expect(speech.prompts[speech.prompts.length - 1]).toContain('Two croissants, please.');
       const f = (await rt.request('GET', `/v1/jobs/${t.job.id}/files`, { key: t.buyer.live })).json.data[0];
       expect(f.annotations).toMatchObject({ speaker_count: 2, language: 'en' });
     });
 
     it('with no output either, after 40 minutes the job counts as lost: a new job is started, and the file is scored with its transcript', async () => {
       const t = await uploaded('no-result.wav');
-      const before = started.length;
+      const before = speech.started.length;
       clock.advance(LATE_TRANSCRIPT_GIVE_UP_MS + 60_000);
-      await waitFor(() => started.slice(before).some((s) => s.TranscriptionJobName === `${t.jobName}.t2`), { timeoutMs: 60_000, intervalMs: 300 });
+      await waitFor(() => speech.started.slice(before).some((s) => s.TranscriptionJobName === `${t.jobName}.t2`), { timeoutMs: 60_000, intervalMs: 300 });
       expect((await rt.request('GET', `/internal/worker/submissions/${t.subId}`, { key: t.w.token })).json.status).toBe('pending_score');
       // The message that waited for the lost job has spent its receives: a fresh one, delayed, waits for the new job.
       const delayed = async () =>
@@ -307,7 +283,7 @@ describe('pipeline: audio is scored and annotated with its Amazon Transcribe tra
       await waitFor(async () => (await delayed()) >= 1, { timeoutMs: 10_000, intervalMs: 200 });
       await transcribed(`${t.jobName}.t2`);
       expect(await verdict(t)).toMatchObject({ status: 'approved', ai_star_rating: 4 });
-      expect(prompts[prompts.length - 1]).toContain('Two croissants, please.');
+      expect(speech.prompts[speech.prompts.length - 1]).toContain('Two croissants, please.');
     });
   });
 });
