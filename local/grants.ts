@@ -28,6 +28,7 @@ import { BUCKET_PREFIXES, TRANSCRIBE_JOB_PREFIX } from '../shared/manifest/wirin
 import { DEFAULT_BEDROCK_MODEL_ID } from '../shared/scoring/bedrock-reply';
 import { BUCKET_GRANTS, REQUEST_COUNT_ATTRIBUTES, REQUEST_COUNT_PARTITIONS, WAIT_SLOT_ATTRIBUTES, WAIT_SLOT_PARTITIONS, type BucketAccess, type BucketAction } from '../shared/manifest/access';
 import { config } from '../shared/config';
+import { AwsServiceError } from '../shared/aws/signed-call';
 import { setLocalAnswerCheck, setLocalCallCheck } from '../shared/observability/invocation';
 
 /** What one function was granted (its manifest entry). */
@@ -268,8 +269,9 @@ export function answerAsGranted(client: string, command: string, _input: unknown
   if (e?.$metadata?.httpStatusCode !== 404 || !MISSING_OBJECT.has(e.name ?? '')) return err;
   if (allows(g.bucket, 's3:ListBucket', null)) return err;
   const denied = new AccessDenied(`Access Denied (${g.fn} may not list the bucket, so a missing object answers 403, as deployed)`);
-  // A HEAD answer has no body, hence no code: 403 alone, which the object client names Forbidden.
-  if (command === 'HeadObjectCommand') denied.name = 'Forbidden';
+  // A HEAD answer has no body, hence no code: 403 alone, which the object client names Forbidden
+  // and the SDK's S3 client Unknown.
+  if (command === 'HeadObjectCommand') denied.name = err instanceof AwsServiceError ? 'Forbidden' : 'Unknown';
   return denied;
 }
 

@@ -67,6 +67,9 @@ describe('local runtime: a function makes only the calls its manifest entry gran
     // Annotation may not: S3 does not tell it whether the key exists.
     await expect(asQueue('annotation', () => getObjectBytes(missing))).rejects.toMatchObject({ name: 'AccessDenied', $metadata: { httpStatusCode: 403 } });
     await expect(asQueue('annotation', () => tagVerdict([missing], 'rejected'))).rejects.toMatchObject({ name: 'AccessDenied', $metadata: { httpStatusCode: 403 } });
+    // A HEAD's 403 has no body: the object client names it by its status, as deployed.
+    expect(await asQueue('scoring', () => headObject(missing))).toBeNull();
+    await expect(asQueue('annotation', () => headObject(missing))).rejects.toMatchObject({ name: 'Forbidden', $metadata: { httpStatusCode: 403 } });
     // An object that exists answers the same to both.
     await putObject(key('landed'), Buffer.from('bytes'), 'image/jpeg');
     expect((await asQueue('annotation', () => getObjectBytes(key('landed')))).toString()).toBe('bytes');
