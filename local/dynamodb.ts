@@ -170,6 +170,17 @@ const keySchema = (hash: string, range: string): KeySchemaElement[] => [
 const sameKeys = (a: KeySchemaElement[] | undefined, b: KeySchemaElement[]) =>
   JSON.stringify((a ?? []).map((k) => [k.AttributeName, k.KeyType])) === JSON.stringify(b.map((k) => [k.AttributeName, k.KeyType]));
 
+/** Waits until an index being built is active, as a deploy waits for it. */
+async function indexActive(client: DynamoDBClient, tableName: string, indexName: string, timeoutMs = 120_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }));
+    if (Table?.GlobalSecondaryIndexes?.find((x) => x.IndexName === indexName)?.IndexStatus === 'ACTIVE') return;
+    if (Date.now() > until) throw new Error(`index ${indexName} of ${tableName} is not active after ${timeoutMs / 1000} s`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 /**
  * Brings a table kept in the data folder from an older version to TABLE_DEF, as a deploy's
  * CloudFormation update would: the indexes added since are created (one per UpdateTable, as
@@ -196,6 +207,8 @@ async function reconcileTable(client: DynamoDBClient, tableName: string, attribu
         GlobalSecondaryIndexUpdates: [{ Create: { IndexName: g.name, KeySchema: keySchema(g.partitionKey, g.sortKey), Projection: { ProjectionType: 'ALL' } } }],
       }),
     );
+    // One index is built at a time (LimitExceededException otherwise), and queries need it active.
+    await indexActive(client, tableName, g.name);
   }
   if (!Table?.StreamSpecification?.StreamEnabled) {
     await client.send(new UpdateTableCommand({ TableName: tableName, StreamSpecification: { StreamEnabled: true, StreamViewType: TABLE_DEF.stream } }));
