@@ -170,14 +170,17 @@ const keySchema = (hash: string, range: string): KeySchemaElement[] => [
 const sameKeys = (a: KeySchemaElement[] | undefined, b: KeySchemaElement[]) =>
   JSON.stringify((a ?? []).map((k) => [k.AttributeName, k.KeyType])) === JSON.stringify(b.map((k) => [k.AttributeName, k.KeyType]));
 
-/** Waits until an index being built is active, as a deploy waits for it. */
-async function indexActive(client: DynamoDBClient, tableName: string, indexName: string, timeoutMs = 120_000): Promise<void> {
+/**
+ * Waits until an index being built is active, as a deploy waits for it. DynamoDB Local backfills
+ * it from the whole database, which for a large data folder takes a while (once).
+ */
+async function indexActive(client: DynamoDBClient, tableName: string, indexName: string, timeoutMs = 600_000): Promise<void> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }));
     if (Table?.GlobalSecondaryIndexes?.find((x) => x.IndexName === indexName)?.IndexStatus === 'ACTIVE') return;
     if (Date.now() > until) throw new Error(`index ${indexName} of ${tableName} is not active after ${timeoutMs / 1000} s`);
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, 250));
   }
 }
 

@@ -1,21 +1,28 @@
 import { CreateTableCommand, DeleteTableCommand, DescribeTableCommand, DescribeTimeToLiveCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { randomBytes } from 'node:crypto';
-import { ensureTable, localDynamoClient } from '../../local/dynamodb';
+import { ensureTable, localDynamoClient, startDynamoDbLocal, type DynamoDbLocal } from '../../local/dynamodb';
 import { TABLE_DEF } from '../../shared/db/table';
 
 // A table kept in the data folder by an older version is brought up to the current definition at
 // start, as a deploy's CloudFormation update brings the deployed one: indexes added since are
 // created, the stream and TTL turned on. Keys that differ cannot change in place (deployed
 // neither): start refuses with what differs, instead of failing later on the first query.
+// A DynamoDB Local of its own: building an index backfills it, which on the test run's shared
+// DynamoDB Local (every suite's tables in one database) can take minutes.
+jest.setTimeout(180_000);
+
 describe('a table kept from an earlier start is brought up to the table definition', () => {
+  let ddb: DynamoDbLocal;
   let client: DynamoDBClient;
   const names: string[] = [];
-  beforeAll(() => {
-    client = localDynamoClient(process.env.DYNAMODB_ENDPOINT!);
+  beforeAll(async () => {
+    ddb = await startDynamoDbLocal();
+    client = localDynamoClient(ddb.endpoint);
   });
   afterAll(async () => {
-    for (const TableName of names) await client.send(new DeleteTableCommand({ TableName })).catch(() => undefined);
-    client.destroy();
+    for (const TableName of names) await client?.send(new DeleteTableCommand({ TableName })).catch(() => undefined);
+    client?.destroy();
+    await ddb?.stop();
   });
   const name = () => {
     const n = `ensure-${randomBytes(4).toString('hex')}`;
