@@ -58,7 +58,40 @@ SqsRouter.prototype.register = function (action, handler) {
   return register.call(this, action, handler);
 };
 
-const app = buildApp({ logger: false, defaultRegion: process.env.AWS_REGION || 'us-east-1' });
+const { SqsStore } = await import(new URL('./sqs/sqsStore.js', import.meta.resolve('fauxqs')).href);
+if (typeof SqsStore !== 'function' || typeof SqsStore.prototype.getQueueByName !== 'function') {
+  throw new Error('fauxqs changed: SqsStore.getQueueByName not found; revisit local/fauxqs-process.mjs');
+}
+const sqsStore = new SqsStore();
+const app = buildApp({ logger: false, defaultRegion: process.env.AWS_REGION || 'us-east-1', stores: { sqsStore } });
+
+// A message restored from the runtime's snapshot (local/sqs-snapshot.ts) is the same SQS message
+// as before the stop: it keeps its id, its sent time and the receives it already had, so the
+// dead-letter queue's maxReceiveCount counts every receive across restarts, as SQS counts them.
+// The runtime re-sends the body through SendMessageBatch (SQS's own checks), then names here the
+// new message ids and what each had. Not an SQS API: only the local runtime calls it.
+app.post('/_local/queues/:queueName/restored', async (request, reply) => {
+  const queue = sqsStore.getQueueByName(request.params.queueName);
+  if (!queue) {
+    reply.status(404);
+    return { error: `Queue '${request.params.queueName}' not found` };
+  }
+  const { ready, delayed } = queue.inspectMessages();
+  const byId = new Map([...ready, ...delayed].map((m) => [m.messageId, m]));
+  // fauxqs parses every body it has no parser for as bytes.
+  const body = Buffer.isBuffer(request.body) ? JSON.parse(request.body.toString('utf8')) : request.body;
+  let updated = 0;
+  for (const r of body?.messages ?? []) {
+    const m = byId.get(r.newMessageId);
+    if (!m) continue;
+    if (typeof r.messageId === 'string') m.messageId = r.messageId;
+    if (Number.isInteger(r.sentTimestamp)) m.sentTimestamp = r.sentTimestamp;
+    if (Number.isInteger(r.receiveCount) && r.receiveCount >= 0) m.approximateReceiveCount = r.receiveCount;
+    if (Number.isInteger(r.firstReceiveTimestamp)) m.approximateFirstReceiveTimestamp = r.firstReceiveTimestamp;
+    updated++;
+  }
+  return { updated };
+});
 await app.listen({ host: process.env.FAUXQS_BIND || '127.0.0.1', port: Number(process.env.FAUXQS_PORT || 0) });
 const { port } = app.server.address();
 process.stdout.write(`${JSON.stringify({ port })}\n`);

@@ -205,7 +205,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       for (const q of queues.values()) urls.set(q.def.name, q.url).set(`${q.def.name}-dlq`, q.dlqUrl);
       const snapshot = readSnapshot(snapshotFile);
       if (snapshot) {
-        const n = await restoreSnapshot(sqs, (name) => urls.get(name), snapshot, (name, count) =>
+        const n = await restoreSnapshot(sqs, sqsEmulator.endpoint, (name) => urls.get(name), snapshot, (name, count) =>
           log.warn(`sqs: ${count} saved messages of queue ${name}, which no longer exists, left in ${snapshotFile}.unrestored`),
         );
         const unknown = Object.keys(snapshot.queues).filter((name) => !urls.has(name));

@@ -9,10 +9,13 @@
  * visibility timeout would have ended), so pending webhook retries, sandbox ticks and scoring work
  * go on where they stopped. The snapshot is deleted once restored.
  *
- * Limits, as in SQS itself: a restored delay is at most 900 s (the webhook dispatcher keeps longer
- * due times in the message and re-queues, so nothing is delivered early); the receive count starts
- * again at 0, so a message counts its receives towards the dead-letter queue afresh. A killed
- * process (SIGKILL, power loss) writes no snapshot: only a clean stop (Ctrl-C, SIGTERM) does.
+ * A restored message is the same SQS message as before: it keeps its message id, its sent time and
+ * its receive count (the emulator's local-only endpoint sets them on the re-sent message, see
+ * local/fauxqs-process.mjs), so a message that keeps failing reaches its dead-letter queue after
+ * the queue's maxReceiveCount receives in all, however often `npm start` restarts in between, as in
+ * SQS. A restored delay is at most 900 s, as SQS allows (the webhook dispatcher keeps longer due
+ * times in the message and re-queues, so nothing is delivered early). A killed process (SIGKILL,
+ * power loss) writes no snapshot: only a clean stop (Ctrl-C, SIGTERM) does.
  */
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { writeFileDurably } from './durable-write';
@@ -25,6 +28,11 @@ export interface SnapshotMessage {
   messageAttributes: Record<string, MessageAttributeValue>;
   /** Epoch ms at which the message becomes receivable again. */
   availableAt: number;
+  /** SQS's identity and history of the message (absent in snapshots of earlier versions). */
+  messageId?: string;
+  sentTimestamp?: number;
+  receiveCount?: number;
+  firstReceiveTimestamp?: number;
 }
 
 export interface QueueSnapshot {
@@ -34,6 +42,10 @@ export interface QueueSnapshot {
 }
 
 interface InspectedMessage {
+  messageId?: string;
+  sentTimestamp?: number;
+  approximateReceiveCount?: number;
+  approximateFirstReceiveTimestamp?: number;
   body: string;
   messageAttributes?: Record<string, { DataType: string; StringValue?: string; BinaryValue?: string; StringListValues?: string[] }>;
   delayUntil?: number;
@@ -60,6 +72,18 @@ function attributes(m: InspectedMessage): Record<string, MessageAttributeValue> 
   return out;
 }
 
+function saved(m: InspectedMessage, availableAt: number): SnapshotMessage {
+  return {
+    body: m.body,
+    messageAttributes: attributes(m),
+    availableAt,
+    ...(m.messageId ? { messageId: m.messageId } : {}),
+    ...(m.sentTimestamp ? { sentTimestamp: m.sentTimestamp } : {}),
+    ...(m.approximateReceiveCount !== undefined ? { receiveCount: m.approximateReceiveCount } : {}),
+    ...(m.approximateFirstReceiveTimestamp ? { firstReceiveTimestamp: m.approximateFirstReceiveTimestamp } : {}),
+  };
+}
+
 /** Reads every message of the named queues from a running fauxqs without changing its state. */
 export async function takeSnapshot(endpoint: string, queueNames: readonly string[], now = Date.now()): Promise<QueueSnapshot> {
   const queues: Record<string, SnapshotMessage[]> = {};
@@ -69,9 +93,9 @@ export async function takeSnapshot(endpoint: string, queueNames: readonly string
     if (!res.ok) throw new Error(`SQS emulator: inspecting ${name} answered ${res.status}`);
     const q = (await res.json()) as Inspection;
     const messages: SnapshotMessage[] = [
-      ...q.messages.ready.map((m) => ({ body: m.body, messageAttributes: attributes(m), availableAt: now })),
-      ...q.messages.delayed.map((m) => ({ body: m.body, messageAttributes: attributes(m), availableAt: m.delayUntil ?? now })),
-      ...q.messages.inflight.map((f) => ({ body: f.message.body, messageAttributes: attributes(f.message), availableAt: f.visibilityDeadline })),
+      ...q.messages.ready.map((m) => saved(m, now)),
+      ...q.messages.delayed.map((m) => saved(m, m.delayUntil ?? now)),
+      ...q.messages.inflight.map((f) => saved(f.message, f.visibilityDeadline)),
     ];
     if (messages.length) queues[name] = messages;
   }
@@ -96,11 +120,13 @@ export function readSnapshot(file: string): QueueSnapshot | null {
 
 /**
  * Re-sends a snapshot's messages with the delay each still had (explicit per message, so a queue's
- * own delivery delay is not added again). Queues that no longer exist are reported, not dropped
+ * own delivery delay is not added again), then gives each back its id, sent time and receive count
+ * through the emulator at `endpoint`. Queues that no longer exist are reported, not dropped
  * silently. Returns the number of messages restored.
  */
 export async function restoreSnapshot(
   client: SQSClient,
+  endpoint: string,
   urlOf: (queueName: string) => string | undefined,
   snapshot: QueueSnapshot,
   onUnknownQueue: (name: string, count: number) => void,
@@ -127,10 +153,28 @@ export async function restoreSnapshot(
         }),
       );
       if (res.Failed?.length) throw new Error(`restoring ${name}: ${res.Failed.length} messages refused (${res.Failed[0]!.Message ?? res.Failed[0]!.Code})`);
+      await giveBackHistory(endpoint, name, batch, res.Successful ?? []);
       restored += batch.length;
     }
   }
   return restored;
+}
+
+/** Sets each re-sent message's id, sent time and receive count to what it had before the stop. */
+async function giveBackHistory(endpoint: string, queueName: string, batch: SnapshotMessage[], sent: { Id?: string; MessageId?: string }[]): Promise<void> {
+  const messages = sent.map((s) => {
+    const m = batch[Number(s.Id)]!;
+    return { newMessageId: s.MessageId, messageId: m.messageId, sentTimestamp: m.sentTimestamp, receiveCount: m.receiveCount, firstReceiveTimestamp: m.firstReceiveTimestamp };
+  });
+  const res = await fetch(`${endpoint}/_local/queues/${encodeURIComponent(queueName)}/restored`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ messages }),
+  });
+  const answer = res.ok ? ((await res.json()) as { updated?: number }) : null;
+  if (answer?.updated !== messages.length) {
+    throw new Error(`restoring ${queueName}: the SQS emulator took back the history of ${answer?.updated ?? 0} of ${messages.length} messages (HTTP ${res.status})`);
+  }
 }
 
 export function removeSnapshot(file: string): void {

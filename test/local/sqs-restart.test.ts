@@ -1,13 +1,14 @@
 /**
  * Nothing queued is lost when `npm start` stops and starts again: the SQS emulator keeps messages in
  * memory, so the runtime saves them to DATA_DIR on a clean stop and re-sends them on start
- * (local/sqs-snapshot.ts), each with the delay it still had.
+ * (local/sqs-snapshot.ts), each with the delay it still had and with its id, sent time and
+ * receive count, so the dead-letter queue counts every receive across restarts, as SQS does.
  */
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand, type Message } from '@aws-sdk/client-sqs';
 import { localSqsClient } from '../../local/sqs';
 import { startRuntime, type Runtime, type RuntimeOptions } from '../../local/runtime';
 
@@ -94,5 +95,67 @@ test('a stop with every queue empty writes no snapshot', async () => {
     expect(existsSync(join(emptyDir, 'sqs-snapshot.json'))).toBe(false);
   } finally {
     rmSync(emptyDir, { recursive: true, force: true });
+  }
+});
+
+test('a restored message is the same SQS message: its id, sent time and receive count survive a stop and start', async () => {
+  const ownDir = mkdtempSync(join(tmpdir(), 'sqs-history-'));
+  try {
+    const rt = await startRuntime({ ...options(), dataDir: ownDir });
+    const w = rt.queues.get('webhooks')!;
+    const sqs = localSqsClient(rt.sqsEndpoint);
+    await sqs.send(new SendMessageCommand({ QueueUrl: w.url, MessageBody: '{"n":"tried"}' }));
+    let first: Message | undefined;
+    for (let i = 0; i < 2; i++) {
+      const got = await sqs.send(new ReceiveMessageCommand({ QueueUrl: w.url, VisibilityTimeout: 0, MessageSystemAttributeNames: ['All'] }));
+      first ??= got.Messages?.[0];
+    }
+    sqs.destroy();
+    await rt.stop();
+
+    const next = await startRuntime({ ...options(), dataDir: ownDir });
+    try {
+      const client = localSqsClient(next.sqsEndpoint);
+      const got = await client.send(new ReceiveMessageCommand({ QueueUrl: next.queues.get('webhooks')!.url, MessageSystemAttributeNames: ['All'] }));
+      client.destroy();
+      const m = got.Messages?.[0];
+      expect(m?.MessageId).toBe(first?.MessageId);
+      expect(m?.Attributes?.SentTimestamp).toBe(first?.Attributes?.SentTimestamp);
+      expect(m?.Attributes?.ApproximateReceiveCount).toBe('3');
+    } finally {
+      await next.stop();
+    }
+  } finally {
+    rmSync(ownDir, { recursive: true, force: true });
+  }
+});
+
+test('a message received maxReceiveCount times before a restart goes to its dead-letter queue at the next receive', async () => {
+  const ownDir = mkdtempSync(join(tmpdir(), 'sqs-poison-'));
+  try {
+    const rt = await startRuntime({ ...options(), dataDir: ownDir });
+    const w = rt.queues.get('webhooks')!;
+    const sqs = localSqsClient(rt.sqsEndpoint);
+    await sqs.send(new SendMessageCommand({ QueueUrl: w.url, MessageBody: '{"n":"poison"}' }));
+    for (let i = 0; i < w.def.maxReceiveCount; i++) {
+      const got = await sqs.send(new ReceiveMessageCommand({ QueueUrl: w.url, VisibilityTimeout: 0 }));
+      expect(got.Messages).toHaveLength(1);
+    }
+    sqs.destroy();
+    await rt.stop();
+
+    const next = await startRuntime({ ...options(), dataDir: ownDir });
+    try {
+      const again = next.queues.get('webhooks')!;
+      const client = localSqsClient(next.sqsEndpoint);
+      const got = await client.send(new ReceiveMessageCommand({ QueueUrl: again.url }));
+      client.destroy();
+      expect(got.Messages ?? []).toHaveLength(0);
+      expect((await counts(next, again.dlqUrl)).ready).toBe(1);
+    } finally {
+      await next.stop();
+    }
+  } finally {
+    rmSync(ownDir, { recursive: true, force: true });
   }
 });
