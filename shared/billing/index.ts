@@ -11,7 +11,7 @@ export { createCheckoutSession, confirmCheckout, presentSession } from './checko
 
 /** The balance; `pre` is the organization and balance already read (strongly consistent) for the request. */
 export async function getCredits(p: BuyerPrincipal, pre?: TenantReads) {
-  const b = pre && 'balance' in pre ? pre.balance : await readBalanceItem(p.orgId, p.env, false);
+  const b = pre && 'balance' in pre ? pre.balance : await readBalanceItem(p.orgId, p.env);
   const available = Number(b?.available_cents ?? 0);
   const held = Number(b?.held_cents ?? 0);
   return {

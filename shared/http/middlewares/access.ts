@@ -4,12 +4,13 @@
  */
 import type middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
-import { BatchGetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { authenticate, presentedKeyHash } from '../../auth/authenticate';
 import { forgetOwner, knownOwner, rememberOwner, sameOwner, type SecretOwner } from '../../auth/owners';
 import { consume, decide, TIERS, uncount, type Limits } from '../../ratelimit';
 import { db, tableName } from '../../db/client';
 import { keys, type Key } from '../../db/keys';
+import { batchGetConsistent, keyId } from '../../db/batch-get';
 import { readLots } from '../../ledger/balance';
 import { resourceKey } from './resource';
 import { ApiError, errors } from '../../errors';
@@ -85,27 +86,24 @@ async function tenantReads(route: RouteDef, p: BuyerPrincipal, resKey: Key | nul
   const balKey = keys.balance(p.orgId, p.env);
   const setKey = route.reads?.includes('settings') ? keys.settings(p.orgId) : null;
   const want = [orgKey, balKey, ...(setKey ? [setKey] : []), ...(resKey ? [resKey] : [])];
-  const [out, lots] = await Promise.all([
-    db().send(new BatchGetCommand({ RequestItems: { [tableName()]: { Keys: want, ConsistentRead: true } } })),
+  // One BatchGetItem; keys DynamoDB leaves unprocessed (throttling, which DynamoDB Local never
+  // does) are read again, so the tier, the credits header and the resource are never guessed.
+  const [items, lots] = await Promise.all([
+    batchGetConsistent(want),
     route.reads?.includes('live_credit_lots') && p.env === 'live' ? readLots(p.orgId, p.env) : undefined,
   ]);
-  const items = out.Responses?.[tableName()] ?? [];
-  const find = (k: Key) => items.find((i) => i.PK === k.PK && i.SK === k.SK);
+  const find = (k: Key) => items.get(keyId(k));
   const org = find(orgKey);
   const bal = find(balKey);
   const limits: Limits =
     org?.rate_limits && typeof org.rate_limits === 'object' ? (org.rate_limits as Limits) : org?.has_purchased ? TIERS.standard : TIERS.free;
-  // A key DynamoDB left unprocessed was not read: whoever needs it reads it itself.
-  const unprocessed = out.UnprocessedKeys?.[tableName()]?.Keys ?? [];
-  const read = (k: Key | null): k is Key => !!k && !unprocessed.some((u) => u.PK === k.PK && u.SK === k.SK);
   // The organization and balance go to every route (the credits route answers from them too).
-  const tenant: TenantReads | undefined =
-    read(orgKey) && read(balKey) ? { org, balance: bal, ...(setKey && read(setKey) ? { settings: find(setKey) } : {}), ...(lots ? { lots } : {}) } : undefined;
+  const tenant: TenantReads = { org, balance: bal, ...(setKey ? { settings: find(setKey) } : {}), ...(lots ? { lots } : {}) };
   return {
     limits,
     credits: Number(bal?.available_cents ?? 0),
-    ...(read(resKey) ? { resource: { item: find(resKey) } } : {}),
-    ...(tenant ? { tenant } : {}),
+    ...(resKey ? { resource: { item: find(resKey) } } : {}),
+    tenant,
   };
 }
 
