@@ -4,8 +4,12 @@
  *
  * The wait reads the item with eventually consistent GetItems (half the read cost, any replica) at
  * growing intervals (250 ms doubling to 2 s), so a 60 s wait costs about 35 reads and the
- * connection is idle between them; it answers on the first read whose status differs from the
- * status at the start, and at once for an item already in a terminal status. The deadline uses the
+ * connection is idle between them; it answers at once for an item already in a terminal status.
+ * An eventually consistent read may come from a replica that has not seen the latest write, so it
+ * may show a status *older* than the one at the start: a read whose status differs is confirmed by
+ * a strongly consistent read, and only a confirmed change answers (else the wait goes on), and the
+ * answer after the whole wait is read consistently too. So a wait never answers with an older
+ * status or counters than the caller already had (one consistent read more per wait). The deadline uses the
  * real monotonic clock (the injectable domain clock may be frozen by tests).
  *
  * A wait holds a slot (./long-poll-slots.ts: so many per route and per organization at once),
@@ -37,14 +41,14 @@ export function parsePreferWait(header: string | undefined): number | null {
 /**
  * `item` as it is when its status differs from `item.status`, or after `seconds` (at most
  * WAIT_MAX_SECONDS); `item` at once when its status is one of `terminal` (D46). `read` reads the
- * item again (null when it is gone: the last item read is kept). `holder`: whose wait it is, on
+ * item again, strongly consistent or not (null when it is gone: the last item read is kept). `holder`: whose wait it is, on
  * which route (the slot it takes).
  */
 export async function untilStatusChanges<T extends { status?: unknown }>(
   item: T,
   seconds: number,
   terminal: readonly unknown[],
-  read: () => Promise<T | null | undefined>,
+  read: (consistent: boolean) => Promise<T | null | undefined>,
   stillValid: () => Promise<void>,
   holder: { route: string; orgId: string },
 ): Promise<T> {
@@ -56,14 +60,21 @@ export async function untilStatusChanges<T extends { status?: unknown }>(
     const deadline = performance.now() + held * 1000;
     let interval = FIRST_INTERVAL_MS;
     let current = item;
+    let changed = false;
     for (;;) {
       const left = deadline - performance.now();
       if (left <= 0) break;
       await new Promise((r) => setTimeout(r, Math.min(interval, left)));
       interval = Math.min(interval * 2, MAX_INTERVAL_MS);
-      current = (await read()) ?? current;
-      if (current.status !== initial) break;
+      const seen = await read(false);
+      if (!seen || seen.status === initial) continue;
+      current = (await read(true)) ?? seen;
+      if (current.status !== initial) {
+        changed = true;
+        break;
+      }
     }
+    if (!changed) current = (await read(true)) ?? current;
     await stillValid();
     return current;
   } finally {

@@ -96,5 +96,5 @@ export async function listExports(jobId: string, q: { limit: number; cursor?: st
  * from the status at the start, at once when the export already succeeded or failed, else after N seconds.
  */
 export function waitForExportChange(item: ExportItem, seconds: number, stillValid: () => Promise<void>): Promise<ExportItem> {
-  return untilStatusChanges(item, seconds, TERMINAL_EXPORT_STATUSES, () => getExportItem(item.id, false), stillValid, { route: 'exports.get', orgId: item.org_id });
+  return untilStatusChanges(item, seconds, TERMINAL_EXPORT_STATUSES, (consistent) => getExportItem(item.id, consistent), stillValid, { route: 'exports.get', orgId: item.org_id });
 }

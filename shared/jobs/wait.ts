@@ -6,5 +6,5 @@ const TERMINAL = ['completed', 'cancelled'];
 
 /** `stillValid` checks the caller's key again before a held request answers (D6). */
 export function waitForStatusChange(item: Record<string, unknown>, seconds: number, stillValid: () => Promise<void>): Promise<Record<string, unknown>> {
-  return untilStatusChanges(item, seconds, TERMINAL, () => getJobItem(item.id as string, false), stillValid, { route: 'jobs.get', orgId: item.org_id as string });
+  return untilStatusChanges(item, seconds, TERMINAL, (consistent) => getJobItem(item.id as string, consistent), stillValid, { route: 'jobs.get', orgId: item.org_id as string });
 }
