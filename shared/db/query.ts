@@ -22,6 +22,12 @@ export interface PageQuery {
   binding: string;
   /** Oldest first instead of newest first. */
   ascending?: boolean;
+  /**
+   * Pages of the table itself are read strongly consistent unless this is false, so a list shows
+   * the caller's own latest writes (a key just created, an endpoint just deleted), which an
+   * eventually consistent read may not yet. An index page cannot be (DynamoDB refuses
+   * ConsistentRead on a global secondary index): it can lag a write by a moment.
+   */
   consistent?: boolean;
 }
 
@@ -78,7 +84,7 @@ export async function queryPage<T extends Record<string, unknown>>(q: PageQuery)
       ScanIndexForward: q.ascending ?? false,
       ExclusiveStartKey: startKey,
       Limit: q.filter ? Math.max(want * 2, 25) : want - items.length,
-      ConsistentRead: q.index ? undefined : q.consistent,
+      ConsistentRead: q.index ? undefined : q.consistent ?? true,
       ...(q.filter ? { FilterExpression: q.filter.expression } : {}),
     };
     const out = await db().send(new QueryCommand(input));
