@@ -155,6 +155,9 @@ export class DomainStack extends NestedStack {
       timeout: Duration.seconds(def.consumerTimeoutSeconds),
       memorySize: def.consumerMemoryMb,
       ...(def.ephemeralStorageMb ? { ephemeralStorageSize: Size.mebibytes(def.ephemeralStorageMb) } : {}),
+      // A designed loop through the consumer's own queue (the wiring says why): Lambda would stop it
+      // after 16 invocations of one chain.
+      ...(def.recursiveLoop === 'allow' ? { recursiveLoop: lambda.RecursiveLoop.ALLOW } : {}),
       paramsAndSecrets: secretsExtension(def.access, shared.keys),
       environment: {
         ...shared.environment,

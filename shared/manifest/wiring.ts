@@ -82,6 +82,15 @@ export interface QueueDef {
   maxConcurrency?: number;
   /** Dead-letter depth at or above which the alarm fires. */
   dlqAlarmThreshold: number;
+  /**
+   * Lambda's recursive loop detection (https://docs.aws.amazon.com/lambda/latest/dg/invocation-recursion.html):
+   * a function invoked more than 16 times by one chain of events that goes through SQS (the
+   * function sending the message that invokes it again, traced by the SDK's X-Ray lineage header)
+   * is stopped by default, and the message sent to the dead-letter queue. A consumer that re-sends
+   * to its own queue by design, with the loop bounded in its code, says so here ('allow'), and the
+   * stack sets the function's RecursiveLoop to Allow. Absent: Terminate, Lambda's default.
+   */
+  recursiveLoop?: 'allow';
   /** The bucket modes are those of shared/manifest/access.ts, each as narrow as the consumer's work. */
   access: { table: 'read' | 'write'; bucket?: BucketAccess; bedrock?: boolean; sendTo?: string[] } & KeyAccess;
   /** Packages and executables the consumer needs beyond its bundle; absent: the bundle is enough. */
@@ -241,6 +250,9 @@ export const QUEUES: readonly QueueDef[] = [
     // the others go on delivering (issue 11.6).
     maxConcurrency: 20,
     dlqAlarmThreshold: 1,
+    // A retry due later than SQS's 900 s delay is re-sent to this queue every 900 s until due (a
+    // 10 h retry: 40 sends), bounded by the retry schedule (D37): a designed loop.
+    recursiveLoop: 'allow',
     access: { table: 'write', sendTo: ['webhooks'], kms: 'decrypt' }, // opens endpoint secrets to sign (D37, D63)
   },
   {
@@ -258,6 +270,9 @@ export const QUEUES: readonly QueueDef[] = [
     consumerMemoryMb: 2048,
     ephemeralStorageMb: 2048,
     dlqAlarmThreshold: 1,
+    // Each tick of a simulated worker sends the next to this queue (D40), bounded by the job's
+    // status and 3 × files_needed ticks: a designed loop of far more than 16 invocations.
+    recursiveLoop: 'allow',
     // write: the simulated worker's uploads go through the upload code (put and tag under uploads/).
     access: { table: 'write', bucket: 'write', sendTo: ['sandbox'] },
     // The simulated worker uploads the sample media (shared/sandbox/samples.ts), each made unique

@@ -113,6 +113,23 @@ describe('functions', () => {
     unknownRouteFunction();
   });
 
+  test('recursive loop detection: a consumer whose designed loop re-sends to its own queue (the webhooks retries, the sandbox ticks) is allowed to loop; every other function keeps Lambda\'s Terminate', () => {
+    const allowed = QUEUES.filter((q) => q.recursiveLoop === 'allow').map((q) => q.name);
+    expect(allowed.sort()).toEqual(['sandbox', 'webhooks']);
+    const allowing = new Set(allowed.map((n) => functionByDescription(`Consumer of the ${n} queue`)[0]));
+    for (const [id, r] of ofType('AWS::Lambda::Function')) {
+      if (allowing.has(id)) expect(r.Properties.RecursiveLoop).toBe('Allow');
+      else expect(r.Properties.RecursiveLoop ?? 'Terminate').toBe('Terminate');
+    }
+  });
+
+  test('a consumer that sends to its own queue declares whether its loop may exceed Lambda\'s 16 invocations', () => {
+    // scoring re-sends to itself only when a transcription is started again (a few times at most):
+    // it keeps Lambda's guard. A new self-sending consumer must be looked at and added here.
+    const selfSending = QUEUES.filter((q) => q.access.sendTo?.includes(q.name)).map((q) => `${q.name}:${q.recursiveLoop ?? 'terminate'}`);
+    expect(selfSending.sort()).toEqual(['sandbox:allow', 'scoring:terminate', 'webhooks:allow']);
+  });
+
   test('no custom resources (they would bring their own Lambdas)', () => {
     const custom = Object.values(resources).filter(
       (r) => r.Type.startsWith('Custom::') || r.Type === 'AWS::CloudFormation::CustomResource',
