@@ -24,8 +24,9 @@ import type { Limits } from './settings';
  *   - default 25: integration timeout 29 s (works in every account, no quota request), the
  *     handler gets LONG_POLL_MAX_SECONDS=25 and clamps `wait` to 25, announcing it in
  *     `Preference-Applied: wait=25` as D20 requires when the stack cannot hold 60 s;
- *   - `cdk deploy -c longPollSeconds=60` once the quota increase is granted: integration
- *     timeout 61 s, LONG_POLL_MAX_SECONDS=60, and the Lambda timeout above both.
+ *   - `cdk deploy -c longPollSeconds=60` once the quota increase is granted:
+ *     LONG_POLL_MAX_SECONDS=60, the Lambda timeout 63 s and the integration timeout 64 s (the
+ *     function stops first, as on every route: shared/manifest/timeouts.ts).
  * Every other route keeps the default 29 s integration timeout.
  *
  * Other REST API properties we rely on: per-stage access logging, execution logging at ERROR, a

@@ -83,7 +83,8 @@ export class DomainStack extends NestedStack {
       entry: route.handler,
       ...(route.native ? { native: route.native } : {}),
       description: `${route.method} ${route.path} (${route.id})`,
-      // Below the 29 s integration timeout, so a stuck handler ends in its own log, not a 504.
+      // Below the integration timeout (29 s; a long poll's, one second above its function's), so a
+      // stuck handler ends in its own log with a 502, not a 504 while it runs on.
       timeout: route.longPoll ? longPoll.lambda : Duration.seconds(ROUTE_FUNCTION_TIMEOUT_SECONDS),
       // No reserved concurrency on a long-poll route: it would cap the route's plain GETs too, and
       // held waits could fill it. Held waits are counted in the table instead (long-poll-slots.ts).

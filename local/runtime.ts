@@ -265,7 +265,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     const server = createHttpServer({
       log,
       ready,
-      timeouts: { longPollMs: longPollTimeoutSeconds(longPollSeconds).integration * 1000, ...opts.integrationTimeouts },
+      timeouts: { longPollMs: longPollTimeoutSeconds(longPollSeconds).fn * 1000, ...opts.integrationTimeouts },
     });
     // The local payment provider's hosted checkout page (D32).
     stops.push(registerLocalPage(localCheckoutPage));
