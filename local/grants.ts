@@ -17,8 +17,8 @@
  *   `dynamodb:LeadingKeys` and `dynamodb:Attributes` conditions allow.
  * - Queues: SendMessage only to the queues of `access.sendTo`; a consumer may also change the
  *   visibility of its own queue's messages.
- * - The sealing key (`access.kms`): data keys and encryption with `encrypt`, decryption with
- *   `decrypt` (the local keyring, which stands in for the key, is checked the same way:
+ * - The sealing key (`access.kms`): GenerateDataKey with `encrypt`, Decrypt with `decrypt`, each
+ *   only with the sealer's encryption context, as the stack's IAM condition (the local keyring, which stands in for the key, is checked the same way:
  *   shared/secrets/sealer.ts); Bedrock (`access.bedrock`) the configured models; Transcribe
  *   (`access.transcribe`) StartTranscriptionJob on our job names; SNS (`access.sms`) Publish (the
  *   local SMS outbox too); STS (`access.uploadSigner`) AssumeRole on the upload-signing role. Any other service: refused, as no function of the stack is granted one.
@@ -29,6 +29,10 @@ import { DEFAULT_BEDROCK_MODEL_ID } from '../shared/scoring/bedrock-reply';
 import { BUCKET_GRANTS, REQUEST_COUNT_ATTRIBUTES, REQUEST_COUNT_PARTITIONS, WAIT_SLOT_ATTRIBUTES, WAIT_SLOT_PARTITIONS, type BucketAccess, type BucketAction } from '../shared/manifest/access';
 import { config } from '../shared/config';
 import { AwsServiceError } from '../shared/aws/signed-call';
+import { ENCRYPTION_CONTEXT } from '../shared/secrets/kms';
+
+/** The sealer's encryption context pairs, each present, as the IAM condition on the sealing key requires. */
+const sealerContext = (ctx: Record<string, string> | undefined): boolean => !!ctx && Object.entries(ENCRYPTION_CONTEXT).every(([k, v]) => ctx[k] === v);
 import { setLocalAnswerCheck, setLocalCallCheck } from '../shared/observability/invocation';
 
 /** What one function was granted (its manifest entry). */
@@ -195,6 +199,7 @@ function grantedModels(): string[] {
 }
 
 interface ServiceInput {
+  EncryptionContext?: Record<string, string>;
   modelId?: string;
   TranscriptionJobName?: string;
   RoleArn?: string;
@@ -207,10 +212,12 @@ interface ServiceInput {
 const SERVICE_GRANTS: Record<string, { service: string; allowed: (g: Grants, command: string, input: ServiceInput) => boolean }> = {
   KMSClient: {
     service: 'kms',
-    allowed: (g, c) =>
-      /^(GenerateDataKey\w*|Encrypt|ReEncrypt\w*)Command$/.test(c)
+    // GenerateDataKey and Decrypt only, each with the sealer's encryption context (the IAM condition).
+    allowed: (g, c, i) =>
+      sealerContext(i.EncryptionContext) &&
+      (c === 'GenerateDataKeyCommand'
         ? g.kms === 'encrypt' || g.kms === 'encrypt-decrypt'
-        : c === 'DecryptCommand' && (g.kms === 'decrypt' || g.kms === 'encrypt-decrypt'),
+        : c === 'DecryptCommand' && (g.kms === 'decrypt' || g.kms === 'encrypt-decrypt')),
   },
   BedrockRuntimeClient: {
     service: 'bedrock',

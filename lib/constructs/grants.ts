@@ -14,6 +14,7 @@ import {
 } from 'aws-cdk-lib';
 import { BUCKET_GRANTS, REQUEST_COUNT_ATTRIBUTES, REQUEST_COUNT_PARTITIONS, WAIT_SLOT_ATTRIBUTES, WAIT_SLOT_PARTITIONS, secretArnVariable, secretsRead, type BucketAccess, type KeyAccess, type SecretName } from '../../shared/manifest/access';
 import { EXTENSION_TTL_SECONDS } from '../../shared/secrets';
+import { ENCRYPTION_CONTEXT } from '../../shared/secrets/kms';
 import type { Construct, IConstruct } from 'constructs';
 import { acknowledge } from './nag';
 import { BUCKET_PREFIXES, TRANSCRIBE_JOB_PREFIX } from '../../shared/manifest/wiring';
@@ -235,15 +236,18 @@ export function bindKeyAccess(fn: lambda.Function, access: KeyAccess, keys: KeyR
     fn.addEnvironment('CDN_BASE_URL', cdn.baseUrl);
     fn.addEnvironment('CDN_KEY_PAIR_ID', cdn.publicKey.publicKeyId);
   }
-  if (access.kms === 'encrypt') keys.sealingKey.grantEncrypt(fn);
-  if (access.kms === 'decrypt') keys.sealingKey.grantDecrypt(fn);
-  if (access.kms === 'encrypt-decrypt') keys.sealingKey.grantEncryptDecrypt(fn);
-  if (access.kms) {
-    fn.addEnvironment('KMS_KEY_ID', keys.sealingKey.keyArn);
-    for (const action of ['kms:GenerateDataKey*', 'kms:ReEncrypt*']) {
-      acknowledge(fn, `AwsSolutions-IAM5[Action::${action}]`, 'CDK key grant on the one sealing key (envelope encryption).');
-    }
-  }
+  // The sealer's two calls (shared/secrets/kms.ts), on the one sealing key, and only with the
+  // sealer's encryption context (https://docs.aws.amazon.com/kms/latest/developerguide/conditions-kms.html#conditions-kms-encryption-context):
+  // not the Encrypt, ReEncrypt* and GenerateDataKey* variants CDK's key grants give.
+  const sealing = (action: string) =>
+    new iam.PolicyStatement({
+      actions: [action],
+      resources: [keys.sealingKey.keyArn],
+      conditions: { StringEquals: Object.fromEntries(Object.entries(ENCRYPTION_CONTEXT).map(([k, v]) => [`kms:EncryptionContext:${k}`, v])) },
+    });
+  if (access.kms === 'encrypt' || access.kms === 'encrypt-decrypt') fn.addToRolePolicy(sealing('kms:GenerateDataKey'));
+  if (access.kms === 'decrypt' || access.kms === 'encrypt-decrypt') fn.addToRolePolicy(sealing('kms:Decrypt'));
+  if (access.kms) fn.addEnvironment('KMS_KEY_ID', keys.sealingKey.keyArn);
   if (access.transcribe) grantTranscribe(fn, media);
   if (access.uploadSigner) {
     if (!signer) throw new Error(`${fn.node.path}: access.uploadSigner needs the stack's upload-signing role (pass \`signer\`)`);

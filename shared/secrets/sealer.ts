@@ -18,7 +18,7 @@
 // core shared with the DynamoDB client too) and keeps the client's whole package, which cost more
 // at a cold start than loading the KMS client itself. Only the functions granted the key reach
 // this module's KMS path (test/cdk/request-bundles.test.ts).
-import { kmsKeyProvider } from './kms';
+import { ENCRYPTION_CONTEXT, kmsKeyProvider } from './kms';
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { localKeyProvider, openLegacyV1 } from './local-keyring';
 import { getSecret } from './index';
@@ -133,7 +133,7 @@ export function sealer(): Sealer {
     // KMS call would be (local/grants.ts; before the data-key cache, as deployed a function
     // without the grant has none).
     const inner = envelopeSealer(localKeyProvider(), { reuseDataKeyMs: 0 });
-    const asKms = (command: 'GenerateDataKeyCommand' | 'DecryptCommand') => checkCall('KMSClient', command, {});
+    const asKms = (command: 'GenerateDataKeyCommand' | 'DecryptCommand') => checkCall('KMSClient', command, { EncryptionContext: ENCRYPTION_CONTEXT });
     s = {
       ...inner,
       seal: async (plain, aad) => (asKms('GenerateDataKeyCommand'), inner.seal(plain, aad)),

@@ -178,10 +178,14 @@ describe('the grant helper on one function declaring everything', () => {
     expect(reads.sort()).toEqual([JSON.stringify(CDN_PRIVATE_KEY_SECRET_ARN), JSON.stringify(STRIPE_SECRET_ARN)].sort());
   });
 
-  test('kms encrypt gives Encrypt and GenerateDataKey but not Decrypt; encrypt-decrypt gives both; KMS_KEY_ID is the key ARN', () => {
-    expect(actions('Sealer')).toEqual(expect.arrayContaining(['kms:Encrypt', 'kms:GenerateDataKey*']));
-    expect(actions('Sealer')).not.toContain('kms:Decrypt');
-    expect(actions('Signer')).toEqual(expect.arrayContaining(['kms:Encrypt', 'kms:Decrypt', 'kms:GenerateDataKey*']));
+  test('kms encrypt gives GenerateDataKey alone; encrypt-decrypt GenerateDataKey and Decrypt; each only with the sealer\'s encryption context; KMS_KEY_ID is the key ARN', () => {
+    const kms = (prefix: string) => statementsOfFunction(resources, idOf(prefix)).filter((s) => [s.Action].flat().some((a) => String(a).startsWith('kms:')));
+    expect(kms('Sealer').flatMap((s) => [s.Action].flat())).toEqual(['kms:GenerateDataKey']);
+    expect(kms('Signer').flatMap((s) => [s.Action].flat()).sort()).toEqual(['kms:Decrypt', 'kms:GenerateDataKey']);
+    for (const s of [...kms('Sealer'), ...kms('Signer')]) {
+      expect(s.Condition).toEqual({ StringEquals: { 'kms:EncryptionContext:purpose': 'sealed-secret', 'kms:EncryptionContext:service': 'media-marketplace' } });
+      expect(s.Resource).toEqual({ 'Fn::GetAtt': [expect.stringMatching(/^KeysSealingKey/), 'Arn'] });
+    }
     expect(resources[idOf('Sealer')]!.Properties.Environment.Variables.KMS_KEY_ID).toEqual({ 'Fn::GetAtt': [expect.stringMatching(/^KeysSealingKey/), 'Arn'] });
   });
 

@@ -42,12 +42,12 @@ export function synthesize(context: Record<string, unknown> = {}, props: Marketp
 }
 
 /** Every Allow statement of the policies attached to a function's role (same template). */
-export function statementsOfFunction(resources: Record<string, Resource>, fnLogicalId: string): { Action: string | string[]; Resource: unknown }[] {
+export function statementsOfFunction(resources: Record<string, Resource>, fnLogicalId: string): { Action: string | string[]; Resource: unknown; Condition?: unknown }[] {
   const roleId = resources[fnLogicalId]!.Properties.Role['Fn::GetAtt'][0] as string;
   return Object.values(resources)
     .filter((p) => p.Type === 'AWS::IAM::Policy')
     .filter((p) => (p.Properties.Roles as unknown[]).some((r) => JSON.stringify(r) === JSON.stringify({ Ref: roleId })))
-    .flatMap((p) => p.Properties.PolicyDocument.Statement as { Action: string | string[]; Resource: unknown; Effect: string }[])
+    .flatMap((p) => p.Properties.PolicyDocument.Statement as { Action: string | string[]; Resource: unknown; Condition?: unknown; Effect: string }[])
     .filter((s) => s.Effect === 'Allow');
 }
 

@@ -6,7 +6,7 @@ import { grantedTo, routeGrants } from '../../local/lambda';
 import { traced } from '../../shared/observability/tracer';
 import { BedrockConverse } from '../../shared/aws/bedrock-converse';
 import { TranscribeJobs } from '../../shared/aws/transcribe-jobs';
-import { kmsClient } from '../../shared/secrets/kms';
+import { ENCRYPTION_CONTEXT, kmsClient } from '../../shared/secrets/kms';
 import { DEFAULT_BEDROCK_MODEL_ID } from '../../shared/scoring/bedrock-reply';
 import { resetSealer, sealer } from '../../shared/secrets/sealer';
 import { localOutbox, sms } from '../../shared/sms';
@@ -155,16 +155,19 @@ describe('local runtime: a function makes only the calls its manifest entry gran
     const refused = (p: Promise<unknown>) => expect(p).rejects.toMatchObject({ name: 'AccessDenied' });
     const granted = (p: Promise<unknown>) => expect(p).rejects.toThrow(/ECONNREFUSED/);
 
-    it('data keys need the key’s encrypt grant and decryption its decrypt grant', async () => {
+    it('data keys need the key’s encrypt grant and decryption its decrypt grant, each with the sealer’s encryption context', async () => {
       // The app's own KMS client (no SDK client: shared/secrets/kms.ts over shared/aws/json-rpc.ts).
       const kms = kmsClient({ endpoint: nowhere.endpoint, credentials: async () => nowhere.credentials });
-      const dataKey = () => kms.call('GenerateDataKey', { KeyId: 'alias/sealing', KeySpec: 'AES_256' });
-      const decrypt = () => kms.call('Decrypt', { CiphertextBlob: new Uint8Array([1]) });
-      await granted(asRoute('api_keys.create', dataKey)); // encrypt-decrypt
-      await granted(asRoute('api_keys.create', decrypt));
-      await granted(asQueue('webhooks', decrypt)); // decrypt only: opens endpoint secrets to sign
-      await refused(asQueue('webhooks', dataKey));
-      await refused(asRoute('jobs.get', decrypt));
+      const dataKey = (EncryptionContext: Record<string, string> = ENCRYPTION_CONTEXT) => () => kms.call('GenerateDataKey', { KeyId: 'alias/sealing', KeySpec: 'AES_256', EncryptionContext });
+      const decrypt = (EncryptionContext: Record<string, string> = ENCRYPTION_CONTEXT) => () => kms.call('Decrypt', { CiphertextBlob: new Uint8Array([1]), EncryptionContext });
+      await granted(asRoute('api_keys.create', dataKey())); // encrypt-decrypt
+      await granted(asRoute('api_keys.create', decrypt()));
+      await granted(asQueue('webhooks', decrypt())); // decrypt only: opens endpoint secrets to sign
+      await refused(asQueue('webhooks', dataKey()));
+      await refused(asRoute('jobs.get', decrypt()));
+      // The IAM condition: another purpose's context, or none, is refused even with the grant.
+      await refused(asRoute('api_keys.create', dataKey({ purpose: 'something-else', service: 'media-marketplace' })));
+      await refused(asRoute('api_keys.create', decrypt({})));
       kms.destroy();
     });
 
