@@ -72,39 +72,29 @@ export function bindWaitSlots(fn: lambda.Function, table: dynamodb.ITable): void
 }
 
 /**
- * `read`: get objects (pre-signed GETs are signed with this role, so it needs s3:GetObject).
+ * `transcripts`: get Transcribe's output documents under `transcripts/` (and list, so a missing
+ * one answers 404).
  * `write`: s3:PutObject and s3:PutObjectTagging on upload objects only (the upload and retry
  * routes' direct uploads, whose pre-signed PUTs are signed with the upload-signing role instead
  * (`UploadSigner`), and the `verdict` tag of a rejection the request
  * itself decides: the fan-in can complete there): no delete, no retention or legal hold, and
  * nothing outside `uploads/` (exports and keyframes are what buyers download). A pre-signed PUT
  * cannot carry a tag: it signs its headers, and S3 refuses unsigned `x-amz-*` ones.
- * `delete`: delete objects only. `tag`: set the tags of upload objects only (the verdict tag the
+ * `delete`: delete the objects of withdrawn Files (under `uploads/` and `keyframes/`). `tag`: set the tags of upload objects only (the verdict tag the
  * lifecycle rules read), nothing else. `score`, `annotate`, `export`: the pipeline consumers'
- * actions, each on its prefixes only (local/grants.ts `BUCKET_GRANTS`, which these statements are
- * made from).
+ * actions, each on its prefixes only (shared/manifest/access.ts `BUCKET_GRANTS`, which these
+ * statements are made from, for every mode: no CDK bucket grant with its wildcards).
  * local/grants.ts states the same per action; the local runtime enforces it there
  * (test/cdk/stack.test.ts checks that both agree).
  */
 export function bindBucket(fn: lambda.Function, bucket: s3.IBucket, mode: BucketAccess): void {
-  switch (mode) {
-    case 'read':
-      bucket.grantRead(fn);
-      break;
-    case 'delete':
-      bucket.grantDelete(fn);
-      break;
-    default: {
-      const g = BUCKET_GRANTS[mode];
-      for (const o of g.objects) onObjects(fn, bucket, o.prefix!, o.actions);
-      if (g.list) fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['s3:ListBucket'], resources: [bucket.bucketArn] }));
-    }
+  const g = BUCKET_GRANTS[mode];
+  for (const o of g.objects) {
+    if (o.prefix === null) throw new Error(`bucket mode ${mode}: every grant names its key prefix`);
+    onObjects(fn, bucket, o.prefix, o.actions);
   }
+  if (g.list) fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['s3:ListBucket'], resources: [bucket.bucketArn] }));
   fn.addEnvironment('BUCKET_NAME', bucket.bucketName);
-  acknowledge(fn, `AwsSolutions-IAM5[Resource::${nagReference(fn, bucket)}/*]`, 'Objects of the media bucket (keys are per submission, not known in advance).');
-  for (const action of ['s3:Abort*', 's3:DeleteObject*', 's3:GetBucket*', 's3:GetObject*', 's3:List*']) {
-    acknowledge(fn, `AwsSolutions-IAM5[Action::${action}]`, 'CDK bucket grant (object reads/writes of the media bucket only).');
-  }
 }
 
 /** S3 actions on the bucket's objects under one prefix only (e.g. `uploads/*`). */

@@ -34,7 +34,7 @@ export type SecretName = (typeof SECRET_NAMES)[number];
  * transcripts (and list, so a missing one is a 404, not a 403); `annotate` get and tag upload objects and put keyframes;
  * `export` put (multipart) and abort under `exports/` only.
  */
-export type BucketAccess = 'read' | 'write' | 'delete' | 'tag' | 'score' | 'annotate' | 'export';
+export type BucketAccess = 'transcripts' | 'write' | 'delete' | 'tag' | 'score' | 'annotate' | 'export';
 
 /** The IAM actions our S3 calls need (one per operation; multipart parts need s3:PutObject). */
 export type BucketAction =
@@ -46,8 +46,6 @@ export type BucketAction =
   | 's3:DeleteObject'
   | 's3:AbortMultipartUpload';
 
-const ANYWHERE = null;
-
 /** The keyframes of a rejected video are tagged for the lifecycle rule as its bytes are (and back on an override approval). */
 const KEYFRAME_TAGS: { actions: BucketAction[]; prefix: string } = { actions: ['s3:PutObjectTagging'], prefix: BUCKET_PREFIXES.keyframes };
 
@@ -57,13 +55,15 @@ const KEYFRAME_TAGS: { actions: BucketAction[]; prefix: string } = { actions: ['
  * all; with it a missing object answers 404 rather than 403).
  */
 export const BUCKET_GRANTS: Record<BucketAccess, { objects: { actions: BucketAction[]; prefix: string | null }[]; list: boolean }> = {
-  read: { objects: [{ actions: ['s3:GetObject', 's3:GetObjectTagging'], prefix: ANYWHERE }], list: true },
+  // Transcribe's output documents (D65), read and looked for (list: a missing one answers 404).
+  transcripts: { objects: [{ actions: ['s3:GetObject'], prefix: BUCKET_PREFIXES.transcripts }], list: true },
   // Uploads: the bytes, and the verdict tag of a rejection decided in the request (the fan-in can
   // complete there) or of the bytes of a direct upload that failed half-way.
   // list: tagging a key that holds no object (bytes that never landed) must answer 404, not 403.
   // A verdict (or an override approval, `tag`) also tags the keyframes of the round's videos.
   write: { objects: [{ actions: ['s3:PutObject', 's3:PutObjectTagging'], prefix: BUCKET_PREFIXES.uploads }, KEYFRAME_TAGS], list: true },
-  delete: { objects: [{ actions: ['s3:DeleteObject'], prefix: ANYWHERE }], list: false },
+  // The objects of Files an override withdrew: their bytes and their keyframes.
+  delete: { objects: [{ actions: ['s3:DeleteObject'], prefix: BUCKET_PREFIXES.uploads }, { actions: ['s3:DeleteObject'], prefix: BUCKET_PREFIXES.keyframes }], list: false },
   tag: { objects: [{ actions: ['s3:PutObjectTagging'], prefix: BUCKET_PREFIXES.uploads }, KEYFRAME_TAGS], list: true },
   score: {
     objects: [

@@ -235,7 +235,7 @@ export const QUEUES: readonly QueueDef[] = [
     consumerTimeoutSeconds: 90,
     consumerMemoryMb: 512,
     dlqAlarmThreshold: 1,
-    access: { table: 'write', bucket: 'read', bedrock: true, sendTo: ['scoring'] },
+    access: { table: 'write', bucket: 'transcripts', bedrock: true, sendTo: ['scoring'] },
   },
   {
     name: 'webhooks',
