@@ -1,4 +1,4 @@
-import { Annotations, Stack, Token } from 'aws-cdk-lib';
+import { Annotations, Aws, CfnRule, Fn, Stack, Token } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
 import { DEFAULT_BEDROCK_MODEL_ID } from '../shared/scoring/bedrock';
 import { deployedConsumerCap, QUOTA_BOUND_DEFAULT_CONCURRENCY, type QueueDef } from '../shared/manifest/wiring';
@@ -81,12 +81,25 @@ export function modelsFromContext(scope: Construct): ModelSettings {
   // Amazon Nova's on-demand throughput is offered in us-east-1; elsewhere its model ids are called
   // through a cross-region inference profile (e.g. eu.amazon.nova-pro-v1:0). Say so at synth time.
   const region = Stack.of(scope).region;
-  const bare = [bedrockModelId, annotationModelId].filter((id) => id.startsWith('amazon.nova-'));
+  const bare = [...new Set([bedrockModelId, annotationModelId].filter((id) => id.startsWith('amazon.nova-')))];
   if (!Token.isUnresolved(region) && region !== 'us-east-1' && bare.length) {
     Annotations.of(scope).addWarningV2(
       'media:bedrock-model-region',
       `${bare.join(', ')} is called on demand in us-east-1; in ${region} set -c bedrockModelId (and annotationModelId) to an inference profile such as ${geoPrefix(region)}.${bare[0]}, or every Bedrock call will fail and end in the dead-letter queues.`,
     );
+  }
+  // An environment-agnostic stack (no region at synth, as bin/app.ts builds it) learns its region
+  // only at deploy: there a CloudFormation rule refuses the deploy outside us-east-1, before any
+  // resource is created, rather than letting every scoring message fail into the dead-letter queue.
+  if (Token.isUnresolved(region) && bare.length && !Stack.of(scope).node.tryFindChild('BedrockModelRegion')) {
+    new CfnRule(Stack.of(scope), 'BedrockModelRegion', {
+      assertions: [
+        {
+          assert: Fn.conditionEquals(Aws.REGION, 'us-east-1'),
+          assertDescription: `${bare.join(', ')} is called on demand only in us-east-1: outside it, deploy with -c bedrockModelId (and annotationModelId) set to a cross-region inference profile of the region's geography (eu., apac. or us. before the model id).`,
+        },
+      ],
+    });
   }
   return { bedrockModelId, annotationModelId };
 }

@@ -837,6 +837,15 @@ describe('native pieces (wiring `native`, lib/constructs/native.ts)', () => {
     }
   });
 
+  test('a stack without a region at synth refuses, at deploy, a bare Amazon Nova model id outside us-east-1 (a CloudFormation rule); an inference profile needs no rule', () => {
+    const rules = (st: MarketplaceStack) =>
+      Object.entries((Template.fromStack(st).toJSON().Rules ?? {}) as Record<string, { Assertions: { Assert: unknown }[] }>).filter(([id]) => id.startsWith('BedrockModelRegion')).map(([, r]) => r);
+    const agnostic = rules(synthStack({}));
+    expect(agnostic).toHaveLength(1);
+    expect(agnostic[0]!.Assertions[0]!.Assert).toEqual({ 'Fn::Equals': [{ Ref: 'AWS::Region' }, 'us-east-1'] });
+    expect(rules(synthStack({ bedrockModelId: 'eu.amazon.nova-pro-v1:0' }))).toHaveLength(0);
+  });
+
   test('API Gateway execution logs go to a group the stack creates with a retention, before the stage', () => {
     const stack = synthStack({});
     const res = Template.fromStack(stack).toJSON().Resources as Record<string, Resource>;
