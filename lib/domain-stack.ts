@@ -11,6 +11,7 @@ import {
   aws_events_targets as targets,
   aws_iam as iam,
   aws_lambda as lambda,
+  aws_lambda_destinations as destinations,
   aws_lambda_event_sources as sources,
   aws_s3 as s3,
   aws_sqs as sqs,
@@ -202,16 +203,22 @@ export class DomainStack extends NestedStack {
     for (const q of def.access.sendTo ?? []) bindQueue(fn, q, shared.plumbing.queue(q));
     bindKeyAccess(fn, def.access, shared.keys, shared.cdn, undefined, this.uploadSigner);
     functionAlarms(fn, shared.alarmAction, `The ${def.name} schedule`);
-    // The rule invokes the function asynchronously: Lambda's own retries of a failed run, as the
-    // manifest says (the local scheduler runs them too).
-    fn.configureAsyncInvoke({ retryAttempts: def.retriesOnFailure, maxEventAge: Duration.minutes(Math.max(1, def.everyMinutes)) });
-    // A run EventBridge could not start (after its retries) is kept here, with an alarm.
+    // A run EventBridge could not start (after its retries), or one that still failed after
+    // Lambda's retries, is kept here, with an alarm.
     const dlq = deadLetterQueue(this, `${id}ScheduleDlq`);
+    // The rule invokes the function asynchronously: Lambda's own retries of a failed run, as the
+    // manifest says (the local scheduler runs them too); the invocation record of a run that
+    // failed them all goes to the schedule's dead-letter queue, not only to the Errors metric.
+    fn.configureAsyncInvoke({
+      retryAttempts: def.retriesOnFailure,
+      maxEventAge: Duration.minutes(Math.max(1, def.everyMinutes)),
+      onFailure: new destinations.SqsDestination(dlq),
+    });
     this.scheduleDeadLetterQueues.set(def.name, dlq);
     acknowledge(dlq, 'AwsSolutions-SQS3', `This is the dead-letter queue of the ${def.name} schedule.`);
     dlqAlarm(this, `${id}ScheduleDlqAlarm`, dlq, shared.alarmAction, {
       threshold: 1,
-      description: `EventBridge could not start the ${def.name} schedule (docs/operations.md)`,
+      description: `A run of the ${def.name} schedule could not start or failed every retry (docs/operations.md)`,
     });
     new events.Rule(this, `${id}Rule`, {
       description: def.description,

@@ -740,6 +740,16 @@ describe('pipeline', () => {
       expect(configs[0]![1].Properties).toMatchObject({ MaximumRetryAttempts: s.retriesOnFailure, MaximumEventAgeInSeconds: Math.max(60, s.everyMinutes * 60) });
     }
   });
+
+  test('a scheduled run that failed every retry is kept in the schedule\'s dead-letter queue (alarmed), not only counted as an error', () => {
+    for (const s of SCHEDULES) {
+      const [fnId] = functionByDescription(s.description);
+      const [, config] = ofType('AWS::Lambda::EventInvokeConfig').find(([, r]) => JSON.stringify(r.Properties.FunctionName).includes(`"${fnId}"`))!;
+      const [, rule] = ofType('AWS::Events::Rule').find(([, r]) => JSON.stringify(r.Properties.Targets).includes(`"${fnId}"`))!;
+      const ruleDlq = JSON.stringify(rule.Properties.Targets[0].DeadLetterConfig.Arn);
+      expect(JSON.stringify(config.Properties.DestinationConfig.OnFailure.Destination)).toBe(ruleDlq);
+    }
+  });
 });
 
 describe('native pieces (wiring `native`, lib/constructs/native.ts)', () => {
