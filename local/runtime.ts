@@ -28,7 +28,7 @@ import { S3_LOCAL_CREDENTIALS, startS3Emulator } from './s3';
 import { IssuedCredentials, startStsEmulator } from './sts';
 import { startScheduler, type Scheduler } from './scheduler';
 import { countMessages, readSnapshot, removeSnapshot, restoreSnapshot, takeSnapshot, writeSnapshot } from './sqs-snapshot';
-import { createQueues, defaultConsumerConcurrency, localConsumerConcurrency, localSqsClient, QueuePoller, queueSender, queueUrlEnvName, startSqsEmulator, type LocalQueue } from './sqs';
+import { createQueues, defaultConsumerConcurrency, localConsumerConcurrency, localSqsClient, QueuePoller, queueSender, queueUrlEnvName, startSqsEmulator, type LocalQueue, type OutOfOrderOptions } from './sqs';
 import { fileCheckpoints, localStreamsClient, memoryCheckpoints, StreamPipes } from './streams';
 import { ModelWorkerPool } from './model-pool';
 import { longPollTimeoutSeconds } from '../shared/manifest/timeouts';
@@ -105,6 +105,12 @@ export interface RuntimeOptions {
    * two receivers (local/sqs.ts): tests that prove the consumers idempotent. Off by default.
    */
   duplicateDeliveries?: boolean;
+  /**
+   * Every queue batch handed over shuffled, and some messages held back behind later ones, as a
+   * standard queue's best-effort ordering may deliver them (local/sqs.ts): tests that prove the
+   * consumers assume no order. Off by default; an object sets the random source (seededRandom).
+   */
+  outOfOrderDeliveries?: boolean | OutOfOrderOptions;
   /**
    * Worker threads for the image models and pixel analysis (local/model-pool.ts), so the consumers'
    * models use the machine's cores as separate Lambda invocations would; 0 runs them on this
@@ -370,7 +376,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
         }
         const cc = opts.consumerConcurrency;
         const concurrency = (typeof cc === 'number' ? cc : cc?.[q.def.name]) ?? localConsumerConcurrency(q.def);
-        const poller = new QueuePoller({ client: sqs, queue: q, handler: async () => grantedTo(q.def.name, q.def.access, await loadHandler(q.def.consumer), { consumes: q.def.name }), log, waitTimeSeconds: opts.pollWaitSeconds, concurrency, duplicateDeliveries: opts.duplicateDeliveries });
+        const poller = new QueuePoller({ client: sqs, queue: q, handler: async () => grantedTo(q.def.name, q.def.access, await loadHandler(q.def.consumer), { consumes: q.def.name }), log, waitTimeSeconds: opts.pollWaitSeconds, concurrency, duplicateDeliveries: opts.duplicateDeliveries, outOfOrderDeliveries: opts.outOfOrderDeliveries });
         poller.start();
         stops.push(() => poller.stop());
         polledQueues.push(q.def.name);

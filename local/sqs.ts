@@ -191,9 +191,44 @@ function asEarlierReceive(r: SQSRecord): SQSRecord {
   return { ...r, receiptHandle: `${r.receiptHandle}.earlier`, attributes: { ...r.attributes, ApproximateReceiveCount: String(count) } };
 }
 
+/**
+ * A random source in [0, 1) that repeats for a seed (mulberry32), for tests that want the
+ * out-of-order deliveries of a run to be the same every time.
+ */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** How a poller with `outOfOrderDeliveries` reorders (all optional). */
+export interface OutOfOrderOptions {
+  /** The random source (default Math.random); seededRandom(n) makes a run repeat. */
+  random?: () => number;
+  /** The chance that a message on its first receive is held back (default 0.3). */
+  holdBackProbability?: number;
+  /** A held-back message is visible again after 0..this many whole seconds (default 2). */
+  maxHoldBackSeconds?: number;
+}
+
+/** Fisher–Yates, with the given random source; returns a new array. */
+function shuffled<T>(items: readonly T[], random: () => number): T[] {
+  const out = [...items];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
+}
+
 export interface QueuePollerOptions {
   client: SQSClient;
-  queue: Pick<LocalQueue, 'url' | 'arn'> & { def: Pick<QueueDef, 'name' | 'batchSize' | 'consumerTimeoutSeconds' | 'consumerMemoryMb'> };
+  queue: Pick<LocalQueue, 'url' | 'arn'> & { def: Pick<QueueDef, 'name' | 'batchSize' | 'consumerTimeoutSeconds' | 'consumerMemoryMb' | 'maxReceiveCount'> };
   /** The consumer; resolved lazily so a module is imported only once messages arrive. */
   handler: () => Promise<AnyHandler>;
   log: Log;
@@ -209,6 +244,13 @@ export interface QueuePollerOptions {
    * to a second, earlier receiver at the same time (tests of idempotent consumers). Off by default.
    */
   duplicateDeliveries?: boolean;
+  /**
+   * A standard queue's ordering is best effort: messages may arrive, and a batch may hold them, in
+   * another order than they were sent. On, every batch is handed over shuffled, and some messages
+   * on their first receive are held back (handed back to the queue for a moment, so messages sent
+   * after them overtake them). Off by default (see QueuePoller.outOfOrder).
+   */
+  outOfOrderDeliveries?: boolean | OutOfOrderOptions;
 }
 
 /** The default number of concurrent consumer invocations per queue: the machine's cores. */
@@ -239,10 +281,14 @@ export class QueuePoller {
   private inFlight = 0;
   private peak = 0;
   private timeouts = 0;
+  private held = 0;
+  private readonly random: () => number;
 
   constructor(private readonly opts: QueuePollerOptions) {
     // Every concurrent long poll listens on the one stop signal.
     setMaxListeners(0, this.abort.signal);
+    const ooo = opts.outOfOrderDeliveries;
+    this.random = (typeof ooo === 'object' && ooo.random) || Math.random;
   }
 
   get concurrency(): number {
@@ -257,6 +303,11 @@ export class QueuePoller {
   /** Invocations that ran past the consumer's timeout since start (their batches failed). */
   get timedOutBatches(): number {
     return this.timeouts;
+  }
+
+  /** Receives handed back unrun by `outOfOrderDeliveries` since start (for tests). */
+  get heldBackReceives(): number {
+    return this.held;
   }
 
   start(): void {
@@ -325,7 +376,9 @@ export class QueuePoller {
     const messages = received.Messages ?? [];
     if (!messages.length) return 0;
 
-    const records = messages.map((m) => toSqsRecord(m, queue.arn, localRegion()));
+    const taken = messages.map((m) => toSqsRecord(m, queue.arn, localRegion()));
+    const records = this.opts.outOfOrderDeliveries ? await this.outOfOrder(taken) : taken;
+    if (!records.length) return taken.length;
     // At-least-once, made certain (tests): every batch is also handed, at the same time, to an
     // earlier receiver of the same messages (one receive fewer, a receipt handle of its own), as
     // when SQS delivers a message to two receivers. Only the latest receipt handle is sure to
@@ -358,6 +411,53 @@ export class QueuePoller {
         .catch((err: Error) => log.warn(`sqs ${queue.def.name}: could not release ${left.length} messages on stop: ${err.message}`));
     }
     log.debug(`sqs ${queue.def.name}: ${done.length} done, ${failed} left for redelivery`);
-    return records.length;
+    return taken.length;
+  }
+
+  /**
+   * Out-of-order delivery, as a standard queue may do it (opt-in). SQS: "messages may occasionally
+   * arrive out of order", the order is best effort only
+   * (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/standard-queues.html);
+   * Lambda promises to hand messages over in the order received only for FIFO queues, and runs
+   * several batches of a standard queue at once
+   * (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-scaling.html). fauxqs hands them
+   * out strictly in send order, so here:
+   * - the batch goes to the consumer shuffled;
+   * - a message on its first receive is held back with probability `holdBackProbability`: made
+   *   visible again after 0..`maxHoldBackSeconds` s (ChangeMessageVisibility), which puts it behind
+   *   every message sent after it that is visible by then. It stays in the queue all along (a stop
+   *   saves it with the in-flight messages), and the receive counts: on SQS every receive counts
+   *   towards maxReceiveCount, processed or not
+   *   (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-dead-letter-queues.html),
+   *   e.g. a batch Lambda received while the function was throttled, which comes back after its
+   *   visibility timeout (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-configure.html).
+   *   So a message is held back at most once, and only when maxReceiveCount leaves it a later
+   *   receive: every message reaches the consumer before it could reach the dead-letter queue, with
+   *   maxReceiveCount − 1 receives for the consumer at least. One that cannot be handed back
+   *   (ChangeMessageVisibility refused) is delivered now, not hidden for a whole visibility timeout.
+   */
+  private async outOfOrder(records: SQSRecord[]): Promise<SQSRecord[]> {
+    const { client, queue, log } = this.opts;
+    const ooo = typeof this.opts.outOfOrderDeliveries === 'object' ? this.opts.outOfOrderDeliveries : {};
+    const p = ooo.holdBackProbability ?? 0.3;
+    const maxSeconds = Math.max(0, Math.floor(ooo.maxHoldBackSeconds ?? 2));
+    const order = shuffled(records, this.random);
+    const hold = order.filter((r) => r.attributes.ApproximateReceiveCount === '1' && queue.def.maxReceiveCount >= 2 && this.running && this.random() < p);
+    if (!hold.length) return order;
+    let refused = new Set<string>(hold.map((r) => r.messageId));
+    try {
+      const res = await client.send(
+        new ChangeMessageVisibilityBatchCommand({
+          QueueUrl: queue.url,
+          Entries: hold.map((r, i) => ({ Id: String(i), ReceiptHandle: r.receiptHandle, VisibilityTimeout: Math.floor(this.random() * (maxSeconds + 1)) })),
+        }),
+      );
+      refused = new Set((res.Failed ?? []).map((f) => hold[Number(f.Id)]!.messageId));
+    } catch (err) {
+      log.warn(`sqs ${queue.def.name}: could not hold back ${hold.length} messages, delivering them now: ${(err as Error).message}`);
+    }
+    this.held += hold.length - refused.size;
+    log.debug(`sqs ${queue.def.name}: ${hold.length - refused.size} of ${records.length} held back behind later messages`);
+    return order.filter((r) => !hold.includes(r) || refused.has(r.messageId));
   }
 }
