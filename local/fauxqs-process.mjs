@@ -35,11 +35,48 @@ const checkDelay = (d) => {
     throw err;
   }
 };
+// The AWSTraceHeader system attribute, which fauxqs does not keep: SQS takes it from the send's
+// MessageSystemAttributes.AWSTraceHeader, else from its X-Amzn-Trace-Id header, keeps it with the
+// message (a move to the dead-letter queue included) and returns it on receive when asked for
+// (`All` or `AWSTraceHeader`). Lambda's recursive loop detection reads it (local/lineage.ts).
+// fauxqs' send actions create their messages synchronously (SqsStore.createMessage), so the
+// header is put on each message as it is created, before any receiver can take it.
+const { SqsStore: StoreClass } = await import(new URL('./sqs/sqsStore.js', import.meta.resolve('fauxqs')).href);
+if (typeof StoreClass?.createMessage !== 'function') throw new Error('fauxqs changed: SqsStore.createMessage not found; revisit local/fauxqs-process.mjs');
+const traceHeaderOf = (m, request) => m?.MessageSystemAttributes?.AWSTraceHeader?.StringValue ?? request?.headers?.['x-amzn-trace-id'];
+/** The headers of the send being handled, by message body (a batch's entries, in order). */
+let pendingHeaders = null;
+const createMessage = StoreClass.createMessage;
+StoreClass.createMessage = function (body, ...rest) {
+  const msg = createMessage.call(this, body, ...rest);
+  const header = pendingHeaders?.get(body)?.shift();
+  if (header) msg.awsTraceHeader = header;
+  return msg;
+};
+/** Runs a send action (synchronous in fauxqs) with its entries' trace headers pending. */
+const withTraceHeaders = (entries, request, run) => {
+  pendingHeaders = new Map();
+  for (const e of entries) {
+    const header = traceHeaderOf(e, request);
+    if (header) pendingHeaders.set(e?.MessageBody, [...(pendingHeaders.get(e?.MessageBody) ?? []), header]);
+  }
+  try {
+    return run();
+  } finally {
+    pendingHeaders = null;
+  }
+};
+
 const register = SqsRouter.prototype.register;
 SqsRouter.prototype.register = function (action, handler) {
-  if (action === 'SendMessage') return register.call(this, action, (body, ...rest) => (checkDelay(body?.DelaySeconds), handler(body, ...rest)));
+  if (action === 'SendMessage') {
+    return register.call(this, action, (body, store, request) => {
+      checkDelay(body?.DelaySeconds);
+      return withTraceHeaders([body], request, () => handler(body, store, request));
+    });
+  }
   if (action === 'SendMessageBatch') {
-    return register.call(this, action, async (body, ...rest) => {
+    return register.call(this, action, async (body, store, request) => {
       const refused = [];
       const sent = [];
       for (const entry of body?.Entries ?? []) {
@@ -50,9 +87,21 @@ SqsRouter.prototype.register = function (action, handler) {
           refused.push({ Id: entry?.Id, SenderFault: true, Code: 'InvalidParameterValue', Message: err.message });
         }
       }
-      if (!refused.length) return handler(body, ...rest);
-      const result = sent.length ? await handler({ ...body, Entries: sent }, ...rest) : { Successful: [], Failed: [] };
-      return { ...result, Failed: [...(result.Failed ?? []), ...refused] };
+      const result = sent.length ? await withTraceHeaders(sent, request, () => handler(refused.length ? { ...body, Entries: sent } : body, store, request)) : { Successful: [], Failed: [] };
+      return refused.length ? { ...result, Failed: [...(result.Failed ?? []), ...refused] } : result;
+    });
+  }
+  if (action === 'ReceiveMessage') {
+    return register.call(this, action, async (body, store, request) => {
+      const result = await handler(body, store, request);
+      const names = [...(body?.AttributeNames ?? []), ...(body?.MessageSystemAttributeNames ?? [])];
+      if (!result?.Messages || !(names.includes('All') || names.includes('AWSTraceHeader'))) return result;
+      const queue = store.getQueue(body.QueueUrl);
+      for (const m of result.Messages) {
+        const header = queue?.inflightMessages.get(m.ReceiptHandle)?.message.awsTraceHeader;
+        if (header) m.Attributes = { ...m.Attributes, AWSTraceHeader: header };
+      }
+      return result;
     });
   }
   return register.call(this, action, handler);
@@ -88,6 +137,7 @@ app.post('/_local/queues/:queueName/restored', async (request, reply) => {
     if (Number.isInteger(r.sentTimestamp)) m.sentTimestamp = r.sentTimestamp;
     if (Number.isInteger(r.receiveCount) && r.receiveCount >= 0) m.approximateReceiveCount = r.receiveCount;
     if (Number.isInteger(r.firstReceiveTimestamp)) m.approximateFirstReceiveTimestamp = r.firstReceiveTimestamp;
+    if (typeof r.traceHeader === 'string') m.awsTraceHeader = r.traceHeader;
     updated++;
   }
   return { updated };

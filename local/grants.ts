@@ -53,6 +53,11 @@ export interface Grants {
   uploadSigner?: boolean;
   bedrock?: boolean;
   sms?: boolean;
+  /**
+   * The invocation's trace header (a queue consumer's: local/lineage.ts), which the SDK puts on
+   * every request deployed and SQS keeps with each message the invocation sends.
+   */
+  traceHeader?: string;
 }
 
 /** Thrown locally where the deployed role would get 403 AccessDenied. */
@@ -256,8 +261,29 @@ export function checkGrantedCall(client: string, command: string, input: unknown
   const i = (input ?? {}) as never;
   if (client === 'S3Client') checkBucket(g, command, i);
   else if (client === 'DynamoDBClient') checkTable(g, command, i);
-  else if (client === 'SQSClient') checkQueue(g, command, i);
-  else checkService(g, client, command, i);
+  else if (client === 'SQSClient') {
+    checkQueue(g, command, i);
+    carryTraceHeader(g, command, i);
+  } else checkService(g, client, command, i);
+}
+
+type SystemAttributes = { MessageSystemAttributes?: Record<string, { DataType: string; StringValue?: string }> };
+
+/**
+ * Deployed, the SDK sends the invocation's trace header with every request (X-Amzn-Trace-Id) and
+ * SQS keeps it with the message (`AWSTraceHeader`), which is how Lambda counts a chain's
+ * invocations (local/lineage.ts). Locally the same header goes in the send's
+ * `MessageSystemAttributes.AWSTraceHeader`, SQS's other way of taking it (one set by the caller
+ * is kept, as SQS prefers it to the header).
+ */
+function carryTraceHeader(g: Grants, command: string, input: SystemAttributes & { Entries?: SystemAttributes[] }): void {
+  if (!g.traceHeader) return;
+  const stamp = (m: SystemAttributes) => {
+    if (m.MessageSystemAttributes?.AWSTraceHeader) return;
+    m.MessageSystemAttributes = { ...m.MessageSystemAttributes, AWSTraceHeader: { DataType: 'String', StringValue: g.traceHeader } };
+  };
+  if (command === 'SendMessageCommand') stamp(input);
+  else if (command === 'SendMessageBatchCommand') for (const e of input.Entries ?? []) stamp(e);
 }
 
 /** The codes S3 answers for a key that holds no object. */

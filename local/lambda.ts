@@ -9,6 +9,7 @@ import type { Context } from 'aws-lambda';
 import { secretsRead, type BucketAccess, type KeyAccess } from '../shared/manifest/access';
 import { withGrantedSecrets } from '../shared/secrets';
 import { withGrants, type Grants } from './grants';
+import { invocationTraceHeader, sqsRecordsOf } from './lineage';
 import type { RouteDef } from '../shared/manifest/routes';
 import { runInvocation, type Invocation } from '../shared/observability/invocation';
 
@@ -65,7 +66,12 @@ export type EntryAccess = KeyAccess & { table?: 'read' | 'write'; bucket?: Bucke
 export function grantedTo(name: string, access: EntryAccess, handler: AnyHandler, more: Pick<Grants, 'requestCounting' | 'waitSlots' | 'consumes'> = {}): AnyHandler {
   const secrets = secretsRead(access);
   const grants = grantsOf(name, access, more);
-  return (event, context) => withGrants(grants, () => withGrantedSecrets(secrets, () => handler(event, context)));
+  return (event, context) => {
+    // A queue consumer's invocation carries the trace header Lambda would give it (local/lineage.ts).
+    const records = sqsRecordsOf(event);
+    const g = records ? { ...grants, traceHeader: invocationTraceHeader(records, name) } : grants;
+    return withGrants(g, () => withGrantedSecrets(secrets, () => handler(event, context)));
+  };
 }
 
 /**

@@ -9,8 +9,8 @@
  * visibility timeout would have ended), so pending webhook retries, sandbox ticks and scoring work
  * go on where they stopped. The snapshot is deleted once restored.
  *
- * A restored message is the same SQS message as before: it keeps its message id, its sent time and
- * its receive count (the emulator's local-only endpoint sets them on the re-sent message, see
+ * A restored message is the same SQS message as before: it keeps its message id, its sent time,
+ * its trace header and its receive count (the emulator's local-only endpoint sets them on the re-sent message, see
  * local/fauxqs-process.mjs), so a message that keeps failing reaches its dead-letter queue after
  * the queue's maxReceiveCount receives in all, however often `npm start` restarts in between, as in
  * SQS. A restored delay is at most 900 s, as SQS allows (the webhook dispatcher keeps longer due
@@ -33,6 +33,8 @@ export interface SnapshotMessage {
   sentTimestamp?: number;
   receiveCount?: number;
   firstReceiveTimestamp?: number;
+  /** Its AWSTraceHeader (the chain Lambda's recursive loop detection counts: local/lineage.ts). */
+  traceHeader?: string;
 }
 
 export interface QueueSnapshot {
@@ -46,6 +48,7 @@ interface InspectedMessage {
   sentTimestamp?: number;
   approximateReceiveCount?: number;
   approximateFirstReceiveTimestamp?: number;
+  awsTraceHeader?: string;
   body: string;
   messageAttributes?: Record<string, { DataType: string; StringValue?: string; BinaryValue?: string; StringListValues?: string[] }>;
   delayUntil?: number;
@@ -81,6 +84,7 @@ function saved(m: InspectedMessage, availableAt: number): SnapshotMessage {
     ...(m.sentTimestamp ? { sentTimestamp: m.sentTimestamp } : {}),
     ...(m.approximateReceiveCount !== undefined ? { receiveCount: m.approximateReceiveCount } : {}),
     ...(m.approximateFirstReceiveTimestamp ? { firstReceiveTimestamp: m.approximateFirstReceiveTimestamp } : {}),
+    ...(m.awsTraceHeader ? { traceHeader: m.awsTraceHeader } : {}),
   };
 }
 
@@ -164,7 +168,7 @@ export async function restoreSnapshot(
 async function giveBackHistory(endpoint: string, queueName: string, batch: SnapshotMessage[], sent: { Id?: string; MessageId?: string }[]): Promise<void> {
   const messages = sent.map((s) => {
     const m = batch[Number(s.Id)]!;
-    return { newMessageId: s.MessageId, messageId: m.messageId, sentTimestamp: m.sentTimestamp, receiveCount: m.receiveCount, firstReceiveTimestamp: m.firstReceiveTimestamp };
+    return { newMessageId: s.MessageId, messageId: m.messageId, sentTimestamp: m.sentTimestamp, receiveCount: m.receiveCount, firstReceiveTimestamp: m.firstReceiveTimestamp, traceHeader: m.traceHeader };
   });
   const res = await fetch(`${endpoint}/_local/queues/${encodeURIComponent(queueName)}/restored`, {
     method: 'POST',

@@ -12,15 +12,18 @@ import {
   ChangeMessageVisibilityBatchCommand,
   CreateQueueCommand,
   DeleteMessageBatchCommand,
+  DeleteMessageCommand,
   GetQueueAttributesCommand,
   ReceiveMessageCommand,
   SendMessageCommand,
   SQSClient,
   type Message,
+  type MessageAttributeValue,
 } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent, SQSMessageAttributes, SQSRecord } from 'aws-lambda';
 import { deployedConsumerCap, type QueueDef } from '../shared/manifest/wiring';
 import { invokeWithTimeout, lambdaContext, localRegion, type AnyHandler } from './lambda';
+import { RECURSION_LIMIT, stoppedByLoopDetection } from './lineage';
 
 export { invokeWithTimeout };
 import type { Log } from './log';
@@ -185,6 +188,20 @@ export function successfulRecords(records: SQSRecord[], outcome: { error: unknow
   return records.filter((r) => !failed.has(r.messageId));
 }
 
+/** A record's message attributes as SQS takes them on a send (the inverse of toSqsRecord's). */
+function sdkAttributes(a: SQSMessageAttributes): Record<string, MessageAttributeValue> {
+  return Object.fromEntries(
+    Object.entries(a).map(([name, v]) => [
+      name,
+      {
+        DataType: v.dataType,
+        ...(v.stringValue !== undefined ? { StringValue: v.stringValue } : {}),
+        ...(v.binaryValue !== undefined ? { BinaryValue: Buffer.from(v.binaryValue, 'base64') } : {}),
+      },
+    ]),
+  );
+}
+
 /** The same message as an earlier receiver holds it: one receive fewer, another receipt handle. */
 function asEarlierReceive(r: SQSRecord): SQSRecord {
   const count = Math.max(1, Number(r.attributes.ApproximateReceiveCount) - 1);
@@ -228,7 +245,8 @@ function shuffled<T>(items: readonly T[], random: () => number): T[] {
 
 export interface QueuePollerOptions {
   client: SQSClient;
-  queue: Pick<LocalQueue, 'url' | 'arn'> & { def: Pick<QueueDef, 'name' | 'batchSize' | 'consumerTimeoutSeconds' | 'consumerMemoryMb' | 'maxReceiveCount'> };
+  queue: Pick<LocalQueue, 'url' | 'arn'> &
+    Partial<Pick<LocalQueue, 'dlqUrl'>> & { def: Pick<QueueDef, 'name' | 'batchSize' | 'consumerTimeoutSeconds' | 'consumerMemoryMb' | 'maxReceiveCount' | 'recursiveLoop'> };
   /** The consumer; resolved lazily so a module is imported only once messages arrive. */
   handler: () => Promise<AnyHandler>;
   log: Log;
@@ -282,6 +300,7 @@ export class QueuePoller {
   private peak = 0;
   private timeouts = 0;
   private held = 0;
+  private loopsStopped = 0;
   private readonly random: () => number;
 
   constructor(private readonly opts: QueuePollerOptions) {
@@ -377,7 +396,8 @@ export class QueuePoller {
     if (!messages.length) return 0;
 
     const taken = messages.map((m) => toSqsRecord(m, queue.arn, localRegion()));
-    const records = this.opts.outOfOrderDeliveries ? await this.outOfOrder(taken) : taken;
+    const running = await this.stopRecursiveLoops(taken);
+    const records = this.opts.outOfOrderDeliveries ? await this.outOfOrder(running) : running;
     if (!records.length) return taken.length;
     // At-least-once, made certain (tests): every batch is also handed, at the same time, to an
     // earlier receiver of the same messages (one receive fewer, a receipt handle of its own), as
@@ -412,6 +432,41 @@ export class QueuePoller {
     }
     log.debug(`sqs ${queue.def.name}: ${done.length} done, ${failed} left for redelivery`);
     return taken.length;
+  }
+
+  /**
+   * Lambda's recursive loop detection (local/lineage.ts): a record whose chain of events has
+   * already invoked this consumer RECURSION_LIMIT times is not handed to it; unless the wiring
+   * allows the loop (`recursiveLoop: 'allow'`, RecursiveLoop Allow deployed), it goes to the
+   * queue's dead-letter queue, as Lambda sends it there, and the log says why. The rest of the
+   * batch runs.
+   */
+  private async stopRecursiveLoops(records: SQSRecord[]): Promise<SQSRecord[]> {
+    const { client, queue, log } = this.opts;
+    if (queue.def.recursiveLoop === 'allow' || !queue.dlqUrl) return records;
+    const stopped = records.filter((r) => stoppedByLoopDetection(r, queue.def.name));
+    if (!stopped.length) return records;
+    for (const r of stopped) {
+      log.error(
+        `sqs ${queue.def.name}: recursive loop detected: message ${r.messageId} would invoke the consumer a ${RECURSION_LIMIT + 1}th time in one chain of events; Lambda stops it, so it goes to the dead-letter queue (allow a designed loop with the wiring's recursiveLoop)`,
+      );
+      await client.send(
+        new SendMessageCommand({
+          QueueUrl: queue.dlqUrl,
+          MessageBody: r.body,
+          ...(Object.keys(r.messageAttributes).length ? { MessageAttributes: sdkAttributes(r.messageAttributes) } : {}),
+          ...(r.attributes.AWSTraceHeader ? { MessageSystemAttributes: { AWSTraceHeader: { DataType: 'String', StringValue: r.attributes.AWSTraceHeader } } } : {}),
+        }),
+      );
+      await client.send(new DeleteMessageCommand({ QueueUrl: queue.url, ReceiptHandle: r.receiptHandle }));
+    }
+    this.loopsStopped += stopped.length;
+    return records.filter((r) => !stopped.includes(r));
+  }
+
+  /** Records Lambda's recursive loop detection stopped since start (for tests). */
+  get recursiveLoopsStopped(): number {
+    return this.loopsStopped;
   }
 
   /**

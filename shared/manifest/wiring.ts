@@ -87,8 +87,9 @@ export interface QueueDef {
    * a function invoked more than 16 times by one chain of events that goes through SQS (the
    * function sending the message that invokes it again, traced by the SDK's X-Ray lineage header)
    * is stopped by default, and the message sent to the dead-letter queue. A consumer that re-sends
-   * to its own queue by design, with the loop bounded in its code, says so here ('allow'), and the
-   * stack sets the function's RecursiveLoop to Allow. Absent: Terminate, Lambda's default.
+   * to its own queue by design, with the loop bounded in its code, says so here ('allow'): the
+   * stack sets the function's RecursiveLoop to Allow, and the local runtime, which stops such
+   * chains as Lambda does (local/lineage.ts), lets it go on. Absent: Terminate, Lambda's default.
    */
   recursiveLoop?: 'allow';
   /** The bucket modes are those of shared/manifest/access.ts, each as narrow as the consumer's work. */

@@ -98,13 +98,14 @@ test('a stop with every queue empty writes no snapshot', async () => {
   }
 });
 
-test('a restored message is the same SQS message: its id, sent time and receive count survive a stop and start', async () => {
+test('a restored message is the same SQS message: its id, sent time, trace header and receive count survive a stop and start', async () => {
   const ownDir = mkdtempSync(join(tmpdir(), 'sqs-history-'));
   try {
     const rt = await startRuntime({ ...options(), dataDir: ownDir });
     const w = rt.queues.get('webhooks')!;
     const sqs = localSqsClient(rt.sqsEndpoint);
-    await sqs.send(new SendMessageCommand({ QueueUrl: w.url, MessageBody: '{"n":"tried"}' }));
+    const trace = 'Root=1-6b093f5c-29be648faba9e4049a8c5888;Parent=7f84652e69965ba7;Sampled=0;Lineage=22879e7c:3';
+    await sqs.send(new SendMessageCommand({ QueueUrl: w.url, MessageBody: '{"n":"tried"}', MessageSystemAttributes: { AWSTraceHeader: { DataType: 'String', StringValue: trace } } }));
     let first: Message | undefined;
     for (let i = 0; i < 2; i++) {
       const got = await sqs.send(new ReceiveMessageCommand({ QueueUrl: w.url, VisibilityTimeout: 0, MessageSystemAttributeNames: ['All'] }));
@@ -122,6 +123,7 @@ test('a restored message is the same SQS message: its id, sent time and receive 
       expect(m?.MessageId).toBe(first?.MessageId);
       expect(m?.Attributes?.SentTimestamp).toBe(first?.Attributes?.SentTimestamp);
       expect(m?.Attributes?.ApproximateReceiveCount).toBe('3');
+      expect(m?.Attributes?.AWSTraceHeader).toBe(trace); // the chain Lambda's loop detection counts
     } finally {
       await next.stop();
     }
