@@ -67,7 +67,7 @@ describe('recursive loop detection', () => {
 
   test('a consumer looping through its own queue is stopped at its 17th invocation of one chain, and the message goes to the dead-letter queue', async () => {
     const { queue, seen, poller } = await looping('loop-terminate', undefined, 40);
-    await waitFor(async () => (await depth(queue.dlqUrl)) === 1, 30_000);
+    await waitFor(async () => (await depth(queue.dlqUrl)) === 1, { timeoutMs: 30_000 });
     expect(seen).toEqual(Array.from({ length: RECURSION_LIMIT }, (_, i) => i + 1));
     expect(poller.recursiveLoopsStopped).toBe(1);
     expect(await depth(queue.url)).toBe(0);
@@ -75,13 +75,13 @@ describe('recursive loop detection', () => {
 
   test('a consumer whose loop the wiring allows goes on past 16 invocations, nothing dead-lettered', async () => {
     const { queue, seen } = await looping('loop-allow', 'allow', RECURSION_LIMIT + 4);
-    await waitFor(async () => seen.length === RECURSION_LIMIT + 4, 30_000);
+    await waitFor(async () => seen.length === RECURSION_LIMIT + 4, { timeoutMs: 30_000 });
     expect(await depth(queue.dlqUrl)).toBe(0);
   });
 
   test('a message sent outside any invocation starts a chain of its own', async () => {
     const { seen } = await looping('loop-fresh', undefined, 3);
-    await waitFor(async () => seen.length === 3, 30_000);
+    await waitFor(async () => seen.length === 3, { timeoutMs: 30_000 });
     expect(seen).toEqual([1, 2, 3]);
   });
 });
