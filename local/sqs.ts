@@ -208,20 +208,8 @@ function asEarlierReceive(r: SQSRecord): SQSRecord {
   return { ...r, receiptHandle: `${r.receiptHandle}.earlier`, attributes: { ...r.attributes, ApproximateReceiveCount: String(count) } };
 }
 
-/**
- * A random source in [0, 1) that repeats for a seed (mulberry32), for tests that want the
- * out-of-order deliveries of a run to be the same every time.
- */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** For tests that want the out-of-order deliveries of a run to be the same every time. */
+export { seededRandom } from './seeded-random';
 
 /** How a poller with `outOfOrderDeliveries` reorders (all optional). */
 export interface OutOfOrderOptions {
