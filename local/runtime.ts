@@ -12,6 +12,7 @@ import { resetClients } from '../shared/db/client';
 import { resetConfig } from '../shared/config';
 import { QUEUES, STREAM_RULES, type ScheduleDef, type StreamRuleDef } from '../shared/manifest/wiring';
 import { ensureTable, localDynamoClient, startDynamoDbLocal, type DynamoDbLocal } from './dynamodb';
+import './dynamodb-conflicts'; // DynamoDB's transaction conflicts, emulated for every SDK call of the process (registers its hook)
 import { createEventRouter } from './eventbridge';
 import { createHttpServer, registerLocalPage, type IntegrationTimeouts } from './http';
 import { localCdnPage } from './cdn';

@@ -19,6 +19,7 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from './db/client';
 import { keys } from './db/keys';
+import { retryingConflicts } from './db/conflicts';
 import { now } from './clock';
 import { logger } from './logger';
 
@@ -75,15 +76,19 @@ export const SECRET_COUNTER = {
  * minutes (`m<i>`), so a single UpdateItem returns both windows' counts.
  */
 async function incr(principal: string, w: Windows): Promise<Counts> {
-  const out = await db().send(
-    new UpdateCommand({
-      TableName: tableName(),
-      Key: keys.rateWindow(principal, 'h', w.hourStart),
-      UpdateExpression: 'ADD #n :one, #m :one SET #ttl = if_not_exists(#ttl, :ttl)',
-      ExpressionAttributeNames: { '#n': 'n', '#m': `m${w.minuteIndex}`, '#ttl': 'ttl' },
-      ExpressionAttributeValues: { ':one': 1, ':ttl': windowTtl(w.hourStart) },
-      ReturnValues: 'UPDATED_NEW',
-    }),
+  // A key's rotation carries its counts over to this item in a transaction; a count that meets it
+  // is refused (TransactionConflictException) and taken again, never a 500.
+  const out = await retryingConflicts(() =>
+    db().send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: keys.rateWindow(principal, 'h', w.hourStart),
+        UpdateExpression: 'ADD #n :one, #m :one SET #ttl = if_not_exists(#ttl, :ttl)',
+        ExpressionAttributeNames: { '#n': 'n', '#m': `m${w.minuteIndex}`, '#ttl': 'ttl' },
+        ExpressionAttributeValues: { ':one': 1, ':ttl': windowTtl(w.hourStart) },
+        ReturnValues: 'UPDATED_NEW',
+      }),
+    ),
   );
   const a = out.Attributes ?? {};
   return { ...w, h: Number(a.n ?? 1), m: Number(a[`m${w.minuteIndex}`] ?? 1) };

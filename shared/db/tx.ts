@@ -9,6 +9,7 @@ import { db, tableName } from './client';
 import { ConditionFailed, Contention } from '../errors';
 import type { Key } from './keys';
 import { recordCommitted } from '../observability/metrics';
+import { COMMIT_ATTEMPTS, contentionBackoff } from './conflicts';
 
 export type TxItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 type Values = Record<string, unknown>;
@@ -127,16 +128,13 @@ export class Tx {
         }
         if (!contended) throw err;
         if (attempt + 1 >= COMMIT_ATTEMPTS) throw new Contention(attempt + 1);
-        await sleep(Math.random() * Math.min(MAX_BACKOFF_MS, BASE_BACKOFF_MS * 2 ** attempt));
+        await contentionBackoff(attempt);
       }
     }
   }
 }
 
-/** Bounded retries of a contended commit: full jitter, 20 ms doubling, capped at 500 ms (~2 s worst case). */
-export const COMMIT_ATTEMPTS = 9;
-const BASE_BACKOFF_MS = 20;
-const MAX_BACKOFF_MS = 500;
+export { COMMIT_ATTEMPTS, retryingConflicts } from './conflicts';
 
 /** True for an error that means "contention, retry later" (Tx gave up), as opposed to a fault. */
 export const isContention = (e: unknown): e is Contention => e instanceof Contention;
@@ -149,4 +147,3 @@ function cond(opts: CondOpts) {
   };
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -8,8 +8,9 @@
  * runtime gives up on it (its time-out) it sets `stopped`, and from then on every AWS SDK call of
  * that invocation fails before it is sent (`traced()` puts `checkCall` before every call of every
  * client), and so do its webhook POSTs and Stripe requests (`ensureRunning`). Outside an invocation (tests, scripts, the runtime itself) nothing is checked. The
- * local runtime also hooks its grant check in here (local/grants.ts), so that no deployed bundle
- * carries it.
+ * local runtime also hooks its grant check in here (local/grants.ts), and its emulation of
+ * DynamoDB's transaction conflicts (local/dynamodb-conflicts.ts), so that no deployed bundle
+ * carries either.
  */
 import { contextStore } from '../context-store';
 
@@ -46,6 +47,24 @@ let localAnswer: AnswerCheck | null = null;
 /** Local runtime: what the deployed role would get instead of an emulator's error (local/grants.ts). */
 export function setLocalAnswerCheck(check: AnswerCheck | null): void {
   localAnswer = check;
+}
+
+type AttemptWrap = <T>(client: string, command: string, input: unknown, send: () => Promise<T>) => Promise<T>;
+let localAttempt: AttemptWrap | null = null;
+
+/** Local runtime: wraps each attempt of every SDK call, from its sending to its answer (local/dynamodb-conflicts.ts). */
+export function setLocalAttemptWrap(wrap: AttemptWrap | null): void {
+  localAttempt = wrap;
+}
+
+/**
+ * Each attempt of an SDK call, inside the SDK's retry loop (`traced()`): throws when the current
+ * invocation was stopped; then `send`, through the local runtime's wrap when one is set (it may
+ * answer in DynamoDB's place). Deployed, never set: `send()` as it is.
+ */
+export function attempt<T>(client: string, command: string, input: unknown, send: () => Promise<T>): Promise<T> {
+  ensureRunning();
+  return localAttempt ? localAttempt(client, command, input, send) : send();
 }
 
 /**

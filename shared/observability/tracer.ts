@@ -20,7 +20,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Socket } from 'node:dgram';
 import { InvokeStore } from '@aws/lambda-invoke-store';
-import { answerAsDeployed, checkCall, ensureRunning } from './invocation';
+import { answerAsDeployed, attempt, checkCall } from './invocation';
 
 /** The middleware's name in a client's stack (one per stack). */
 export const XRAY_MIDDLEWARE = 'XRaySubsegment';
@@ -202,12 +202,10 @@ export function traced<T>(client: T): T {
       },
       { step: 'initialize', name: CHECK_MIDDLEWARE },
     );
-    // Inside the SDK's retry loop: locally, no retry of a stopped invocation goes out either.
+    // Inside the SDK's retry loop: locally, no retry of a stopped invocation goes out either, and
+    // what the local runtime answers in DynamoDB's place meets the SDK's retry rules as an answer would.
     c.middlewareStack.add(
-      (next) => (args) => {
-        ensureRunning();
-        return next(args);
-      },
+      (next, context) => (args) => attempt(context.clientName ?? '', context.commandName ?? '', args.input, () => next(args)),
       { step: 'finalizeRequest', name: `${CHECK_MIDDLEWARE}Attempt` },
     );
   }

@@ -122,6 +122,8 @@ async function countAttempt(orgId: string, phone: string, codeHash: string): Pro
     return true;
   } catch (e) {
     if (e instanceof ConditionalCheckFailedException || (e as Error).name === 'ConditionalCheckFailedException') return false;
+    // A concurrent confirmation's transaction holds the record: it is changing, so read it again.
+    if ((e as Error).name === 'TransactionConflictException') return false;
     throw e;
   }
 }

@@ -16,7 +16,7 @@ import { summaryUpdate as summaryClauses } from './summary';
 import type { JobItem } from '../jobs/model';
 import { categoryOf } from '../media/sniff';
 import { headObject } from '../storage/s3';
-import { addFreeNeutralMove, addSlotChange, withJobRetry } from './slots';
+import { addFreeNeutralMove, addSlotChange, retryContended, withJobRetry } from './slots';
 import { getReservation, getRetryWindow, getSubmissionItem, reservationKey, type ReservationItem } from './reservations';
 import { presentWorkerSubmission, submissionIndexes, type SubmissionItem } from './model';
 import { tryVerdict } from './verdict';
@@ -142,10 +142,12 @@ export async function completeUpload(
     return view;
   };
   // Every reserved slot becomes pending (the usual case): the free slots do not move, so the job
-  // update needs no snapshot and concurrent completions and approvals do not cancel each other.
+  // update needs no snapshot and concurrent completions and approvals do not fail its condition.
+  // Their transactions on the job item still conflict while one is in progress (DynamoDB cancels
+  // the other with TransactionConflict), so a contended commit is retried here too.
   const neutral = mode === 'upload' && Number(w.slots) === n;
   const complete = (unlessReady: boolean) =>
-    mode === 'upload' && !neutral ? withJobRetry(sub!.job_id, (job) => build(job, unlessReady), undefined, opts.known?.job ?? undefined) : build(null, unlessReady);
+    mode === 'upload' && !neutral ? withJobRetry(sub!.job_id, (job) => build(job, unlessReady), undefined, opts.known?.job ?? undefined) : retryContended(() => build(null, unlessReady));
   let view: ReturnType<typeof presentWorkerSubmission>;
   let decideHere = false;
   try {

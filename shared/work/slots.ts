@@ -121,6 +121,23 @@ export async function withJobRetry<T>(jobId: string, build: (job: JobItem, attem
 }
 
 /**
+ * `fn` (a commit that needs no job snapshot) again after a backoff while its transaction's
+ * conflicts outlast Tx.commit's own retries, as `withJobRetry` does for a commit built on one.
+ * Conditions do not fail between such commits, but on DynamoDB their transactions on the job item
+ * still cancel each other (TransactionConflict) while one is in progress.
+ */
+export async function retryContended<T>(fn: () => Promise<T>, maxAttempts = 40): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await fn();
+    } catch (e) {
+      if (!isContention(e) || attempt >= maxAttempts) throw e;
+      await backoff(attempt);
+    }
+  }
+}
+
+/**
  * Puts the available-jobs index entry and the open/filled status back in line with the counters,
  * conditioned on the counters read. A no-op when already consistent. The pipeline's approval no
  * longer runs it: the ledger's approval update is conditioned on the status and all three counters

@@ -7,6 +7,7 @@ import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { db, tableName } from '../db/client';
+import { retryingConflicts } from '../db/tx';
 import { keys } from '../db/keys';
 import { parseUploadKey } from '../storage/s3';
 import { locateFile, type Located } from './locate';
@@ -33,18 +34,22 @@ export async function writePart(sub: SubmissionItem, fileId: string, attrs: Reco
     return `#p.#f.#a${i} = :v${i}`;
   });
   try {
-    const out = await db().send(
-      new UpdateCommand({
-        TableName: tableName(),
-        Key: keys.submission(sub.id),
-        UpdateExpression: `SET ${sets.join(', ')}`,
-        // First writer wins: a concurrent duplicate delivery never replaces a result already written.
-        ConditionExpression: `#r = :r AND attribute_exists(#p.#f)${firstOnly ? ' AND attribute_not_exists(#p.#f.#g)' : ''}`,
-        ExpressionAttributeNames: names,
-        ExpressionAttributeValues: values,
-        ReturnValues: 'ALL_NEW',
-        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-      }),
+    // A verdict's transaction may hold the submission at that moment: the write is retried (its
+    // condition makes it safe to repeat) rather than failing the message and redoing the stage.
+    const out = await retryingConflicts(() =>
+      db().send(
+        new UpdateCommand({
+          TableName: tableName(),
+          Key: keys.submission(sub.id),
+          UpdateExpression: `SET ${sets.join(', ')}`,
+          // First writer wins: a concurrent duplicate delivery never replaces a result already written.
+          ConditionExpression: `#r = :r AND attribute_exists(#p.#f)${firstOnly ? ' AND attribute_not_exists(#p.#f.#g)' : ''}`,
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
+          ReturnValues: 'ALL_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      ),
     );
     return { stored: true, item: out.Attributes as SubmissionItem | undefined };
   } catch (e) {
