@@ -10,8 +10,8 @@
  *   ACL, not on the upload routes): the WafBlocked gateway response, 403;
  * - the proxy event above Lambda's 6 MB synchronous payload (binary bodies count base64-encoded,
  *   as API Gateway sends them): 413; a handler result above 6 MB: 502;
- * - the function's time-out (28 s): 502; the integration time-out (29 s; long-poll routes get
- *   their longer budget): 504.
+ * - the function's time-out (28 s; long-poll routes get the wait's budget plus 3 s): 502; the
+ *   integration time-out (29 s), which a function's time-out below it never lets a request reach: 504.
  * A request no route takes (an unknown path, or a method its path does not declare) runs the
  * manifest's not-found function, as the ANY methods do deployed: its 404 is D4's envelope with a
  * request id in the body and in X-Request-Id. The answers of the deployed edge itself (413, 403,
@@ -260,7 +260,7 @@ const UNKNOWN_ROUTE_FUNCTION: Invoked = {
 export function createHttpServer(opts: HttpServerOptions): Server {
   const { log } = opts;
   const timeouts: IntegrationTimeouts = { ...DEFAULT_TIMEOUTS, ...opts.timeouts };
-  /** Invocations running per function (a 504'd long poll's function runs on, and still counts). */
+  /** Invocations running per function (a timed-out request's function runs on, and still counts). */
   const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES }, (req, res) => {
     handle(req, res).catch((err: unknown) => {
       log.error(`http ${req.method} ${req.url}: adapter failure`, err);

@@ -203,7 +203,8 @@ export function secretsExtension(access: KeyAccess, keys: KeyResources): lambda.
  * - `secrets`: GetSecretValue on each, its ARN in `SECRET_ARN_<NAME>`. `stripe` is skipped when
  *   the deploy has no Stripe secret (PAYMENTS_PROVIDER=disabled says so).
  * - `cdnSign`: the `cdn-signing-key` secret, `CDN_BASE_URL`, `CDN_KEY_PAIR_ID`.
- * - `kms`: encrypt (Encrypt, GenerateDataKey*, ReEncrypt*), decrypt, or both on the sealing key; `KMS_KEY_ID`.
+ * - `kms`: encrypt (kms:GenerateDataKey), decrypt (kms:Decrypt), or both, on the sealing key and only with the
+ *   sealer's encryption context; `KMS_KEY_ID`.
  * - `transcribe`: Amazon Transcribe jobs on the media bucket (grantTranscribe; pass `media`).
  * - `uploadSigner`: `sts:AssumeRole` on the upload-signing role only, whose trust policy admits
  *   this function's role (UploadSigner.admit; pass `signer`); its ARN in `UPLOAD_SIGNER_ROLE_ARN`.

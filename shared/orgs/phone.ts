@@ -22,6 +22,7 @@ import { randomInt, timingSafeEqual } from 'node:crypto';
 import { db, tableName } from '../db/client';
 import { keys } from '../db/keys';
 import { Tx } from '../db/tx';
+import { contentionBackoff } from '../db/conflicts';
 import { now, addMs, nowIso } from '../clock';
 import { audit } from '../audit';
 import { errors, ConditionFailed, Contention } from '../errors';
@@ -133,8 +134,11 @@ async function takeGuess(orgId: string, phone: string): Promise<string> {
   // A failed count means the record changed since it was read (another guess took the last slot,
   // it expired, or a new start replaced it): read it again to answer why, or to guess on the new one.
   for (let attempt = 1; attempt <= 3; attempt++) {
+    if (attempt > 1) await contentionBackoff(attempt - 1);
     const out = await db().send(new GetCommand({ TableName: tableName(), Key: keys.phoneVerification(orgId), ConsistentRead: true }));
     const v = out.Item;
+    // Gone because a concurrent confirmation just verified the number: say that, not "no pending".
+    if (!v && attempt > 1 && (await org(orgId)).phone_verified_at) throw alreadyVerified();
     if (!v || v.phone !== phone) throw noPending();
     if (Number(v.attempts) >= MAX_ATTEMPTS) throw locked();
     if (new Date(v.expires_at as string).getTime() <= now().getTime()) throw expired();

@@ -40,6 +40,9 @@ const conflict = (message: string, code: string) => errors.conflict(message, [{ 
  * writes a fan-in item whose insert queues the verdict (stream rule `fan-in-due`), so a verdict
  * that fails here, or a function that stops after the commit, loses nothing.
  */
+/** Rounds of a contended neutral completion before it answers 409 (each round is Tx.commit's bounded retries). */
+const NEUTRAL_COMPLETION_ROUNDS = 3;
+
 export async function completeUpload(
   ctx: MutationContext,
   subId: string,
@@ -146,8 +149,9 @@ export async function completeUpload(
   // Their transactions on the job item still conflict while one is in progress (DynamoDB cancels
   // the other with TransactionConflict), so a contended commit is retried here too.
   const neutral = mode === 'upload' && Number(w.slots) === n;
+  // A few rounds of Tx.commit's own retries (about 2 s each at most), well within the route's 28 s.
   const complete = (unlessReady: boolean) =>
-    mode === 'upload' && !neutral ? withJobRetry(sub!.job_id, (job) => build(job, unlessReady), undefined, opts.known?.job ?? undefined) : retryContended(() => build(null, unlessReady));
+    mode === 'upload' && !neutral ? withJobRetry(sub!.job_id, (job) => build(job, unlessReady), undefined, opts.known?.job ?? undefined) : retryContended(() => build(null, unlessReady), NEUTRAL_COMPLETION_ROUNDS);
   let view: ReturnType<typeof presentWorkerSubmission>;
   let decideHere = false;
   try {
