@@ -57,7 +57,7 @@ export interface EmitInput {
 /** Add an event to `tx`; returns the envelope exactly as it will be delivered. */
 export function emit(tx: Tx, input: EmitInput): EventEnvelope {
   const id = newId('event');
-  const at = now();
+  const at = (tx.eventTime ??= now());
   const envelope: EventEnvelope = {
     id,
     object: 'event',

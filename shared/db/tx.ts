@@ -25,6 +25,12 @@ export class Tx {
   private readonly items: TxItem[] = [];
   private readonly labels: string[] = [];
   private readonly committed: (() => void)[] = [];
+  /**
+   * When this transaction's events happened (shared/outbox.ts `emit`): one time for every event of
+   * one commit, so that none is dated before another it follows from (a job.completed before the
+   * approval that completed it).
+   */
+  eventTime?: Date;
 
   get size(): number {
     return this.items.length;

@@ -205,6 +205,8 @@ function addOverrideApproval(tx: Tx, ctx: MutationContext, sub: SubmissionItem, 
   }
   addApprovalIndexes(tx, sub.org_id, sub.environment, sub.uploads.map((u) => approvedRef(sub, u.file_id)), at);
   const cat = sub.category ?? categoryOf(sub.uploads[0]!.content_type);
+  // The approval's event before the job's (a job.completed follows from it).
+  addPayoutAndApprovedEvent(tx, sub, { payId, payout, files: n, stars, at });
   const { chargedCents } = addApprovalCharges(tx, {
     job,
     submissionId: sub.id,
@@ -212,7 +214,6 @@ function addOverrideApproval(tx: Tx, ctx: MutationContext, sub: SubmissionItem, 
     pendingReleased: retry ? Number(sub.slots_held ?? n) : 0,
     jobUpdate: summaryShift(cat, sub.status, 'approved', stars),
   });
-  addPayoutAndApprovedEvent(tx, sub, { payId, payout, files: n, stars, at });
   overriddenEvent(tx, ctx, sub, input, 'approved', chargedCents);
   return chargedCents;
 }

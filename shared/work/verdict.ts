@@ -300,6 +300,9 @@ async function approve(sub: SubmissionItem, job: JobItem, c: Combined): Promise<
   }
   // D26/D69: identical bytes are refused in the job and organization-wide from now on, near-copies organization-wide.
   addApprovalIndexes(tx, sub.org_id, sub.environment, sub.uploads.map((u) => approvedRef(sub, u.file_id)), at);
+  // The submission's events first, then the job's (a job.completed follows from this approval).
+  scoredEvent(tx, sub, 'approved', c);
+  addPayoutAndApprovedEvent(tx, sub, { payId, payout, files: n, stars: c.stars, at });
   addApprovalCharges(tx, {
     job,
     submissionId: sub.id,
@@ -307,8 +310,6 @@ async function approve(sub: SubmissionItem, job: JobItem, c: Combined): Promise<
     pendingReleased: Number(sub.slots_held ?? n),
     jobUpdate: summaryClauses(cat, 'approved', c.stars),
   });
-  addPayoutAndApprovedEvent(tx, sub, { payId, payout, files: n, stars: c.stars, at });
-  scoredEvent(tx, sub, 'approved', c);
   verdictAudit(tx, sub, 'submission.approved', { ai_star_rating: c.stars, files: n, worker_payout_cents: payout });
   // The job update above is conditioned on the snapshot's status and counters, so the board
   // index it writes is exact: no availability reconcile (and no job read) after the commit.
