@@ -83,10 +83,12 @@ describe('Transcribe wiring (D65)', () => {
     expect(qid).toBeTruthy();
   });
 
-  test('its consumer reads transcripts, may use Bedrock and send to the scoring queue, and starts nothing', () => {
+  test('its consumer reads transcripts (and only them), may use Bedrock and send to the scoring queue, and starts nothing', () => {
     const [id, fn] = consumer('transcription');
     const all = statementsOf(id).flatMap(actions);
-    expect(all).toEqual(expect.arrayContaining(['s3:GetObject*', 'bedrock:InvokeModel', 'sqs:SendMessage']));
+    expect(all).toEqual(expect.arrayContaining(['s3:GetObject', 'bedrock:InvokeModel', 'sqs:SendMessage']));
+    const gets = statementsOf(id).filter((s) => actions(s).includes('s3:GetObject'));
+    expect(gets.map((s) => json(s.Resource))).toEqual([expect.stringContaining('/transcripts/*')]);
     expect(all.some((a) => a.startsWith('transcribe:'))).toBe(false);
     expect(all.some((a) => a.startsWith('s3:Put'))).toBe(false);
     expect(Object.keys(fn.Properties.Environment.Variables)).toContain('QUEUE_URL_SCORING');
