@@ -17,7 +17,7 @@
  *   only while it is still the current attempt, so a superseded run that wakes up late can neither
  *   overwrite the file the current run described nor record an outcome over it.
  */
-import { paginateQuery } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, paginateQuery } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '../db/client';
 import { keys, indexKeys } from '../db/keys';
 import { Tx } from '../db/tx';
@@ -67,8 +67,27 @@ function runMayBeAlive(item: ExportItem): boolean {
   return now().getTime() - Date.parse(item.started_at) < RUN_LEASE_MS;
 }
 
-/** The job's Files with ai_star_rating ≥ min_score, oldest first, one page at a time. */
-function filePages(jobId: string, minScore: number) {
+/**
+ * Builds of one run while the job's index and its count of approved files disagree. The index is
+ * eventually consistent (DynamoDB Local's is not): a File approved a moment before the build may
+ * not be listed yet, and one an override withdrew may still be. Such a build is made again, to the
+ * same object, after INDEX_LAG_WAIT_MS; a disagreement that outlasts the passes (approvals still
+ * arriving) keeps the last build, which holds the files approved while it was built.
+ */
+export const INDEX_PASSES = 3;
+const INDEX_LAG_WAIT_MS = 1000;
+
+/** The job's count of approved Files, read strongly consistent (null: no such job). */
+async function filesApproved(jobId: string): Promise<number | null> {
+  const out = await db().send(new GetCommand({ TableName: tableName(), Key: keys.job(jobId), ConsistentRead: true, ProjectionExpression: 'files_approved' }));
+  return out.Item ? Number(out.Item.files_approved ?? 0) : null;
+}
+
+/**
+ * The job's Files with ai_star_rating ≥ min_score, oldest first, one page at a time; `listed`
+ * counts every File the index returned before the filter.
+ */
+function filePages(jobId: string, minScore: number, listed: { files: number }) {
   return async function* (): AsyncGenerator<Record<string, unknown>[]> {
     const ix = indexKeys.jobFiles(jobId);
     const pages = paginateQuery(
@@ -82,7 +101,11 @@ function filePages(jobId: string, minScore: number) {
         ScanIndexForward: true,
       },
     );
-    for await (const page of pages) if (page.Items?.length) yield page.Items;
+    listed.files = 0; // a format may read the pages more than once (COCO): count the last reading
+    for await (const page of pages) {
+      listed.files += page.ScannedCount ?? 0;
+      if (page.Items?.length) yield page.Items;
+    }
   };
 }
 
@@ -102,12 +125,24 @@ export async function buildExport(exportId: string): Promise<BuildOutcome> {
     return recorded ? 'failed' : 'superseded';
   }
   const running = await claim(item);
-  const count: Counter = { files: 0 };
+  let count: Counter = { files: 0 };
   let sizeBytes = 0;
   const key = exportObjectKey(running);
   try {
-    const chunks = encoder(running.format, running, filePages(running.job_id, Number(running.min_score)), count);
-    ({ sizeBytes } = await putObjectStream(key, exportContentType(running.format), chunks, { partSize: PART_SIZE, queueSize: QUEUE_SIZE }));
+    for (let pass = 1; ; pass++) {
+      count = { files: 0 };
+      const listed = { files: 0 };
+      const approved = await filesApproved(running.job_id);
+      const chunks = encoder(running.format, running, filePages(running.job_id, Number(running.min_score), listed), count);
+      ({ sizeBytes } = await putObjectStream(key, exportContentType(running.format), chunks, { partSize: PART_SIZE, queueSize: QUEUE_SIZE }));
+      if (approved === null || listed.files === approved) break;
+      if (pass >= INDEX_PASSES) {
+        logger.warn('export: the job index still disagrees with its approved count; keeping the last build', { export_id: exportId, listed: listed.files, approved });
+        break;
+      }
+      logger.info('export: the job index lags its approved count; building again', { export_id: exportId, listed: listed.files, approved, pass });
+      await new Promise((r) => setTimeout(r, INDEX_LAG_WAIT_MS));
+    }
   } catch (err) {
     logger.error('export: writing failed', { export_id: exportId, error: err as Error });
     const recorded = await finishFailed(running, { code: 'export_failed', message: 'Writing the export failed; create a new export to try again.' });

@@ -117,6 +117,8 @@ async function seedFiles(jobId: string, n: number): Promise<void> {
       created_at: new Date().toISOString(),
     });
   }
+  // The approval transaction counts its Files on the job (the export checks its index against it).
+  tx.update('job', keys.job(jobId), 'ADD files_approved :n', { values: { ':n': n } });
   await tx.commit();
 }
 
