@@ -13,6 +13,7 @@ import { ConditionalCheckFailedException, TransactionConflictException } from '@
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { db, tableName } from '../db/client';
 import { keys } from '../db/keys';
+import { COMMIT_ATTEMPTS, contentionBackoff } from '../db/conflicts';
 import { Contention, errors } from '../errors';
 import { now } from '../clock';
 import { SECRET_COUNTER as C, windowsAt, type Counts, type Windows } from '../ratelimit';
@@ -49,7 +50,6 @@ export interface Authenticated {
 type Item = SecretItem & Record<string, unknown>;
 
 const MAX_ATTEMPTS = 6;
-const pause = (attempt: number) => new Promise((r) => setTimeout(r, Math.random() * 5 * 2 ** attempt));
 
 /**
  * Count the request on the secret item and return the item, or undefined for an unknown secret.
@@ -61,6 +61,7 @@ async function countOnSecret(hash: string): Promise<{ item: Item; counts: Counts
   let w: Windows = windowsAt();
   let fresh = false; // the item holds an older hour (or none): start this one
   let old: Item | undefined;
+  let conflicts = 0;
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     const minute = C.minute(w.minuteIndex);
     const stale = fresh ? Object.keys(old ?? {}).filter((n) => C.isMinute(n) && n !== minute) : [];
@@ -92,8 +93,11 @@ async function countOnSecret(hash: string): Promise<{ item: Item; counts: Counts
       return { item, counts: { ...w, h: Number(item[C.total]), m: Number(item[minute]) } };
     } catch (e) {
       if (e instanceof TransactionConflictException) {
-        // A rotation, revoke or last-use transaction holds the item for a moment.
-        await pause(attempt);
+        // A rotation, revoke or last-use transaction holds the item for a moment: waited out with
+        // a commit's bounded backoff (about 2 s at most), without using up the attempts below.
+        if (++conflicts >= COMMIT_ATTEMPTS) throw new Contention(conflicts);
+        await contentionBackoff(conflicts - 1);
+        attempt--;
         continue;
       }
       if (!(e instanceof ConditionalCheckFailedException)) throw e;
