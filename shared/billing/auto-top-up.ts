@@ -3,6 +3,7 @@
  * crosses the organization's threshold.
  */
 import { Tx } from '../db/tx';
+import { retryingConflicts } from '../db/conflicts';
 import { keys } from '../db/keys';
 import { now, nowIso } from '../clock';
 import { emit } from '../outbox';
@@ -138,16 +139,19 @@ const str = (v: unknown) => (typeof v === 'string' && v ? v : null);
  */
 async function startCharge(id: string, pm: string): Promise<string | null> {
   try {
-    const out = await db().send(
-      new UpdateCommand({
-        TableName: tableName(),
-        Key: keys.checkoutSession(id),
-        UpdateExpression: 'SET charge_payment_method = if_not_exists(charge_payment_method, :pm), charge_started_at = if_not_exists(charge_started_at, :t)',
-        ConditionExpression: '#s = :open',
-        ExpressionAttributeNames: { '#s': 'status' },
-        ExpressionAttributeValues: { ':pm': pm, ':t': nowIso(), ':open': 'open' },
-        ReturnValues: 'ALL_NEW',
-      }),
+    // Idempotent (if_not_exists, only while open): tried again when a concurrent run's transaction holds the session.
+    const out = await retryingConflicts(() =>
+      db().send(
+        new UpdateCommand({
+          TableName: tableName(),
+          Key: keys.checkoutSession(id),
+          UpdateExpression: 'SET charge_payment_method = if_not_exists(charge_payment_method, :pm), charge_started_at = if_not_exists(charge_started_at, :t)',
+          ConditionExpression: '#s = :open',
+          ExpressionAttributeNames: { '#s': 'status' },
+          ExpressionAttributeValues: { ':pm': pm, ':t': nowIso(), ':open': 'open' },
+          ReturnValues: 'ALL_NEW',
+        }),
+      ),
     );
     return str(out.Attributes?.charge_payment_method);
   } catch (e) {
@@ -157,15 +161,19 @@ async function startCharge(id: string, pm: string): Promise<string | null> {
 }
 
 async function recordRef(id: string, attribute: 'charged_ref' | 'pending_charge_ref', providerRef: string): Promise<void> {
-  await db().send(
-    new UpdateCommand({
-      TableName: tableName(),
-      Key: keys.checkoutSession(id),
-      UpdateExpression: 'SET #a = if_not_exists(#a, :ref)',
-      ConditionExpression: '#s = :open',
-      ExpressionAttributeNames: { '#s': 'status', '#a': attribute },
-      ExpressionAttributeValues: { ':ref': providerRef, ':open': 'open' },
-    }),
+  // A concurrent run's transaction may hold the session (TransactionConflictException): the write
+  // is idempotent (if_not_exists, only while open), so it is tried again rather than failing the run.
+  await retryingConflicts(() =>
+    db().send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: keys.checkoutSession(id),
+        UpdateExpression: 'SET #a = if_not_exists(#a, :ref)',
+        ConditionExpression: '#s = :open',
+        ExpressionAttributeNames: { '#s': 'status', '#a': attribute },
+        ExpressionAttributeValues: { ':ref': providerRef, ':open': 'open' },
+      }),
+    ),
   ).catch((e: Error) => {
     if (e.name !== 'ConditionalCheckFailedException') throw e; // applied meanwhile by a concurrent run
   });
