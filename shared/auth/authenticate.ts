@@ -13,7 +13,7 @@ import { ConditionalCheckFailedException, TransactionConflictException } from '@
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { db, tableName } from '../db/client';
 import { keys } from '../db/keys';
-import { COMMIT_ATTEMPTS, contentionBackoff } from '../db/conflicts';
+import { contentionBackoff, mayRetryContention } from '../db/conflicts';
 import { Contention, errors } from '../errors';
 import { now } from '../clock';
 import { SECRET_COUNTER as C, windowsAt, type Counts, type Windows } from '../ratelimit';
@@ -62,6 +62,7 @@ async function countOnSecret(hash: string): Promise<{ item: Item; counts: Counts
   let fresh = false; // the item holds an older hour (or none): start this one
   let old: Item | undefined;
   let conflicts = 0;
+  const since = Date.now();
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     const minute = C.minute(w.minuteIndex);
     const stale = fresh ? Object.keys(old ?? {}).filter((n) => C.isMinute(n) && n !== minute) : [];
@@ -94,8 +95,8 @@ async function countOnSecret(hash: string): Promise<{ item: Item; counts: Counts
     } catch (e) {
       if (e instanceof TransactionConflictException) {
         // A rotation, revoke or last-use transaction holds the item for a moment: waited out with
-        // a commit's bounded backoff (about 2 s at most), without using up the attempts below.
-        if (++conflicts >= COMMIT_ATTEMPTS) throw new Contention(conflicts);
+        // a commit's bounded backoff (a few seconds at most), without using up the attempts below.
+        if (!mayRetryContention(++conflicts, since)) throw new Contention(conflicts);
         await contentionBackoff(conflicts - 1);
         attempt--;
         continue;

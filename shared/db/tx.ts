@@ -9,7 +9,7 @@ import { db, tableName } from './client';
 import { ConditionFailed, Contention } from '../errors';
 import type { Key } from './keys';
 import { recordCommitted } from '../observability/metrics';
-import { COMMIT_ATTEMPTS, contentionBackoff } from './conflicts';
+import { contentionBackoff, mayRetryContention } from './conflicts';
 
 export type TxItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 type Values = Record<string, unknown>;
@@ -115,6 +115,7 @@ export class Tx {
     if (this.items.length === 0) return;
     if (this.items.length > 100) throw new Error(`transaction too large: ${this.items.length} items`);
     this.refuseRepeatedItems();
+    const since = Date.now();
     for (let attempt = 0; ; attempt++) {
       try {
         await db().send(new TransactWriteCommand({ TransactItems: this.items }));
@@ -133,14 +134,14 @@ export class Tx {
           contended = reasons.some((r) => r.Code === 'TransactionConflict');
         }
         if (!contended) throw err;
-        if (attempt + 1 >= COMMIT_ATTEMPTS) throw new Contention(attempt + 1);
+        if (!mayRetryContention(attempt + 1, since)) throw new Contention(attempt + 1);
         await contentionBackoff(attempt);
       }
     }
   }
 }
 
-export { COMMIT_ATTEMPTS, retryingConflicts } from './conflicts';
+export { COMMIT_ATTEMPTS, CONTENTION_BUDGET_MS, retryingConflicts } from './conflicts';
 
 /** True for an error that means "contention, retry later" (Tx gave up), as opposed to a fault. */
 export const isContention = (e: unknown): e is Contention => e instanceof Contention;

@@ -149,7 +149,7 @@ export async function completeUpload(
   // Their transactions on the job item still conflict while one is in progress (DynamoDB cancels
   // the other with TransactionConflict), so a contended commit is retried here too.
   const neutral = mode === 'upload' && Number(w.slots) === n;
-  // A few rounds of Tx.commit's own retries (about 2 s each at most), well within the route's 28 s.
+  // A few rounds of Tx.commit's own retries (about 4 s each at most), well within the route's 28 s.
   const complete = (unlessReady: boolean) =>
     mode === 'upload' && !neutral ? withJobRetry(sub!.job_id, (job) => build(job, unlessReady), undefined, opts.known?.job ?? undefined) : retryContended(() => build(null, unlessReady), NEUTRAL_COMPLETION_ROUNDS);
   let view: ReturnType<typeof presentWorkerSubmission>;

@@ -3,7 +3,7 @@
  * the SDK does not retry) is retried with the commit's bounded backoff; past the retries it is
  * contention (409 with Retry-After), never the raw error (a 500).
  */
-import { COMMIT_ATTEMPTS, retryingConflicts } from '../../shared/db/conflicts';
+import { COMMIT_ATTEMPTS, CONTENTION_BUDGET_MS, MAX_COMMIT_ATTEMPTS, mayRetryContention, retryingConflicts } from '../../shared/db/conflicts';
 import { Contention } from '../../shared/errors';
 
 const conflict = () => Object.assign(new Error('Transaction is ongoing for the item'), { name: 'TransactionConflictException' });
@@ -17,14 +17,37 @@ test('a write that meets a transaction is tried again and succeeds once the tran
   expect([out, calls]).toEqual(['written', 3]);
 });
 
-test('a write that keeps meeting transactions ends as contention after the commit\'s attempts, not as the raw error', async () => {
+test('a write that keeps meeting transactions ends as contention after the commit\'s attempts and time, not as the raw error', async () => {
   let calls = 0;
+  const since = Date.now();
   const err = await retryingConflicts(async () => {
     calls++;
     throw conflict();
   }).catch((e: unknown) => e);
   expect(err).toBeInstanceOf(Contention);
-  expect(calls).toBe(COMMIT_ATTEMPTS);
+  expect(calls).toBeGreaterThanOrEqual(COMMIT_ATTEMPTS);
+  expect(calls).toBeLessThanOrEqual(MAX_COMMIT_ATTEMPTS);
+  expect(Date.now() - since).toBeGreaterThanOrEqual(CONTENTION_BUDGET_MS);
+}, 20_000);
+
+describe('how long contention is waited out', () => {
+  let now = 0;
+  beforeEach(() => {
+    now = Date.now();
+  });
+  test('a write is tried again within its first attempts, however long they took', () => {
+    expect(mayRetryContention(COMMIT_ATTEMPTS - 1, now - 10 * CONTENTION_BUDGET_MS)).toBe(true);
+  });
+  test('past its first attempts, a write is tried again while the budget since its first attempt lasts', () => {
+    expect(mayRetryContention(COMMIT_ATTEMPTS, now)).toBe(true);
+    expect(mayRetryContention(COMMIT_ATTEMPTS + 5, now - CONTENTION_BUDGET_MS / 2)).toBe(true);
+  });
+  test('past its first attempts and the budget, a write gives up', () => {
+    expect(mayRetryContention(COMMIT_ATTEMPTS, now - CONTENTION_BUDGET_MS - 1)).toBe(false);
+  });
+  test('a write never takes more than the most attempts, however young', () => {
+    expect(mayRetryContention(MAX_COMMIT_ATTEMPTS, Date.now())).toBe(false);
+  });
 });
 
 test('any other error is not retried', async () => {
