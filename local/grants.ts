@@ -208,6 +208,9 @@ interface ServiceInput {
   modelId?: string;
   TranscriptionJobName?: string;
   RoleArn?: string;
+  PhoneNumber?: string;
+  TopicArn?: string;
+  TargetArn?: string;
 }
 
 /**
@@ -232,7 +235,8 @@ const SERVICE_GRANTS: Record<string, { service: string; allowed: (g: Grants, com
     service: 'transcribe',
     allowed: (g, c, i) => g.transcribe === true && c === 'StartTranscriptionJobCommand' && (i.TranscriptionJobName ?? '').startsWith(TRANSCRIBE_JOB_PREFIX),
   },
-  SNSClient: { service: 'sns', allowed: (g, c) => g.sms === true && /^Publish(Batch)?Command$/.test(c) },
+  // To a phone number only: the stack denies Publish on every SNS ARN (topics, platform endpoints).
+  SNSClient: { service: 'sns', allowed: (g, c, i) => g.sms === true && c === 'PublishCommand' && !!i.PhoneNumber && !i.TopicArn && !i.TargetArn },
   STSClient: {
     service: 'sts',
     allowed: (g, c, i) => g.uploadSigner === true && c === 'AssumeRoleCommand' && !!i.RoleArn && i.RoleArn === process.env.UPLOAD_SIGNER_ROLE_ARN,

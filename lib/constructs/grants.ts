@@ -1,4 +1,5 @@
 import {
+  Aws,
   type CfnElement,
   Duration,
   Names,
@@ -157,15 +158,24 @@ export function grantBedrockInvoke(fn: lambda.Function, modelIds: readonly strin
 /**
  * SMS for phone verification (D7): SNS publishes directly to a phone number, which has no resource
  * ARN, so the statement's resource is `*`; it is given only to routes whose manifest entry says
- * `access.sms`.
+ * `access.sms`. A second statement denies Publish on every SNS ARN (topics, platform endpoints), so
+ * `*` reaches phone numbers and nothing else: the function cannot publish to a topic of the account.
  */
 export function grantSms(fn: lambda.Function): void {
-  acknowledge(fn, 'AwsSolutions-IAM5[Resource::*]', 'SNS publishes SMS to a phone number, which has no ARN.');
+  acknowledge(fn, 'AwsSolutions-IAM5[Resource::*]', 'SNS publishes SMS to a phone number, which has no ARN; Publish on any SNS ARN is denied.');
   fn.addToRolePolicy(
     new iam.PolicyStatement({
       sid: 'SendSmsDirectToPhone',
       actions: ['sns:Publish'],
       resources: ['*'],
+    }),
+  );
+  fn.addToRolePolicy(
+    new iam.PolicyStatement({
+      sid: 'NoPublishToTopicsOrEndpoints',
+      effect: iam.Effect.DENY,
+      actions: ['sns:Publish'],
+      resources: [`arn:${Aws.PARTITION}:sns:*:*:*`],
     }),
   );
 }

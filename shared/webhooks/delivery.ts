@@ -178,7 +178,12 @@ export async function fanOut(image: Item, token: string, post: Post = postWebhoo
   const type = image.type as string;
   const endpoints = await allEndpoints(image.org_id as string, image.environment as Env);
   const targets = endpoints.filter((e) => e.status === 'enabled' && subscribes(e, type));
-  if (!targets.length) await markNothingToDeliver(eventId); // a no-op once entries exist
+  if (!targets.length) {
+    // Logged with what was found, so an event that reaches no endpoint can be told apart from one
+    // whose endpoints were missed.
+    logger.info('webhooks: no endpoint subscribed to the event', { eventId, type, endpoints: endpoints.map((e) => ({ id: e.id, status: e.status, events: e.events })) });
+    await markNothingToDeliver(eventId); // a no-op once entries exist
+  }
   if (targets.length && !(await ensureEntries(eventId, targets.map((t) => t.id as string), now(), token))) return;
   const ev = await getEvent(eventId);
   if (!ev) return;

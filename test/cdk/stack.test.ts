@@ -346,6 +346,14 @@ describe('least privilege', () => {
     }
   });
 
+  test('the phone verification route may publish to phone numbers only: Publish on every SNS ARN (topics, endpoints) is denied', () => {
+    const [fnId] = routeFunction(ROUTES.find((r) => r.access.sms)!);
+    const statements = (statementsOf(fnId) as { Action: string | string[]; Resource: unknown; Effect: string }[]).filter((s) => [s.Action].flat().includes('sns:Publish'));
+    expect(statements.find((s) => s.Effect === 'Allow')?.Resource).toBe('*');
+    const deny = statements.find((s) => s.Effect === 'Deny');
+    expect(JSON.stringify(deny?.Resource)).toMatch(/:sns:\*:\*:\*"/);
+  });
+
   test('bucket access and BUCKET_NAME follow the manifest (no route reads objects: downloads go through the CDN; only write routes put)', () => {
     for (const route of ROUTES) {
       const [fnId, fn] = routeFunction(route);
@@ -388,7 +396,7 @@ describe('least privilege', () => {
       ['BedrockRuntimeClient', 'InvokeModelCommand', 'bedrock:InvokeModel', model],
       ['BedrockRuntimeClient', 'ConverseStreamCommand', 'bedrock:InvokeModelWithResponseStream', model],
       ['TranscribeClient', 'StartTranscriptionJobCommand', 'transcribe:StartTranscriptionJob', { TranscriptionJobName: `${TRANSCRIBE_JOB_PREFIX}file_1` }],
-      ['SNSClient', 'PublishCommand', 'sns:Publish'],
+      ['SNSClient', 'PublishCommand', 'sns:Publish', { PhoneNumber: '+15555550100' }],
     ];
     const functions: [string, EntryAccess, string][] = [
       ...ROUTES.map((r) => [r.id, r.access, routeFunction(r)[0]] as [string, EntryAccess, string]),
@@ -399,7 +407,8 @@ describe('least privilege', () => {
     for (const [name, access, fnId] of functions) {
       const statements = statementsOf(fnId);
       for (const [client, command, iamAction, input] of calls) {
-        const deployed = statements.some((st) => [st.Action].flat().some((a) => iamGlob(a, iamAction)));
+        // Every call above is to a resource no Deny names (a phone number is no SNS ARN).
+        const deployed = statements.some((st) => (st as { Effect?: string }).Effect !== 'Deny' && [st.Action].flat().some((a) => iamGlob(a, iamAction)));
         let local = true;
         try {
           withGrants(grantsOf(name, access), () => checkGrantedCall(client, command, input ?? {}));

@@ -187,6 +187,8 @@ describe('local runtime: a function makes only the calls its manifest entry gran
       const sms = () => sns.send(new PublishCommand({ PhoneNumber: '+15555550100', Message: 'code' }));
       await granted(asRoute('auth.phone_verification.start', sms));
       await refused(asRoute('auth.signup', sms));
+      // Phone numbers only: the stack denies Publish on every SNS ARN.
+      await refused(asRoute('auth.phone_verification.start', () => sns.send(new PublishCommand({ TopicArn: 'arn:aws:sns:us-east-1:123456789012:ops', Message: 'x' }))));
       for (const c of [bedrock, transcribe, sns]) c.destroy();
     });
 

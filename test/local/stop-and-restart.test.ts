@@ -142,9 +142,12 @@ async function expectAllDelivered(key: string): Promise<number> {
       return list.length > 0 && list.every((e) => e.deliveries.length === 2 && e.deliveries.every((d) => d.status === 'delivered')) ? list : null;
     },
     { timeoutMs: 120_000, intervalMs: 1_500, what: 'every event delivered to both endpoints' },
-  ).catch((err: Error) => {
+  ).catch(async (err: Error) => {
     const open = (last ?? []).filter((e) => e.deliveries.some((d) => d.status !== 'delivered') || e.deliveries.length !== 2);
-    throw new Error(`${err.message}: ${JSON.stringify(open)}`);
+    // What the runtime said about those events, and the endpoints as they are now.
+    const endpoints = await api.request('GET', '/v1/webhook_endpoints', { key });
+    const said = output.split('\n').filter((l) => open.some((e) => l.includes(e.id)));
+    throw new Error(`${err.message}: ${JSON.stringify(open)}\nendpoints: ${endpoints.text}\nruntime log of those events:\n${said.join('\n').slice(-6000)}`);
   });
   for (const path of ['/one', '/two']) {
     const got = rx.at(path);
