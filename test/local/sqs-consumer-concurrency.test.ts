@@ -3,13 +3,14 @@
  * mapping does, with several invocations (each its own batch) at once, bounded: by default the
  * machine's cores, `concurrency` to change it. A batch that hangs holds one invocation, not the queue.
  */
-import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { availableParallelism } from 'node:os';
 import type { SQSEvent } from 'aws-lambda';
 import { silentLog } from '../../local/log';
-import { createQueues, defaultConsumerConcurrency, localConsumerConcurrency, localSqsClient, QueuePoller, startSqsEmulator, type LocalQueue, type SqsEmulator } from '../../local/sqs';
+import { defaultConsumerConcurrency, localConsumerConcurrency, QueuePoller } from '../../local/sqs';
 import { deployedConsumerCap, QUEUES, queueByName } from '../../shared/manifest/wiring';
 import { waitFor } from '../support/harness';
+import { useSqsEmulator } from '../support/sqs-queues';
 
 const def = {
   consumer: 'unused.ts',
@@ -22,25 +23,9 @@ const def = {
   access: { table: 'read' as const },
 };
 
-let emulator: SqsEmulator;
-let sqs: SQSClient;
-const pollers: QueuePoller[] = [];
 const releases: (() => void)[] = [];
-
-beforeAll(async () => {
-  emulator = await startSqsEmulator();
-  sqs = localSqsClient(emulator.endpoint);
-});
-afterEach(async () => {
-  releases.splice(0).forEach((r) => r());
-  await Promise.all(pollers.splice(0).map((p) => p.stop()));
-});
-afterAll(async () => {
-  sqs?.destroy();
-  await emulator?.stop();
-});
-
-const newQueue = async (name: string): Promise<LocalQueue> => (await createQueues(sqs, [{ ...def, name }])).get(name)!;
+// Held invocations are released before the pollers stop: stop() waits for them.
+const { sqs, newQueue, poll } = useSqsEmulator(def, { beforeStoppingPollers: () => releases.splice(0).forEach((r) => r()) });
 
 /** A consumer whose invocations wait until released; records which bodies are running. */
 function holdingConsumer() {
@@ -57,7 +42,7 @@ function holdingConsumer() {
 it('by default, as many batches run at once as the machine has cores', async () => {
   expect(defaultConsumerConcurrency()).toBe(Math.max(1, availableParallelism()));
   const queue = await newQueue('cc-default');
-  const poller = new QueuePoller({ client: sqs, queue, handler: async () => async () => undefined, log: silentLog, waitTimeSeconds: 1 });
+  const poller = new QueuePoller({ client: sqs(), queue, handler: async () => async () => undefined, log: silentLog, waitTimeSeconds: 1 });
   expect(poller.concurrency).toBe(defaultConsumerConcurrency());
 });
 
@@ -75,10 +60,8 @@ it('locally a consumer never runs more at once than a deploy allows: one per cor
 it('up to `concurrency` invocations run at once, each with its own batch, and no more', async () => {
   const queue = await newQueue('cc-three');
   const c = holdingConsumer();
-  const poller = new QueuePoller({ client: sqs, queue, handler: async () => c.handler, log: silentLog, waitTimeSeconds: 1, concurrency: 3 });
-  pollers.push(poller);
-  poller.start();
-  for (const n of [1, 2, 3, 4, 5]) await sqs.send(new SendMessageCommand({ QueueUrl: queue.url, MessageBody: `m${n}` }));
+  const poller = poll(queue, c.handler, { concurrency: 3 });
+  for (const n of [1, 2, 3, 4, 5]) await sqs().send(new SendMessageCommand({ QueueUrl: queue.url, MessageBody: `m${n}` }));
   await waitFor(() => c.running.size === 3);
   expect(poller.peakConcurrency).toBe(3);
   // Free the held invocations: the last two messages then run, never more than three at once.
@@ -97,12 +80,10 @@ it('a hanging batch holds one invocation: the next message is consumed while it 
     if (body === 'hang') await new Promise<void>((r) => releases.push(r));
     done.push(body);
   };
-  const poller = new QueuePoller({ client: sqs, queue, handler: async () => handler, log: silentLog, waitTimeSeconds: 1, concurrency: 2 });
-  pollers.push(poller);
-  poller.start();
-  await sqs.send(new SendMessageCommand({ QueueUrl: queue.url, MessageBody: 'hang' }));
+  poll(queue, handler, { concurrency: 2 });
+  await sqs().send(new SendMessageCommand({ QueueUrl: queue.url, MessageBody: 'hang' }));
   await waitFor(() => releases.length === 1);
-  await sqs.send(new SendMessageCommand({ QueueUrl: queue.url, MessageBody: 'other' }));
+  await sqs().send(new SendMessageCommand({ QueueUrl: queue.url, MessageBody: 'other' }));
   await waitFor(() => done.includes('other'));
   expect(done).toEqual(['other']);
 });

@@ -3,11 +3,11 @@
  * context counts down from `consumerTimeoutSeconds`, and an invocation that runs longer fails its
  * whole batch (nothing deleted; the messages come back after their visibility timeout).
  */
-import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
-import { silentLog } from '../../local/log';
-import { createQueues, localSqsClient, QueuePoller, startSqsEmulator, type LocalQueue, type SqsEmulator } from '../../local/sqs';
+import type { LocalQueue } from '../../local/sqs';
 import { waitFor } from '../support/harness';
+import { useSqsEmulator } from '../support/sqs-queues';
 
 const slowQueue = {
   consumer: 'unused.ts',
@@ -20,30 +20,8 @@ const slowQueue = {
   access: { table: 'read' as const },
 };
 
-let emulator: SqsEmulator;
-let sqs: SQSClient;
-const pollers: QueuePoller[] = [];
-
-beforeAll(async () => {
-  emulator = await startSqsEmulator();
-  sqs = localSqsClient(emulator.endpoint);
-});
-afterEach(async () => {
-  await Promise.all(pollers.splice(0).map((p) => p.stop()));
-});
-afterAll(async () => {
-  sqs?.destroy();
-  await emulator?.stop();
-});
-
-const newQueue = async (name: string): Promise<LocalQueue> => (await createQueues(sqs, [{ ...slowQueue, name }])).get(name)!;
-
-function poll(queue: LocalQueue, handler: (event: SQSEvent, context: Context) => unknown): QueuePoller {
-  const poller = new QueuePoller({ client: sqs, queue, handler: async () => handler, log: silentLog, waitTimeSeconds: 1, concurrency: 1 });
-  pollers.push(poller);
-  poller.start();
-  return poller;
-}
+const { sqs, newQueue, poll: startPoller } = useSqsEmulator(slowQueue);
+const poll = (queue: LocalQueue, handler: (event: SQSEvent, context: Context) => unknown) => startPoller(queue, handler, { concurrency: 1 });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -56,7 +34,7 @@ it("a consumer that outlives the queue's consumer timeout fails its batch: its m
     if (seen.length === 1) await sleep(2_000);
     return { batchItemFailures: [] };
   });
-  await sqs.send(new SendMessageCommand({ QueueUrl: queue.url, MessageBody: 'slow' }));
+  await sqs().send(new SendMessageCommand({ QueueUrl: queue.url, MessageBody: 'slow' }));
 
   await waitFor(() => seen.length >= 2, { timeoutMs: 10_000 });
   expect(seen.map((r) => [r.body, r.attributes.ApproximateReceiveCount])).toEqual([
@@ -74,7 +52,7 @@ it("the consumer's context counts down from the queue's consumer timeout", async
     await sleep(300);
     left.push(context.getRemainingTimeInMillis());
   });
-  await sqs.send(new SendMessageCommand({ QueueUrl: queue.url, MessageBody: 'tick' }));
+  await sqs().send(new SendMessageCommand({ QueueUrl: queue.url, MessageBody: 'tick' }));
   await waitFor(() => left.length >= 2);
   expect(left[0]).toBeLessThanOrEqual(1_000);
   expect(left[0]).toBeGreaterThan(700);

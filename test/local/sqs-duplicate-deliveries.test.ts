@@ -1,8 +1,8 @@
-import { GetQueueAttributesCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
-import { silentLog } from '../../local/log';
-import { createQueues, localSqsClient, QueuePoller, startSqsEmulator, type LocalQueue, type SqsEmulator } from '../../local/sqs';
+import type { LocalQueue } from '../../local/sqs';
 import { waitFor } from '../support/harness';
+import { useSqsEmulator } from '../support/sqs-queues';
 
 const def = { consumer: 'unused.ts', visibilityTimeoutSeconds: 1, maxReceiveCount: 5, batchSize: 5, consumerTimeoutSeconds: 1, consumerMemoryMb: 128, dlqAlarmThreshold: 1, access: { table: 'read' as const } };
 
@@ -10,29 +10,9 @@ const def = { consumer: 'unused.ts', visibilityTimeoutSeconds: 1, maxReceiveCoun
 // earlier receiver at the same time, so tests can prove a consumer idempotent; as on SQS, only the
 // latest receipt handle's outcome deletes the message.
 describe('duplicate deliveries: every batch reaches two invocations at once', () => {
-  let emulator: SqsEmulator;
-  let sqs: SQSClient;
-  const pollers: QueuePoller[] = [];
-  beforeAll(async () => {
-    emulator = await startSqsEmulator();
-    sqs = localSqsClient(emulator.endpoint);
-  });
-  afterEach(async () => {
-    await Promise.all(pollers.splice(0).map((p) => p.stop()));
-  });
-  afterAll(async () => {
-    sqs?.destroy();
-    await emulator?.stop();
-  });
-  const newQueue = async (name: string): Promise<LocalQueue> => (await createQueues(sqs, [{ ...def, name }])).get(name)!;
-  const depth = async (url: string) => {
-    const { Attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }));
-    return Number(Attributes!.ApproximateNumberOfMessages) + Number(Attributes!.ApproximateNumberOfMessagesNotVisible);
-  };
+  const { sqs, newQueue, depth, poll: startPoller } = useSqsEmulator(def);
   const poll = (queue: LocalQueue, handler: (e: SQSEvent) => unknown, duplicateDeliveries = true) => {
-    const p = new QueuePoller({ client: sqs, queue, handler: async () => handler, log: silentLog, waitTimeSeconds: 1, duplicateDeliveries });
-    pollers.push(p);
-    p.start();
+    startPoller(queue, handler, { duplicateDeliveries });
   };
 
   it('each message reaches two invocations, at the same time, with the same message id, and is deleted once both are done', async () => {
@@ -43,7 +23,7 @@ describe('duplicate deliveries: every batch reaches two invocations at once', ()
       await new Promise((r) => setTimeout(r, 100));
       for (const r of e.Records) seen.push({ id: r.messageId, at, done: Date.now() });
     });
-    await sqs.send(new SendMessageCommand({ QueueUrl: queue.url, MessageBody: 'once' }));
+    await sqs().send(new SendMessageCommand({ QueueUrl: queue.url, MessageBody: 'once' }));
     await waitFor(async () => seen.length === 2 && (await depth(queue.url)) === 0);
     expect(seen[0]!.id).toBe(seen[1]!.id);
     expect(seen[1]!.at).toBeLessThan(seen[0]!.done); // overlapping, not one after the other
@@ -59,7 +39,7 @@ describe('duplicate deliveries: every batch reaches two invocations at once', ()
       if (!earlier && r.attributes.ApproximateReceiveCount === '1') return { batchItemFailures: [{ itemIdentifier: r.messageId }] };
       return {};
     });
-    await sqs.send(new SendMessageCommand({ QueueUrl: queue.url, MessageBody: 'x' }));
+    await sqs().send(new SendMessageCommand({ QueueUrl: queue.url, MessageBody: 'x' }));
     await waitFor(async () => calls.length >= 4 && (await depth(queue.url)) === 0, { timeoutMs: 15_000 });
     expect(calls.sort()).toEqual(['earlier@1', 'earlier@1', 'latest@1', 'latest@2']);
   });
@@ -71,7 +51,7 @@ describe('duplicate deliveries: every batch reaches two invocations at once', ()
       calls++;
       if (e.Records[0]!.receiptHandle.endsWith('.earlier')) throw new Error('the earlier receiver crashed');
     });
-    await sqs.send(new SendMessageCommand({ QueueUrl: queue.url, MessageBody: 'x' }));
+    await sqs().send(new SendMessageCommand({ QueueUrl: queue.url, MessageBody: 'x' }));
     await waitFor(async () => calls >= 2 && (await depth(queue.url)) === 0);
     await new Promise((r) => setTimeout(r, 1_500)); // past the visibility timeout: nothing comes back
     expect(calls).toBe(2);
@@ -81,7 +61,7 @@ describe('duplicate deliveries: every batch reaches two invocations at once', ()
     const queue = await newQueue('once-only');
     let calls = 0;
     poll(queue, () => void calls++, false);
-    await sqs.send(new SendMessageCommand({ QueueUrl: queue.url, MessageBody: 'x' }));
+    await sqs().send(new SendMessageCommand({ QueueUrl: queue.url, MessageBody: 'x' }));
     await waitFor(async () => calls >= 1 && (await depth(queue.url)) === 0);
     await new Promise((r) => setTimeout(r, 300));
     expect(calls).toBe(1);

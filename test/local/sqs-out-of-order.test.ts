@@ -1,8 +1,8 @@
-import { ChangeMessageVisibilityBatchCommand, GetQueueAttributesCommand, SendMessageBatchCommand, type QueueAttributeName, type SQSClient } from '@aws-sdk/client-sqs';
+import { ChangeMessageVisibilityBatchCommand, SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
-import { silentLog } from '../../local/log';
-import { createQueues, localSqsClient, QueuePoller, seededRandom, startSqsEmulator, type LocalQueue, type OutOfOrderOptions, type SqsEmulator } from '../../local/sqs';
+import { seededRandom, type LocalQueue, type OutOfOrderOptions } from '../../local/sqs';
 import { waitFor } from '../support/harness';
+import { useSqsEmulator } from '../support/sqs-queues';
 
 const def = { consumer: 'unused.ts', visibilityTimeoutSeconds: 1, maxReceiveCount: 5, batchSize: 5, consumerTimeoutSeconds: 1, consumerMemoryMb: 128, dlqAlarmThreshold: 1, access: { table: 'read' as const } };
 
@@ -13,40 +13,18 @@ const def = { consumer: 'unused.ts', visibilityTimeoutSeconds: 1, maxReceiveCoun
 // goes up, as on SQS), but it is never lost and never spends the receive that would send it to the
 // dead-letter queue.
 describe('out-of-order deliveries: batches shuffled, some messages overtaken, none lost', () => {
-  let emulator: SqsEmulator;
-  let sqs: SQSClient;
-  const pollers: QueuePoller[] = [];
-  beforeAll(async () => {
-    emulator = await startSqsEmulator();
-    sqs = localSqsClient(emulator.endpoint);
-  });
-  afterEach(async () => {
-    await Promise.all(pollers.splice(0).map((p) => p.stop()));
-  });
-  afterAll(async () => {
-    sqs?.destroy();
-    await emulator?.stop();
-  });
-  const newQueue = async (name: string, over: Partial<typeof def> = {}): Promise<LocalQueue> => (await createQueues(sqs, [{ ...def, ...over, name }])).get(name)!;
-  const count = async (url: string, names: QueueAttributeName[]) => {
-    const { Attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: names }));
-    return names.reduce((n, a) => n + Number(Attributes![a] ?? 0), 0);
-  };
+  const { sqs, newQueue, depth: count, poll: startPoller } = useSqsEmulator(def);
   const depth = (url: string) => count(url, ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed']);
   /** Sends m00, m01, … in that order (batches of 10, each in order). */
   const sendAll = async (queue: LocalQueue, n: number) => {
     const bodies = Array.from({ length: n }, (_, i) => `m${String(i).padStart(2, '0')}`);
     for (let i = 0; i < n; i += 10) {
-      await sqs.send(new SendMessageBatchCommand({ QueueUrl: queue.url, Entries: bodies.slice(i, i + 10).map((b, j) => ({ Id: String(j), MessageBody: b })) }));
+      await sqs().send(new SendMessageBatchCommand({ QueueUrl: queue.url, Entries: bodies.slice(i, i + 10).map((b, j) => ({ Id: String(j), MessageBody: b })) }));
     }
     return bodies;
   };
-  const poll = (queue: LocalQueue, handler: (e: SQSEvent) => unknown, outOfOrderDeliveries: boolean | OutOfOrderOptions, concurrency = 1) => {
-    const p = new QueuePoller({ client: sqs, queue, handler: async () => handler, log: silentLog, waitTimeSeconds: 1, concurrency, outOfOrderDeliveries });
-    pollers.push(p);
-    p.start();
-    return p;
-  };
+  const poll = (queue: LocalQueue, handler: (e: SQSEvent) => unknown, outOfOrderDeliveries: boolean | OutOfOrderOptions, concurrency = 1) =>
+    startPoller(queue, handler, { concurrency, outOfOrderDeliveries });
   type Seen = { body: string; receives: string };
   const recorder = (seen: Seen[], batches: string[][] = []) => (e: SQSEvent) => {
     batches.push(e.Records.map((r) => r.body));
@@ -141,12 +119,10 @@ describe('out-of-order deliveries: batches shuffled, some messages overtaken, no
     const bodies = await sendAll(queue, 5);
     const seen: Seen[] = [];
     // The emulator refuses every ChangeMessageVisibilityBatch (as an SQS outage would).
-    const refusing = Object.create(sqs) as SQSClient;
+    const refusing = Object.create(sqs()) as SQSClient;
     refusing.send = ((cmd: unknown, ...rest: unknown[]) =>
-      cmd instanceof ChangeMessageVisibilityBatchCommand ? Promise.reject(new Error('ServiceUnavailable')) : (sqs.send as (...a: unknown[]) => unknown)(cmd, ...rest)) as never;
-    const p = new QueuePoller({ client: refusing, queue, handler: async () => recorder(seen), log: silentLog, waitTimeSeconds: 1, concurrency: 1, outOfOrderDeliveries: { random: seededRandom(9), holdBackProbability: 1 } });
-    pollers.push(p);
-    p.start();
+      cmd instanceof ChangeMessageVisibilityBatchCommand ? Promise.reject(new Error('ServiceUnavailable')) : (sqs().send as (...a: unknown[]) => unknown)(cmd, ...rest)) as never;
+    const p = startPoller(queue, recorder(seen), { client: refusing, concurrency: 1, outOfOrderDeliveries: { random: seededRandom(9), holdBackProbability: 1 } });
     await waitFor(async () => seen.length === 5 && (await depth(queue.url)) === 0, { timeoutMs: 5_000 });
     expect(seen.map((s) => s.body).sort()).toEqual(bodies);
     expect(seen.every((s) => s.receives === '1')).toBe(true);

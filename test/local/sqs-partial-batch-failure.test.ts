@@ -1,8 +1,8 @@
-import { GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import type { SQSEvent, SQSRecord } from 'aws-lambda';
-import { silentLog } from '../../local/log';
-import { createQueues, localSqsClient, QueuePoller, startSqsEmulator, successfulRecords, type LocalQueue, type SqsEmulator } from '../../local/sqs';
+import { ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import type { SQSRecord } from 'aws-lambda';
+import { successfulRecords } from '../../local/sqs';
 import { waitFor } from '../support/harness';
+import { useSqsEmulator } from '../support/sqs-queues';
 
 const flaky = {
   consumer: 'unused.ts',
@@ -16,39 +16,8 @@ const flaky = {
 };
 
 describe('a consumer reporting a batch item failure gets the message again, then the DLQ', () => {
-  let emulator: SqsEmulator;
-  let sqs: SQSClient;
-  const pollers: QueuePoller[] = [];
-
-  beforeAll(async () => {
-    emulator = await startSqsEmulator();
-    sqs = localSqsClient(emulator.endpoint);
-  });
-
   // A queue per test: a stopped poller's last long poll may still take a message server-side.
-  const newQueue = async (name: string): Promise<LocalQueue> => (await createQueues(sqs, [{ ...flaky, name }])).get(name)!;
-
-  afterEach(async () => {
-    await Promise.all(pollers.splice(0).map((p) => p.stop()));
-  });
-
-  afterAll(async () => {
-    sqs?.destroy();
-    await emulator?.stop();
-  });
-
-  const depth = async (url: string) => {
-    const { Attributes } = await sqs.send(
-      new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }),
-    );
-    return Number(Attributes!.ApproximateNumberOfMessages) + Number(Attributes!.ApproximateNumberOfMessagesNotVisible);
-  };
-
-  function poll(queue: LocalQueue, handler: (event: SQSEvent) => unknown): void {
-    const poller = new QueuePoller({ client: sqs, queue, handler: async () => handler, log: silentLog, waitTimeSeconds: 1 });
-    pollers.push(poller);
-    poller.start();
-  }
+  const { sqs, newQueue, depth, poll } = useSqsEmulator(flaky);
 
   it('only the failed record is redelivered, with a growing receive count, and lands in the DLQ after maxReceiveCount', async () => {
     const queue = await newQueue('flaky-items');
@@ -57,12 +26,12 @@ describe('a consumer reporting a batch item failure gets the message again, then
       seen.push(...event.Records);
       return { batchItemFailures: event.Records.filter((r) => r.body === 'bad').map((r) => ({ itemIdentifier: r.messageId })) };
     });
-    await sqs.send(new SendMessageCommand({ QueueUrl: queue.url, MessageBody: 'bad' }));
-    await sqs.send(new SendMessageCommand({ QueueUrl: queue.url, MessageBody: 'good' }));
+    await sqs().send(new SendMessageCommand({ QueueUrl: queue.url, MessageBody: 'bad' }));
+    await sqs().send(new SendMessageCommand({ QueueUrl: queue.url, MessageBody: 'good' }));
 
     const dead = await waitFor(
       async () => {
-        const { Messages } = await sqs.send(new ReceiveMessageCommand({ QueueUrl: queue.dlqUrl, WaitTimeSeconds: 0 }));
+        const { Messages } = await sqs().send(new ReceiveMessageCommand({ QueueUrl: queue.dlqUrl, WaitTimeSeconds: 0 }));
         return Messages?.[0];
       },
       { timeoutMs: 15_000, intervalMs: 200 },
@@ -91,7 +60,7 @@ describe('a consumer reporting a batch item failure gets the message again, then
       calls++;
       if (calls === 1) throw new Error('boom');
     });
-    await sqs.send(new SendMessageCommand({ QueueUrl: queue.url, MessageBody: 'retry-me' }));
+    await sqs().send(new SendMessageCommand({ QueueUrl: queue.url, MessageBody: 'retry-me' }));
     await waitFor(() => calls >= 2);
     await waitFor(async () => (await depth(queue.url)) === 0);
   });
