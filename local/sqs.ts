@@ -434,6 +434,8 @@ export class QueuePoller {
     if (queue.def.recursiveLoop === 'allow' || !queue.dlqUrl) return records;
     const stopped = records.filter((r) => stoppedByLoopDetection(r, queue.def.name));
     if (!stopped.length) return records;
+    // Counted when decided, before the message moves: whoever sees it in the dead-letter queue sees the count.
+    this.loopsStopped += stopped.length;
     for (const r of stopped) {
       log.error(
         `sqs ${queue.def.name}: recursive loop detected: message ${r.messageId} would invoke the consumer a ${RECURSION_LIMIT + 1}th time in one chain of events; Lambda stops it, so it goes to the dead-letter queue (allow a designed loop with the wiring's recursiveLoop)`,
@@ -448,7 +450,6 @@ export class QueuePoller {
       );
       await client.send(new DeleteMessageCommand({ QueueUrl: queue.url, ReceiptHandle: r.receiptHandle }));
     }
-    this.loopsStopped += stopped.length;
     return records.filter((r) => !stopped.includes(r));
   }
 
