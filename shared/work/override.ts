@@ -20,7 +20,7 @@
 import { addMs, now, nowIso, DAY_MS } from '../clock';
 import { REASON_CODES, type ReasonCode } from '../scoring/types';
 import { keys } from '../db/keys';
-import { Tx } from '../db/tx';
+import { Tx, isContention } from '../db/tx';
 import { newId } from '../ids';
 import { emit } from '../outbox';
 import { audit } from '../audit';
@@ -58,6 +58,8 @@ export type OverrideConflict = 'invalid_state' | 'override_window_closed' | 'job
 const conflict = (code: OverrideConflict, message: string) => errors.conflict(message, [{ field: 'submission_id', message, code }]);
 
 const MAX_ATTEMPTS = 30;
+/** Reads again after `Contention` (each one after at least 4 s of Tx.commit's retries). */
+const MAX_CONTENDED_READS = 2;
 const backoff = (attempt: number) => new Promise((r) => setTimeout(r, Math.random() * Math.min(250, 8 * 2 ** attempt)));
 
 /** The conflict, if any, for this decision on this submission and job (D71), in the documented order. */
@@ -229,14 +231,17 @@ async function addOverrideRejection(tx: Tx, ctx: MutationContext, sub: Submissio
   return w;
 }
 
-const retryable = (e: unknown) =>
-  (e instanceof ConditionFailed && !e.reasons.every((r) => r?.startsWith('hash:'))) ||
-  (e as Error)?.name === 'TransactionCanceledException' ||
-  (e as Error)?.name === 'TransactionInProgressException';
+/**
+ * A stale snapshot (a condition other than the bytes' hash guard failed), or conflicts that outlasted
+ * Tx.commit's own retries (`Contention`; Tx.commit lets no raw TransactionCanceledException of a
+ * conflict out): read the submission again, so a loser answers what it finds (`invalid_state`).
+ */
+const retryable = (e: unknown) => (e instanceof ConditionFailed && !e.reasons.every((r) => r?.startsWith('hash:'))) || isContention(e);
 
 /** POST /v1/submissions/{id}/override. Returns the buyer's view of the submission. */
 export async function overrideSubmission(ctx: MutationContext, first: SubmissionItem, input: OverrideInput) {
   if (input.decision === 'reject' && !input.reason_code) throw errors.validation('reason_code is required to reject.', [{ field: 'reason_code', message: 'required to reject', code: 'required' }]);
+  let contended = 0;
   for (let attempt = 0; ; attempt++) {
     // Read consistently every time, the submission before the job (a concurrent override that
     // committed in between is then seen on the job, and the build below says stale).
@@ -298,6 +303,11 @@ export async function overrideSubmission(ctx: MutationContext, first: Submission
       if (e instanceof ConditionFailed && e.reasons.some((r) => r?.startsWith('hash:')) && !e.reasons.includes('submission')) {
         await untag();
         throw conflict('invalid_state', 'Identical bytes are already approved in this organization; the submission cannot be approved.');
+      }
+      // Contention has waited its own seconds already: read again twice at most, within the route's time.
+      if (isContention(e) && ++contended > MAX_CONTENDED_READS) {
+        await untag();
+        throw e;
       }
       if (retryable(e) && attempt < MAX_ATTEMPTS) {
         await backoff(attempt);

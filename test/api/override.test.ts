@@ -3,7 +3,9 @@
  * each rule, each conflict code, idempotency, and 20 concurrent overrides moving money once.
  */
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { db, tableName } from '../../shared/db/client';
+import { COMMIT_ATTEMPTS, CONTENTION_BUDGET_MS } from '../../shared/db/conflicts';
 import { keys } from '../../shared/db/keys';
 import { deleteWithdrawnObjects } from '../../shared/work/withdrawn-objects';
 import { deleteObjects } from '../../shared/storage/s3';
@@ -342,6 +344,41 @@ describe('D71: POST /v1/submissions/{id}/override', () => {
       return e.length ? e : null;
     });
     expect(ev).toHaveLength(1);
+  });
+
+  it('an override whose transaction meets conflicts past its retries reads the submission again and commits, not a transaction_conflict 409', async () => {
+    const buyer = await liveBuyer(rt);
+    const j = await createJob(rt, buyer.live, { files_needed: 1, price_per_file_cents: 10 });
+    const { sub } = await submit(j.id, await detailedJpeg(213));
+    // DynamoDB's answer while other transactions hold the submission: every transaction naming it
+    // is cancelled (TransactionConflict) until Tx.commit has used up its retries once.
+    const target = keys.submission(sub.id);
+    const until = Date.now() + CONTENTION_BUDGET_MS + 1_000;
+    let cancelled = 0;
+    const name = 'submissionContended';
+    db().middlewareStack.add(
+      (next, context) => async (args) => {
+        const names = JSON.stringify(args.input).includes(JSON.stringify(target.PK));
+        if (/^TransactWrite(Items)?Command$/.test(String(context.commandName)) && Date.now() < until && names) {
+          cancelled++;
+          throw new TransactionCanceledException({
+            message: 'Transaction cancelled, please refer cancellation reasons for specific reasons [TransactionConflict]',
+            $metadata: { httpStatusCode: 400 },
+            CancellationReasons: [{ Code: 'TransactionConflict', Message: 'Transaction is ongoing for the item' }],
+          });
+        }
+        return next(args);
+      },
+      { step: 'initialize', name },
+    );
+    try {
+      const r = await override(buyer.live, sub.id, { decision: 'reject', reason_code: 'low_relevance' });
+      expect([r.status, r.json.status]).toEqual([200, 'rejected']);
+    } finally {
+      db().middlewareStack.remove(name);
+    }
+    expect(cancelled).toBeGreaterThanOrEqual(COMMIT_ATTEMPTS);
+    expect(await rows(buyer.live, 'reversal')).toHaveLength(1);
   });
 
   it('10 concurrent approvals of a rejected submission: one succeeds, the others are invalid_state, and its files stay tagged approved (a loser never re-tags them rejected)', async () => {
