@@ -4,11 +4,11 @@
  * (the deployed route's function has no reserved concurrency to fill). Small caps here: 2 per
  * organization, 3 per route.
  */
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '../../shared/db/client';
 import { keys } from '../../shared/db/keys';
 import { jobBody, newBuyer, post, type Buyer } from './billing-support';
-import { startTestRuntime, type TestRuntime } from '../support/harness';
+import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
 
 let rt: TestRuntime;
 beforeAll(async () => {
@@ -19,7 +19,15 @@ afterAll(() => rt?.stop());
 
 const newJob = async (b: Buyer) => (await post(rt, b.test, '/v1/jobs', jobBody({}))).json.id as string;
 const waitOn = (b: Buyer, jobId: string, seconds: number) => rt.request('GET', `/v1/jobs/${jobId}`, { key: b.test, headers: { Prefer: `wait=${seconds}` } });
-const settle = () => new Promise((r) => setTimeout(r, 400)); // the waits have taken their slots
+/** Until `count` waits hold their slots of the route (leases that end later than now), as the held requests take them. */
+const holding = (count: number) =>
+  waitFor(
+    async () => {
+      const item = (await db().send(new GetCommand({ TableName: tableName(), Key: keys.waitSlots('jobs.get'), ConsistentRead: true }))).Item ?? {};
+      return Object.entries(item).filter(([name, end]) => /^w\d+$/.test(name) && Number(end) > Date.now()).length === count;
+    },
+    { timeoutMs: 15_000, intervalMs: 25, what: `${count} waits holding their slots` },
+  );
 
 /** Sets an organization's slots of the route `jobs.get` to end at `endsAt` (ms), as held waits leave them. */
 async function holdSlots(orgId: string, endsAt: number, count: number): Promise<void> {
@@ -41,7 +49,7 @@ test('an organization holding its share of waits gets 429 with Retry-After for o
   const [j1, j2, j3] = [await newJob(a), await newJob(a), await newJob(a)];
   const otherJob = await newJob(other);
   const held = [waitOn(a, j1!, 3), waitOn(a, j2!, 3)];
-  await settle();
+  await holding(2);
 
   const refused = await waitOn(a, j3!, 3);
   expect(refused.status).toBe(429);
@@ -63,7 +71,7 @@ test('an organization holding its share of waits gets 429 with Retry-After for o
 test('the route holds at most its total of waits, all organizations together: one more answers 429 long_polls_full with Retry-After', async () => {
   const [a, b] = [await newBuyer(rt, { verified: false }), await newBuyer(rt, { verified: false })];
   const held = [waitOn(a, await newJob(a), 3), waitOn(a, await newJob(a), 3), waitOn(b, await newJob(b), 3)];
-  await settle();
+  await holding(3);
   const refused = await waitOn(b, await newJob(b), 3);
   expect(refused.status).toBe(429);
   expect(refused.json.error).toMatchObject({ type: 'rate_limit_exceeded', details: [expect.objectContaining({ code: 'long_polls_full' })] });
@@ -75,7 +83,7 @@ test('a wait gives its slot back when it answers, so the next wait is held', asy
   const a = await newBuyer(rt, { verified: false });
   const jobs = [await newJob(a), await newJob(a)];
   const first = jobs.map((j) => waitOn(a, j, 10));
-  await settle();
+  await holding(2);
   expect((await waitOn(a, jobs[0]!, 1)).status).toBe(429);
   await post(rt, a.test, `/v1/jobs/${jobs[0]}/cancel`); // answers the first wait at once
   expect((await first[0]!).json.status).toBe('cancelled');

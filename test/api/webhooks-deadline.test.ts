@@ -4,8 +4,10 @@
  * messages there is no time for go back to the queue unchanged and run in a later invocation.
  *
  * Through the real queue and the local poller, which enforces the consumer timeout as Lambda does.
- * The timeouts are shortened for the test (consumer 2.5 s, attempt 1 s, margin 1 s): three attempts
- * of a hanging receiver one after the other (3 s) would pass the consumer timeout.
+ * The timeouts are shortened for the test (consumer 4.5 s, attempt 2 s, margin 2 s): three attempts
+ * of a hanging receiver one after the other (6 s) would pass the consumer timeout. (Not shorter: on
+ * a loaded machine the healthy attempt's reads and signing, and the writes after the hanging one,
+ * need their share of those seconds.)
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
@@ -24,9 +26,9 @@ import { QUEUES } from '../../shared/manifest/wiring';
 import { Tx } from '../../shared/db/tx';
 import { emit } from '../../shared/outbox';
 
-const CONSUMER_TIMEOUT_S = 2.5;
-const TEST_ATTEMPT_TIMEOUT_MS = 1_000;
-const MARGIN_MS = 1_000;
+const CONSUMER_TIMEOUT_S = 4.5;
+const TEST_ATTEMPT_TIMEOUT_MS = 2_000;
+const MARGIN_MS = 2_000;
 
 let rt: TestRuntime;
 let rx: DevReceiver;

@@ -366,7 +366,8 @@ describe('webhook delivery (D37, D38, D48)', () => {
     const b = await signup();
     const p = path();
     const ep = await createEndpoint(b, p);
-    rx.script(p, [{ status: 429, headers: { 'Retry-After': '2' } }, 200]);
+    // The retry waits 5 s: time enough on a loaded machine to delete the endpoint before it runs.
+    rx.script(p, [{ status: 429, headers: { 'Retry-After': '5' } }, 200]);
     const e = await emitEvent(b);
     await waitFor(async () => expect((await eventView(b, e.id)).deliveries[0]?.attempts).toBe(1));
     await rt.request('DELETE', `/v1/webhook_endpoints/${ep.id}`, { key: b.key });
