@@ -157,7 +157,6 @@ export class ModelWorkerPool implements ImageAnalysisOffload {
     const slot: Slot = { index, worker, pending: new Map() };
     this.slots[index] = slot;
     this.started++;
-    worker.unref();
     worker.on('message', (reply: WorkerReply) => {
       if (reply.id === 0 && reply.ok) slot.tid = (reply.value as { tid: number | null }).tid;
       const p = slot.pending.get(reply.id);
@@ -177,6 +176,9 @@ export class ModelWorkerPool implements ImageAnalysisOffload {
       this.opts.onWorkerExit?.(message);
       this.failAll(slot, new AnalysisWorkerFailed(`${message}; the analysis did not run`));
     });
+    // After the listeners: adding the first 'message' listener refs the worker's message port
+    // again, so an unref before it left every idle worker keeping the process alive.
+    worker.unref();
     return slot;
   }
 
