@@ -6,8 +6,9 @@
  * names it, and retried when the SDK retries it.
  *
  * Used where a function makes one or two calls of a service whose SDK client would be parsed at
- * every cold start: Transcribe's StartTranscriptionJob (shared/aws/transcribe-jobs.ts) and KMS's
- * GenerateDataKey and Decrypt (shared/secrets/kms.ts). Held by test/unit/aws-json-clients.test.ts
+ * every cold start: Transcribe's StartTranscriptionJob (shared/aws/transcribe-jobs.ts), KMS's
+ * GenerateDataKey and Decrypt (shared/secrets/kms.ts) and SQS's SendMessage, ChangeMessageVisibility
+ * and GetQueueUrl (shared/queues.ts). Held by test/unit/aws-json-clients.test.ts
  * and test/unit/sealer.test.ts against the SDK clients and a KMS speaking the published protocol.
  */
 import type { AwsCredentialIdentityProvider } from '@smithy/types';
@@ -28,6 +29,8 @@ export interface JsonRpcOptions {
   credentials?: AwsCredentialIdentityProvider;
   /** The host where the service's own rules differ from `<service>.<region>.<dnsSuffix>`. */
   hostFor?: (region: string) => string | undefined;
+  /** Headers the SDK client adds to every request of the service (SQS: `x-amzn-query-mode`). */
+  headers?: Record<string, string>;
 }
 
 /** A Uint8Array anywhere in the input becomes base64, as the SDK serialises a blob member. */
@@ -50,14 +53,16 @@ export class JsonRpcClient {
 
   /** One operation; answers the reply's JSON (blobs still base64) with the call's `$metadata`. */
   async call<O>(operation: string, input: object): Promise<O & { $metadata: CallMetadata }> {
-    const body = JSON.stringify(input, blobsAsBase64);
     const answer = await this.calls.send({
       clientName: this.opts.clientName,
       commandName: `${operation}Command`,
       input: input as Record<string, unknown>,
+      // Serialised per attempt, after the call's check: locally the check may add to the input
+      // (an SQS send's trace header, local/grants.ts), as an SDK middleware would.
       request: (traceHeaders) =>
-        jsonPost(this.origin, this.origin.pathname, `application/x-amz-json-${this.opts.version}`, body, {
+        jsonPost(this.origin, this.origin.pathname, `application/x-amz-json-${this.opts.version}`, JSON.stringify(input, blobsAsBase64), {
           'x-amz-target': `${this.opts.targetPrefix}.${operation}`,
+          ...this.opts.headers,
           ...traceHeaders,
         }),
     });

@@ -3,12 +3,11 @@
  * runtime (so a developer reads the code from the terminal). SNS cannot run here; the local
  * provider is the real one for the embedded runtime.
  */
-// Imported statically (see shared/secrets/sealer.ts): only the route that sends codes reaches it.
-import { PublishCommand, SNSClient } from '@aws-sdk/client-sns';
+// No SNS SDK client: Publish over SNS's query protocol (shared/aws/sns-publish.ts).
+import { SmsPublisher } from '../aws/sns-publish';
 import { config } from '../config';
 import { logger } from '../logger';
 import { checkCall } from '../observability/invocation';
-import { traced } from '../observability/tracer';
 
 export interface SmsProvider {
   send(phone: string, text: string): Promise<void>;
@@ -29,10 +28,11 @@ const localProvider: SmsProvider = {
   },
 };
 
+let publisher: SmsPublisher | undefined;
 const snsProvider: SmsProvider = {
   async send(phone, text) {
-    const client = traced(new SNSClient({ region: config().region }));
-    await client.send(new PublishCommand({ PhoneNumber: phone, Message: text }));
+    // One publisher per process: its connections, credentials and retry budget outlive a request.
+    await (publisher ??= new SmsPublisher({ region: config().region })).publish(phone, text);
     logger.info('sms sent', { phone_tail: phone.slice(-2) });
   },
 };

@@ -3,9 +3,8 @@
  * caps DelaySeconds at 900, so a longer wait is sent as 900 s with the due time in the message; the
  * dispatcher re-defers it until due (no sleeping Lambdas).
  */
-import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { now } from '../clock';
-import { queueUrl, sqs } from '../queues';
+import { queueUrl, sendToQueueUrl } from '../queues';
 
 export const MAX_DELAY_SECONDS = 900;
 /** An attempt due within this margin runs now rather than waiting for another receive. */
@@ -44,5 +43,5 @@ export function webhooksQueueUrl(): string {
 export async function sendAttempt(msg: AttemptMessage, minDelaySeconds = 0): Promise<void> {
   const remaining = Date.parse(msg.due_at) - now().getTime();
   const delay = Math.min(MAX_DELAY_SECONDS, Math.max(minDelaySeconds, remaining > DUE_MARGIN_MS ? Math.ceil(remaining / 1000) : 0));
-  await sqs().send(new SendMessageCommand({ QueueUrl: webhooksQueueUrl(), MessageBody: JSON.stringify(msg), DelaySeconds: delay }));
+  await sendToQueueUrl(webhooksQueueUrl(), JSON.stringify(msg), delay);
 }

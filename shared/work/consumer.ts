@@ -10,12 +10,11 @@
  * `pending_score` meanwhile; nothing is decided on a failure.
  * PIPELINE_RETRY_BASE_SECONDS / PIPELINE_RETRY_MAX_SECONDS change the curve (tests use 1 s).
  */
-import { ChangeMessageVisibilityCommand, GetQueueUrlCommand } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { withInvocationTime } from './object-budget';
 import { config } from '../config';
 import { logger, withChildLogScope, withInvocationScope } from '../logger';
-import { sqs } from '../queues';
+import { changeMessageVisibility, getQueueUrl } from '../queues';
 import { parseEvent, RetryLater, type StageOutcome } from './stage-message';
 
 const envNumber = (name: string, fallback: number) => {
@@ -39,9 +38,7 @@ function queueUrlOf(record: SQSRecord): Promise<string> {
   if (known) return Promise.resolve(known);
   let p = urls.get(record.eventSourceARN);
   if (!p) {
-    p = sqs()
-      .send(new GetQueueUrlCommand({ QueueName: name, QueueOwnerAWSAccountId: account }))
-      .then((r) => r.QueueUrl!);
+    p = getQueueUrl(name ?? '', account);
     p.catch(() => urls.delete(record.eventSourceARN));
     urls.set(record.eventSourceARN, p);
   }
@@ -52,7 +49,7 @@ async function backOff(record: SQSRecord, stage: string): Promise<void> {
   const receives = Number(record.attributes?.ApproximateReceiveCount ?? 1);
   const delay = retryDelaySeconds(receives);
   try {
-    await sqs().send(new ChangeMessageVisibilityCommand({ QueueUrl: await queueUrlOf(record), ReceiptHandle: record.receiptHandle, VisibilityTimeout: delay }));
+    await changeMessageVisibility(await queueUrlOf(record), record.receiptHandle, delay);
   } catch (err) {
     // Without it the message still returns, after the queue's visibility timeout.
     logger.warn(`${stage}: could not set the retry delay`, { error: err as Error, message_id: record.messageId });

@@ -101,23 +101,23 @@ describe('inside one batch', () => {
     const dispatch = createDispatcher({ maxParallel: 2 });
     const { sqs } = await import('../../shared/queues');
     const client = sqs();
-    const realSend = client.send.bind(client);
-    client.send = (async (cmd: { input: { MessageBody?: string } }) => {
+    const realCall = client.call.bind(client);
+    client.call = (async (operation: string, input: { MessageBody?: string }) => {
       inFlight++;
       peak = Math.max(peak, inFlight);
-      const body = JSON.parse(cmd.input.MessageBody ?? '{}') as { endpoint_id?: string; event_id?: string };
+      const body = JSON.parse(input.MessageBody ?? '{}') as { endpoint_id?: string; event_id?: string };
       order.push(`${body.endpoint_id}:${body.event_id}`);
       await new Promise((r) => setImmediate(r));
       inFlight--;
-      return realSend(cmd as never);
-    }) as typeof client.send;
+      return realCall(operation, input);
+    }) as typeof client.call;
     try {
       const event: SQSEvent = {
         Records: [record(attempt('we_a', 1), 'm1'), record(attempt('we_b', 2), 'm2'), record(attempt('we_a', 3), 'm3'), record(attempt('we_c', 4), 'm4'), record(attempt('we_a', 5), 'm5')],
       };
       expect(await dispatch(event)).toEqual({ batchItemFailures: [] });
     } finally {
-      client.send = realSend as typeof client.send;
+      client.call = realCall;
     }
     expect(order.filter((o) => o.startsWith('we_a'))).toEqual(['we_a:evt_none_1', 'we_a:evt_none_3', 'we_a:evt_none_5']);
     expect(order).toHaveLength(5);

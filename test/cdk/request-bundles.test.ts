@@ -74,7 +74,7 @@ async function zodReach(): Promise<Map<string, Reach>> {
       kms: (out.inputs['shared/secrets/kms.ts']?.bytesInOutput ?? 0) > 0 || out.imports.some((i) => i.path === '@aws-sdk/client-kms'),
       // Statically or through import(): either way the package is in the deployed bundle.
       s3Sdk: out.imports.some((i) => i.path === '@aws-sdk/client-s3' || i.path === '@aws-sdk/lib-storage' || i.path === '@aws-sdk/s3-request-presigner'),
-      serviceSdks: out.imports.map((i) => i.path).filter((p) => ['@aws-sdk/client-bedrock-runtime', '@aws-sdk/client-transcribe', '@aws-sdk/client-kms'].includes(p)),
+      serviceSdks: out.imports.map((i) => i.path).filter((p) => ['@aws-sdk/client-bedrock-runtime', '@aws-sdk/client-transcribe', '@aws-sdk/client-kms', '@aws-sdk/client-sqs', '@aws-sdk/client-sns'].includes(p)),
       dgram: out.imports.some((i) => i.path === 'node:dgram' || i.path === 'dgram'),
       decoders: [...new Set(Object.keys(out.inputs).flatMap((p) => /node_modules\/(music-metadata|exifr)\//.exec(p)?.[1] ?? []))],
       staticExternals: out.imports.filter((i) => i.external && i.kind === 'import-statement').map((i) => i.path),
@@ -164,7 +164,7 @@ test('no function bundles the S3 SDK: every bucket call, the exports’ multipar
   expect(withSdk).toEqual([]);
 });
 
-test('no function bundles the Bedrock runtime, Transcribe or KMS SDK clients: the calls they made go through the small signed clients', () => {
+test('no function bundles the Bedrock runtime, Transcribe, KMS, SQS or SNS SDK clients: the calls they made go through the small signed clients', () => {
   // shared/aws/bedrock-converse.ts, shared/aws/transcribe-jobs.ts and shared/secrets/kms.ts; the
   // Bedrock client was the largest part of the scoring and annotation consumers' cold start after
   // the media decoders, the KMS client a sixth of the sealing routes' bundles.

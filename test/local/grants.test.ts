@@ -1,5 +1,4 @@
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { PublishCommand, SNSClient } from '@aws-sdk/client-sns';
 import { attributesNamed, checkGrantedCall, withGrants } from '../../local/grants';
 import { grantedTo, routeGrants } from '../../local/lambda';
@@ -11,7 +10,7 @@ import { DEFAULT_BEDROCK_MODEL_ID } from '../../shared/scoring/bedrock-reply';
 import { resetSealer, sealer } from '../../shared/secrets/sealer';
 import { localOutbox, sms } from '../../shared/sms';
 import { db, tableName } from '../../shared/db/client';
-import { queueUrl, sqs } from '../../shared/queues';
+import { queueUrl, sendToQueueUrl } from '../../shared/queues';
 import { routeById } from '../../shared/manifest/routes';
 import { queueByName, SCHEDULES, TRANSCRIBE_JOB_PREFIX } from '../../shared/manifest/wiring';
 import { deleteObjects, getObjectBytes, headObject, presignPut, putObject, tagVerdict } from '../../shared/storage/s3';
@@ -142,7 +141,7 @@ describe('local runtime: a function makes only the calls its manifest entry gran
   });
 
   it('a function sends only to the queues its entry names', async () => {
-    const send = (queue: string) => sqs().send(new SendMessageCommand({ QueueUrl: queueUrl(queue), MessageBody: '{}' }));
+    const send = (queue: string) => sendToQueueUrl(queueUrl(queue), '{}');
     await asQueue('transcription', () => send('scoring')); // transcription → scoring (its sendTo)
     await expect(asQueue('transcription', () => send('webhooks'))).rejects.toThrow(/not authorized to perform sqs:SendMessage on queue webhooks/);
     await expect(asRoute('jobs.create', () => send('sandbox'))).rejects.toMatchObject({ name: 'AccessDenied' });

@@ -10,7 +10,9 @@ import { silentLog } from '../../local/log';
 import { createQueues, localSqsClient, QueuePoller, startSqsEmulator, type LocalQueue, type SqsEmulator } from '../../local/sqs';
 import { grantedTo } from '../../local/lambda';
 import { invocationTraceHeader, invocationsOf, RECURSION_LIMIT } from '../../local/lineage';
-import { traced } from '../../shared/observability/tracer';
+import type { JsonRpcClient } from '../../shared/aws/json-rpc';
+import { localCredentials } from '../../shared/db/client';
+import { sendToQueueUrl, sqsClient } from '../../shared/queues';
 import { waitFor } from '../support/harness';
 
 const def = { consumer: 'unused.ts', visibilityTimeoutSeconds: 5, maxReceiveCount: 5, batchSize: 1, consumerTimeoutSeconds: 4, consumerMemoryMb: 128, dlqAlarmThreshold: 1 };
@@ -18,12 +20,12 @@ const def = { consumer: 'unused.ts', visibilityTimeoutSeconds: 5, maxReceiveCoun
 describe('recursive loop detection', () => {
   let emulator: SqsEmulator;
   let sqs: SQSClient;
-  let app: SQSClient; // the app's client: traced(), so the local grant check sees (and stamps) its calls
+  let app: JsonRpcClient; // the app's own SQS client: the local grant check sees (and stamps) its calls
   const pollers: QueuePoller[] = [];
   beforeAll(async () => {
     emulator = await startSqsEmulator();
     sqs = localSqsClient(emulator.endpoint);
-    app = traced(localSqsClient(emulator.endpoint));
+    app = sqsClient({ endpoint: emulator.endpoint, credentials: async () => localCredentials });
   });
   afterEach(async () => {
     await Promise.all(pollers.splice(0).map((p) => p.stop()));
@@ -44,7 +46,7 @@ describe('recursive loop detection', () => {
     const consumer = grantedTo(name, { table: 'read', sendTo: [name] }, async (e: SQSEvent) => {
       const n = Number(e.Records[0]!.body);
       seen.push(n);
-      if (n < hops) await app.send(new SendMessageCommand({ QueueUrl: queue.url, MessageBody: String(n + 1) }));
+      if (n < hops) await sendToQueueUrl(queue.url, String(n + 1), 0, app);
       return {};
     });
     const p = new QueuePoller({ client: sqs, queue, handler: async () => consumer as never, log: silentLog, waitTimeSeconds: 1 });

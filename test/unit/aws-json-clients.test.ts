@@ -1,6 +1,7 @@
 /**
- * The small clients of Bedrock's Converse (shared/aws/bedrock-converse.ts) and Transcribe's
- * StartTranscriptionJob (shared/aws/transcribe-jobs.ts), which replaced the SDK clients in every
+ * The small clients of Bedrock's Converse (shared/aws/bedrock-converse.ts), Transcribe's
+ * StartTranscriptionJob (shared/aws/transcribe-jobs.ts) and SQS's SendMessage,
+ * ChangeMessageVisibility and GetQueueUrl (shared/queues.ts), which replaced the SDK clients in every
  * function (issue 15, cold start). They must be the SDK on the wire: the request the SDK client
  * sends for the same input (path, headers, body), signed so that a Signature V4 verifier accepts
  * it, the reply parsed as the SDK parses it, errors named and retried as the SDK names and retries
@@ -12,6 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { BedrockRuntimeClient, ConverseCommand, type ConverseCommandInput } from '@aws-sdk/client-bedrock-runtime';
 import { StartTranscriptionJobCommand, TranscribeClient } from '@aws-sdk/client-transcribe';
 import { DecryptCommand, KMSClient } from '@aws-sdk/client-kms';
+import { ChangeMessageVisibilityCommand, GetQueueUrlCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { Sha256 } from '@smithy/core/checksum';
 import { HttpRequest } from '@smithy/core/protocols';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
@@ -20,6 +22,7 @@ import { BedrockConverse } from '../../shared/aws/bedrock-converse';
 import { jsonPost, readJsonRpcError, SignedClient } from '../../shared/aws/signed-call';
 import { kmsClient } from '../../shared/secrets/kms';
 import { TranscribeJobs } from '../../shared/aws/transcribe-jobs';
+import { sqsClient, sendToQueueUrl } from '../../shared/queues';
 
 const credentials = { accessKeyId: 'ASIAROLE', secretAccessKey: 'role-secret', sessionToken: 'session/token+=' };
 
@@ -204,6 +207,67 @@ describe('Transcribe StartTranscriptionJob', () => {
   });
 });
 
+describe('SQS SendMessage, ChangeMessageVisibility and GetQueueUrl', () => {
+  const sdk = () => new SQSClient({ region: 'eu-west-1', endpoint, credentials, requestHandler: new NodeHttpHandler() });
+  const ours = () => sqsClient({ region: 'eu-west-1', endpoint, credentials: async () => credentials });
+  const queue = () => `${endpoint}/123456789012/webhooks`;
+  const body = JSON.stringify({ kind: 'webhook.attempt', note: 'Boom \u{1F4A5} é' });
+  const md5 = (text: string) => createHash('md5').update(text, 'utf8').digest('hex');
+
+  it('a send is the request the SDK client sends for the same input (JSON 1.0, its target and query-mode header), signed for the sqs service', async () => {
+    reply = (req, res) => json(200, { MessageId: 'm-1', MD5OfMessageBody: md5((JSON.parse(req.body) as { MessageBody: string }).MessageBody) })(req, res);
+    const a = sdk();
+    const theirs = await a.send(new SendMessageCommand({ QueueUrl: queue(), MessageBody: body, DelaySeconds: 900 }));
+    a.destroy();
+    const mine = await sendToQueueUrl(queue(), body, 900, ours());
+    const [t, m] = seen as [Seen, Seen];
+    const head = (r: Seen) => [r.method, r.url, r.headers['content-type'], r.headers['x-amz-target'], r.headers['x-amzn-query-mode']];
+    expect(head(m)).toEqual(head(t));
+    expect(JSON.parse(m.body)).toEqual(JSON.parse(t.body));
+    expect(await verifies(m, 'sqs', 'eu-west-1')).toBe(true);
+    expect(mine).toBe(theirs.MessageId);
+  });
+
+  it('a send whose reply reports the MD5 of another body fails, as the SDK client fails it', async () => {
+    reply = json(200, { MessageId: 'm-1', MD5OfMessageBody: md5('something else') });
+    const a = sdk();
+    const theirs = await a.send(new SendMessageCommand({ QueueUrl: queue(), MessageBody: body })).catch((e: unknown) => e);
+    a.destroy();
+    const mine = await sendToQueueUrl(queue(), body, 0, ours()).catch((e: unknown) => e);
+    expect(theirs).toBeInstanceOf(Error);
+    expect(mine).toMatchObject({ name: 'MessageChecksumMismatch' });
+  });
+
+  it('ChangeMessageVisibility and GetQueueUrl are the requests the SDK client sends', async () => {
+    reply = json(200, { QueueUrl: queue() });
+    const a = sdk();
+    await a.send(new ChangeMessageVisibilityCommand({ QueueUrl: queue(), ReceiptHandle: 'rh/1+=', VisibilityTimeout: 120 }));
+    await a.send(new GetQueueUrlCommand({ QueueName: 'webhooks', QueueOwnerAWSAccountId: '123456789012' }));
+    a.destroy();
+    const c = ours();
+    await c.call('ChangeMessageVisibility', { QueueUrl: queue(), ReceiptHandle: 'rh/1+=', VisibilityTimeout: 120 });
+    const got = await c.call<{ QueueUrl: string }>('GetQueueUrl', { QueueName: 'webhooks', QueueOwnerAWSAccountId: '123456789012' });
+    const [t1, t2, m1, m2] = seen as [Seen, Seen, Seen, Seen];
+    for (const [t, m] of [[t1, m1], [t2, m2]] as const) {
+      expect([m.url, m.headers['x-amz-target'], m.headers['x-amzn-query-mode']]).toEqual([t.url, t.headers['x-amz-target'], t.headers['x-amzn-query-mode']]);
+      expect(JSON.parse(m.body)).toEqual(JSON.parse(t.body));
+    }
+    expect(got.QueueUrl).toBe(queue());
+  });
+
+  it('a missing queue is named as the SDK names it', async () => {
+    reply = (_req, res) => {
+      res.writeHead(400, { 'content-type': 'application/x-amz-json-1.0', 'x-amzn-query-error': 'AWS.SimpleQueueService.NonExistentQueue;Sender' });
+      res.end(JSON.stringify({ __type: 'com.amazonaws.sqs#QueueDoesNotExist', message: 'The specified queue does not exist.' }));
+    };
+    const a = sdk();
+    const theirs = (await a.send(new SendMessageCommand({ QueueUrl: queue(), MessageBody: body })).catch((e: unknown) => e)) as Error;
+    a.destroy();
+    const mine = (await sendToQueueUrl(queue(), body, 0, ours()).catch((e: unknown) => e)) as Error;
+    expect({ name: mine.name, message: mine.message }).toEqual({ name: theirs.name, message: theirs.message });
+  });
+});
+
 describe('what every small client shares', () => {
   it('an error is named by the JSON RPC protocol’s precedence, as the SDK names it (`__type` before the header)', async () => {
     reply = (_req, res) => {
@@ -260,5 +324,6 @@ describe('what every small client shares', () => {
     expect(new BedrockConverse({ region }).origin.href).toBe(await sdkUrl(new BedrockRuntimeClient(c) as never));
     expect(kmsClient({ region }).origin.href).toBe(await sdkUrl(new KMSClient(c) as never));
     expect(new TranscribeJobs({ region }).origin.href).toBe(await sdkUrl(new TranscribeClient(c) as never));
+    expect(sqsClient({ region }).origin.href).toBe(await sdkUrl(new SQSClient(c) as never));
   });
 });
