@@ -6,11 +6,10 @@
  */
 import { jobBody, newBuyer, newKey, post, startBillingRuntime, type Buyer } from './billing-support';
 import type { TestRuntime } from '../support/harness';
-import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import { db } from '../../shared/db/client';
 import { Tx, COMMIT_ATTEMPTS, CONTENTION_BUDGET_MS } from '../../shared/db/tx';
 import { addEscrow } from '../../shared/ledger/escrow';
 import { ConditionFailed, Contention } from '../../shared/errors';
+import { cancelTransactionsWhile } from '../support/transaction-conflicts';
 import type { BalanceSnapshot } from '../../shared/ledger/balance';
 
 let rt: TestRuntime & { stopAll(): Promise<void> };
@@ -96,32 +95,18 @@ test('a snapshot whose lots no longer hold the amount is stale (re-read), not a 
 });
 
 describe('transaction conflicts that outlast the retries', () => {
-  // DynamoDB's own answer when other transactions hold the items (the wire format of a
-  // TransactionCanceledException with TransactionConflict reasons), injected on every attempt
-  // while `contended` is on.
+  // DynamoDB's own answer when other transactions hold the items, on every attempt while
+  // `contended` is on.
   let contended = false;
   let attempts = 0;
-  const name = 'alwaysConflict';
+  let remove = () => {};
   beforeAll(() => {
-    db().middlewareStack.add(
-      (next, context) => async (args) => {
-        if (contended && /^TransactWrite(Items)?Command$/.test(String(context.commandName))) {
-          attempts++;
-          throw new TransactionCanceledException({
-            message: 'Transaction cancelled, please refer cancellation reasons for specific reasons [TransactionConflict]',
-            $metadata: { httpStatusCode: 400 },
-            CancellationReasons: [{ Code: 'TransactionConflict', Message: 'Transaction is ongoing for the item' }],
-          });
-        }
-        return next(args);
-      },
-      { step: 'initialize', name },
-    );
+    remove = cancelTransactionsWhile(() => contended && ++attempts > 0);
   });
   afterEach(() => {
     contended = false;
   });
-  afterAll(() => db().middlewareStack.remove(name));
+  afterAll(() => remove());
 
   test('Tx.commit retries for its attempts and its time budget, then reports Contention', async () => {
     contended = true;

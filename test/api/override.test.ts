@@ -3,7 +3,6 @@
  * each rule, each conflict code, idempotency, and 20 concurrent overrides moving money once.
  */
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
-import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { db, tableName } from '../../shared/db/client';
 import { COMMIT_ATTEMPTS, CONTENTION_BUDGET_MS } from '../../shared/db/conflicts';
 import { keys } from '../../shared/db/keys';
@@ -13,6 +12,7 @@ import { uploadObjectKeys } from '../../shared/work/verdict';
 import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
 import { clock, DAY_MS } from '../../shared/clock';
 import { idemKey } from '../support/buyers';
+import { cancelTransactionsWhile } from '../support/transaction-conflicts';
 import { accept, createJob, detailedJpeg, flatPng, liveBuyer, multipart, signupWorker, uploadFile, waitForVerdict } from '../pipeline/support';
 import { GetObjectTaggingCommand, S3Client } from '@aws-sdk/client-s3';
 import { S3_LOCAL_CREDENTIALS } from '../../local/s3';
@@ -355,27 +355,12 @@ describe('D71: POST /v1/submissions/{id}/override', () => {
     const target = keys.submission(sub.id);
     const until = Date.now() + CONTENTION_BUDGET_MS + 1_000;
     let cancelled = 0;
-    const name = 'submissionContended';
-    db().middlewareStack.add(
-      (next, context) => async (args) => {
-        const names = JSON.stringify(args.input).includes(JSON.stringify(target.PK));
-        if (/^TransactWrite(Items)?Command$/.test(String(context.commandName)) && Date.now() < until && names) {
-          cancelled++;
-          throw new TransactionCanceledException({
-            message: 'Transaction cancelled, please refer cancellation reasons for specific reasons [TransactionConflict]',
-            $metadata: { httpStatusCode: 400 },
-            CancellationReasons: [{ Code: 'TransactionConflict', Message: 'Transaction is ongoing for the item' }],
-          });
-        }
-        return next(args);
-      },
-      { step: 'initialize', name },
-    );
+    const remove = cancelTransactionsWhile((input) => Date.now() < until && JSON.stringify(input).includes(JSON.stringify(target.PK)) && ++cancelled > 0);
     try {
       const r = await override(buyer.live, sub.id, { decision: 'reject', reason_code: 'low_relevance' });
       expect([r.status, r.json.status]).toEqual([200, 'rejected']);
     } finally {
-      db().middlewareStack.remove(name);
+      remove();
     }
     expect(cancelled).toBeGreaterThanOrEqual(COMMIT_ATTEMPTS);
     expect(await rows(buyer.live, 'reversal')).toHaveLength(1);

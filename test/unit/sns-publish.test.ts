@@ -3,10 +3,9 @@
  * of shared/aws/query-protocol.ts): on the wire it must be what the SDK's SNS client sends for the
  * same input, and it must read SNS's answers and errors as that client reads them.
  */
-import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { PublishCommand, SNSClient } from '@aws-sdk/client-sns';
 import { SmsPublisher } from '../../shared/aws/sns-publish';
+import { useQueryServer } from '../support/query-server';
 
 const local = { accessKeyId: 'local', secretAccessKey: 'local' };
 // The published example answer (SNS API reference, Publish).
@@ -21,37 +20,16 @@ const PUBLISHED = `<PublishResponse xmlns="https://sns.amazonaws.com/doc/2010-03
 const PHONE = '+14155550100';
 const TEXT = 'Your code is 123456 (valid 10 min) & nothing else: ok?';
 
-let server: Server;
-let seen: { req: IncomingMessage; body: string }[];
-let reply: { status: number; body: string };
-let endpoint: string;
-
-beforeAll(async () => {
-  server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      seen.push({ req, body: Buffer.concat(chunks).toString('utf8') });
-      res.writeHead(reply.status, { 'content-type': 'text/xml', 'x-amzn-requestid': 'REQ' }).end(reply.body);
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-});
-beforeEach(() => {
-  seen = [];
-  reply = { status: 200, body: PUBLISHED };
-});
-afterAll(() => new Promise((r) => server.close(r)));
+const wire = useQueryServer(PUBLISHED);
 
 it('sends what the SDK’s SNS client sends for the same input: a signed form POST of Action, Version, PhoneNumber and Message', async () => {
-  const sdk = new SNSClient({ region: 'eu-west-1', endpoint, credentials: local });
+  const sdk = new SNSClient({ region: 'eu-west-1', endpoint: wire.endpoint, credentials: local });
   const theirs = await sdk.send(new PublishCommand({ PhoneNumber: PHONE, Message: TEXT }));
   sdk.destroy();
-  const ours = new SmsPublisher({ region: 'eu-west-1', endpoint, credentials: async () => local });
+  const ours = new SmsPublisher({ region: 'eu-west-1', endpoint: wire.endpoint, credentials: async () => local });
   const mine = await ours.publish(PHONE, TEXT);
   ours.destroy();
-  const [t, m] = seen;
+  const [t, m] = wire.seen;
   expect([m!.req.method, m!.req.url]).toEqual([t!.req.method, t!.req.url]);
   expect(Object.fromEntries(new URLSearchParams(m!.body))).toEqual(Object.fromEntries(new URLSearchParams(t!.body)));
   expect(new URLSearchParams(m!.body).get('Message')).toBe(TEXT);
@@ -61,21 +39,21 @@ it('sends what the SDK’s SNS client sends for the same input: a signed form PO
 });
 
 it('an error answer is thrown with SNS’s code and message, and a client error is not retried', async () => {
-  reply = {
+  wire.reply = {
     status: 400,
     body: '<ErrorResponse xmlns="https://sns.amazonaws.com/doc/2010-03-31/"><Error><Type>Sender</Type><Code>InvalidParameter</Code><Message>Invalid parameter: PhoneNumber Reason: +1 is not valid to publish to</Message></Error><RequestId>r</RequestId></ErrorResponse>',
   };
-  const sdk = new SNSClient({ region: 'us-east-1', endpoint, credentials: local, maxAttempts: 3 });
+  const sdk = new SNSClient({ region: 'us-east-1', endpoint: wire.endpoint, credentials: local, maxAttempts: 3 });
   const theirs = (await sdk.send(new PublishCommand({ PhoneNumber: PHONE, Message: TEXT })).catch((e: unknown) => e)) as Error;
   sdk.destroy();
-  const ours = new SmsPublisher({ region: 'us-east-1', endpoint, credentials: async () => local });
+  const ours = new SmsPublisher({ region: 'us-east-1', endpoint: wire.endpoint, credentials: async () => local });
   const mine = (await ours.publish(PHONE, TEXT).catch((e: unknown) => e)) as Error;
   ours.destroy();
   // Named by SNS's error code; the SDK names it by its modeled class (InvalidParameterException).
   // Nothing reads the name: a failed send answers 503 sms_unavailable whatever the cause.
   expect({ name: mine.name, message: mine.message }).toEqual({ name: 'InvalidParameter', message: theirs.message });
   expect(theirs.name).toBe('InvalidParameterException');
-  expect(seen).toHaveLength(2); // one attempt each
+  expect(wire.seen).toHaveLength(2); // one attempt each
 });
 
 it.each(['us-east-1', 'eu-west-1', 'cn-north-1', 'us-gov-west-1'])('calls the endpoint the SDK client resolves for the region (%s)', async (region) => {

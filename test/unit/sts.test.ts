@@ -4,10 +4,11 @@
  * what the SDK's STS client is on the wire; the emulator must answer as STS does, so the SDK's own
  * client reads it, and refuse what STS refuses.
  */
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AssumeRoleCommand, STSClient } from '@aws-sdk/nested-clients/sts';
 import { StsClient } from '../../shared/aws/sts';
+import { useQueryServer } from '../support/query-server';
 import { clock, now } from '../../shared/clock';
 import { IssuedCredentials, startStsEmulator, type StsEmulator } from '../../local/sts';
 
@@ -35,37 +36,16 @@ const PUBLISHED = `<AssumeRoleResponse xmlns="https://sts.amazonaws.com/doc/2011
 </AssumeRoleResponse>`;
 
 describe('the AssumeRole call, on the wire', () => {
-  let server: Server;
-  let seen: { req: IncomingMessage; body: string }[];
-  let reply: { status: number; body: string };
-  let endpoint: string;
-
-  beforeAll(async () => {
-    server = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        seen.push({ req, body: Buffer.concat(chunks).toString('utf8') });
-        res.writeHead(reply.status, { 'content-type': 'text/xml', 'x-amzn-requestid': 'REQ' }).end(reply.body);
-      });
-    });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  });
-  beforeEach(() => {
-    seen = [];
-    reply = { status: 200, body: PUBLISHED };
-  });
-  afterAll(() => new Promise((r) => server.close(r)));
+  const wire = useQueryServer(PUBLISHED);
 
   it('sends what the SDK’s STS client sends for the same input: a signed form POST of Action, Version, RoleArn, RoleSessionName and DurationSeconds', async () => {
-    const sdk = new STSClient({ region: 'eu-west-1', endpoint, credentials: local });
+    const sdk = new STSClient({ region: 'eu-west-1', endpoint: wire.endpoint, credentials: local });
     await sdk.send(new AssumeRoleCommand({ RoleArn: ROLE, RoleSessionName: 'upload-plan-1a2b', DurationSeconds: 3600 }));
     sdk.destroy();
-    const ours = new StsClient({ region: 'eu-west-1', endpoint, credentials: async () => local });
+    const ours = new StsClient({ region: 'eu-west-1', endpoint: wire.endpoint, credentials: async () => local });
     await ours.assumeRole(ROLE, 'upload-plan-1a2b', 3600);
     ours.destroy();
-    const [theirs, mine] = seen;
+    const [theirs, mine] = wire.seen;
     expect(mine!.req.method).toBe(theirs!.req.method);
     expect(mine!.req.url).toBe(theirs!.req.url);
     expect(Object.fromEntries(new URLSearchParams(mine!.body))).toEqual(Object.fromEntries(new URLSearchParams(theirs!.body)));
@@ -74,24 +54,24 @@ describe('the AssumeRole call, on the wire', () => {
   });
 
   it('reads the credentials of the published answer as the SDK reads them', async () => {
-    const sdk = new STSClient({ region: 'us-east-1', endpoint, credentials: local });
+    const sdk = new STSClient({ region: 'us-east-1', endpoint: wire.endpoint, credentials: local });
     const theirs = (await sdk.send(new AssumeRoleCommand({ RoleArn: ROLE, RoleSessionName: 's1' }))).Credentials!;
     sdk.destroy();
-    const ours = new StsClient({ region: 'us-east-1', endpoint, credentials: async () => local });
+    const ours = new StsClient({ region: 'us-east-1', endpoint: wire.endpoint, credentials: async () => local });
     const mine = await ours.assumeRole(ROLE, 's1', 3600);
     ours.destroy();
     expect(mine).toEqual({ accessKeyId: theirs.AccessKeyId, secretAccessKey: theirs.SecretAccessKey, sessionToken: theirs.SessionToken, expiration: theirs.Expiration });
   });
 
   it('an error answer is thrown with STS’s code and message, and a client error is not retried', async () => {
-    reply = {
+    wire.reply = {
       status: 403,
       body: '<ErrorResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><Error><Type>Sender</Type><Code>AccessDenied</Code><Message>not authorized to perform: sts:AssumeRole</Message></Error><RequestId>r</RequestId></ErrorResponse>',
     };
-    const ours = new StsClient({ region: 'us-east-1', endpoint, credentials: async () => local });
+    const ours = new StsClient({ region: 'us-east-1', endpoint: wire.endpoint, credentials: async () => local });
     await expect(ours.assumeRole(ROLE, 's1', 3600)).rejects.toMatchObject({ name: 'AccessDenied', message: 'not authorized to perform: sts:AssumeRole', $metadata: { httpStatusCode: 403 } });
     ours.destroy();
-    expect(seen).toHaveLength(1);
+    expect(wire.seen).toHaveLength(1);
   });
 });
 
