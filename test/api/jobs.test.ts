@@ -322,7 +322,8 @@ describe('list and get', () => {
 
   test('D6: a key revoked while its long-poll waits gets 401 when the wait ends, not the job', async () => {
     const k = await createKey(rt, b.test, { name: 'revoked while waiting', environment: 'test' });
-    const waiting = rt.request('GET', `/v1/jobs/${ids[1]}`, { key: k.secret, headers: { Prefer: 'wait=2' } });
+    // A wait of 5 s: the revoke, sent 0.3 s in, has the rest to commit even on a loaded machine.
+    const waiting = rt.request('GET', `/v1/jobs/${ids[1]}`, { key: k.secret, headers: { Prefer: 'wait=5' } });
     await new Promise((r) => setTimeout(r, 300));
     expect((await post(rt, b.test, `/v1/api_keys/${k.id}/revoke`)).status).toBe(204);
     const r = await waiting;
