@@ -269,8 +269,9 @@ test('every AWS SDK client created under shared/ goes through traced()', () => {
     for (const m of src.matchAll(/new ([A-Z][A-Za-z0-9]*Client)\(/g)) {
       if (m[1] === 'DynamoDBDocumentClient') continue;
       // Not SDK clients: every call of the small signed clients (shared/aws/signed-call.ts, under
-      // the object, Converse, JSON RPC and STS clients) passes through tracedCall (the test below).
-      if (m[1] === 'ObjectClient' || m[1] === 'SignedClient' || m[1] === 'JsonRpcClient' || m[1] === 'StsClient') continue;
+      // the object, Converse, JSON RPC, query-protocol and STS clients) passes through tracedCall
+      // (the test below).
+      if (['ObjectClient', 'SignedClient', 'JsonRpcClient', 'QueryClient', 'StsClient'].includes(m[1]!)) continue;
       const before = src.slice(Math.max(0, m.index! - 40), m.index!);
       if (!/traced\(\s*$/.test(before)) untraced.push(`${path.relative(ROOT, f)}: ${m[1]}`);
     }
