@@ -22,6 +22,19 @@ const MAX_BACKOFF_MS = 500;
 export const mayRetryContention = (attempts: number, since: number): boolean =>
   attempts < MAX_COMMIT_ATTEMPTS && (attempts < COMMIT_ATTEMPTS || Date.now() - since < CONTENTION_BUDGET_MS);
 
+/**
+ * How long a caller that rebuilds its transaction on a fresh read (`withJobRetry`,
+ * `retryContended`) keeps rebuilding after contention, from its first round. Each contended round
+ * already spent Tx.commit's own budget (at least `CONTENTION_BUDGET_MS`), so a count of rounds
+ * alone could outrun a route's 28 s time-out; with this bound the last round starts before 10 s
+ * and the caller answers 409 with Retry-After well inside it. A stale snapshot (a failed
+ * condition) is not contention and is rebuilt by count.
+ */
+export const REBUILD_BUDGET_MS = 10_000;
+
+/** Whether a caller whose first round began at `since` (Date.now()) may rebuild after contention. */
+export const mayRebuildAfterContention = (since: number): boolean => Date.now() - since < REBUILD_BUDGET_MS;
+
 /** The wait before retry `attempt + 1` of a contended write. */
 export const contentionBackoff = (attempt: number): Promise<void> =>
   new Promise((r) => setTimeout(r, Math.random() * Math.min(MAX_BACKOFF_MS, BASE_BACKOFF_MS * 2 ** attempt)));

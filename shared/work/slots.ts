@@ -16,6 +16,7 @@ import { ConditionFailed } from '../errors';
 import { availability, freeSlots, jobIndex, type JobItem, type JobStatus } from '../jobs/model';
 import { getJobItem } from '../jobs';
 import { Tx, isContention } from '../db/tx';
+import { mayRebuildAfterContention } from '../db/conflicts';
 
 export interface SlotChange {
   /** Δ slots_reserved */
@@ -101,6 +102,7 @@ const backoff = (attempt: number) => new Promise((r) => setTimeout(r, Math.rando
  * (a stale one fails the job condition and the next attempt reads afresh).
  */
 export async function withJobRetry<T>(jobId: string, build: (job: JobItem, attempt: number) => Promise<T>, maxAttempts = 40, first?: JobItem): Promise<T> {
+  const since = Date.now();
   for (let attempt = 0; ; attempt++) {
     const job = attempt === 0 && first ? first : await getJobItem(jobId, true);
     if (!job) throw new Error(`job ${jobId} vanished`);
@@ -108,9 +110,10 @@ export async function withJobRetry<T>(jobId: string, build: (job: JobItem, attem
       return await build(job, attempt);
     } catch (e) {
       // A failed condition on the job (our snapshot is stale) or a transaction conflict that
-      // outlasted Tx.commit's own retries: re-read and rebuild.
+      // outlasted Tx.commit's own retries: re-read and rebuild (contention only within the
+      // rebuild budget, so a request answers 409 before its time-out).
       const stale = e instanceof ConditionFailed && e.reasons.includes('job');
-      const conflict = isContention(e);
+      const conflict = isContention(e) && mayRebuildAfterContention(since);
       if ((stale || conflict) && attempt < maxAttempts) {
         await backoff(attempt);
         continue;
@@ -127,11 +130,12 @@ export async function withJobRetry<T>(jobId: string, build: (job: JobItem, attem
  * still cancel each other (TransactionConflict) while one is in progress.
  */
 export async function retryContended<T>(fn: () => Promise<T>, maxAttempts = 40): Promise<T> {
+  const since = Date.now();
   for (let attempt = 0; ; attempt++) {
     try {
       return await fn();
     } catch (e) {
-      if (!isContention(e) || attempt >= maxAttempts) throw e;
+      if (!isContention(e) || attempt >= maxAttempts || !mayRebuildAfterContention(since)) throw e;
       await backoff(attempt);
     }
   }

@@ -2,6 +2,8 @@ import { startTestRuntime, type TestRuntime } from '../support/harness';
 import { accept, createJob, liveBuyer, signupWorker } from '../pipeline/support';
 import { clock, HOUR_MS } from '../../shared/clock';
 import { handler as sweep } from '../../functions/scheduled/reservation-sweep';
+import { cancelTransactionsWhile } from '../support/transaction-conflicts';
+import { keys } from '../../shared/db/keys';
 
 // Worker routes without the pipeline: the job board, slots and reservations (D23, D24, D45), flags (D35).
 describe('worker routes: job board, accept, withdraw, flag, reservation expiry', () => {
@@ -146,4 +148,25 @@ describe('worker routes: job board, accept, withdraw, flag, reservation expiry',
     const w = await signupWorker(rt);
     expect((await accept(rt, w.token, testJob.id)).status).toBe(404);
   });
+
+  it('an accept under lasting contention on its job answers 409 transaction_conflict with Retry-After before the route times out', async () => {
+    const buyer = await liveBuyer(rt);
+    const j = await createJob(rt, buyer.live, { files_needed: 2 });
+    const w = await signupWorker(rt);
+    // Every transaction naming the job's item is cancelled as DynamoDB cancels one that meets
+    // another in progress: the accept's rounds keep meeting contention.
+    const jobPk = String(keys.job(j.id).PK);
+    let rounds = 0;
+    const remove = cancelTransactionsWhile((input) => JSON.stringify(input).includes(jobPk) && ++rounds > 0);
+    try {
+      const r = await accept(rt, w.token, j.id);
+      expect(r.status).toBe(409);
+      expect(r.json.error.details[0].code).toBe('transaction_conflict');
+      expect(r.headers['retry-after']).toBe('1');
+    } finally {
+      remove();
+    }
+    // Nothing was reserved, and the job takes the accept once the contention is over.
+    expect((await accept(rt, w.token, j.id)).status).toBe(201);
+  }, 40_000);
 });

@@ -3,7 +3,7 @@
  * the SDK does not retry) is retried with the commit's bounded backoff; past the retries it is
  * contention (409 with Retry-After), never the raw error (a 500).
  */
-import { COMMIT_ATTEMPTS, CONTENTION_BUDGET_MS, MAX_COMMIT_ATTEMPTS, mayRetryContention, retryingConflicts } from '../../shared/db/conflicts';
+import { COMMIT_ATTEMPTS, CONTENTION_BUDGET_MS, MAX_COMMIT_ATTEMPTS, REBUILD_BUDGET_MS, mayRebuildAfterContention, mayRetryContention, retryingConflicts } from '../../shared/db/conflicts';
 import { Contention } from '../../shared/errors';
 
 const conflict = () => Object.assign(new Error('Transaction is ongoing for the item'), { name: 'TransactionConflictException' });
@@ -57,4 +57,13 @@ test('any other error is not retried', async () => {
     throw Object.assign(new Error('no'), { name: 'ConditionalCheckFailedException' });
   }).catch((e: unknown) => e as Error);
   expect([(err as Error).name, calls]).toEqual(['ConditionalCheckFailedException', 1]);
+});
+
+describe('how long a transaction is rebuilt after contention', () => {
+  test('a caller rebuilds after contention while its rebuild budget lasts', () => {
+    expect(mayRebuildAfterContention(Date.now() - REBUILD_BUDGET_MS / 2)).toBe(true);
+  });
+  test('past its rebuild budget, a caller gives up, so a route answers before its 28 s time-out', () => {
+    expect(mayRebuildAfterContention(Date.now() - REBUILD_BUDGET_MS - 1)).toBe(false);
+  });
 });
