@@ -29,7 +29,9 @@ import { S3_LOCAL_CREDENTIALS, startS3Emulator } from './s3';
 import { IssuedCredentials, startStsEmulator } from './sts';
 import { startScheduler, type Scheduler } from './scheduler';
 import { countMessages, readSnapshot, removeSnapshot, restoreSnapshot, takeSnapshot, writeSnapshot } from './sqs-snapshot';
-import { createQueues, defaultConsumerConcurrency, localConsumerConcurrency, localSqsClient, QueuePoller, queueSender, queueUrlEnvName, startSqsEmulator, type LocalQueue, type OutOfOrderOptions } from './sqs';
+import { createQueues, localSqsClient, queueSender, queueUrlEnvName, startSqsEmulator, type LocalQueue } from './sqs';
+import { defaultConsumerConcurrency, localConsumerConcurrency, QueuePoller } from './sqs-poller';
+import type { OutOfOrderOptions } from './sqs-records';
 import { fileCheckpoints, localStreamsClient, memoryCheckpoints, StreamPipes } from './streams';
 import { ModelWorkerPool } from './model-pool';
 import { longPollTimeoutSeconds } from '../shared/manifest/timeouts';
@@ -103,12 +105,12 @@ export interface RuntimeOptions {
   consumerConcurrency?: number | Record<string, number>;
   /**
    * Every queue batch handed to two consumer invocations at once, as SQS may deliver a message to
-   * two receivers (local/sqs.ts): tests that prove the consumers idempotent. Off by default.
+   * two receivers (local/sqs-poller.ts): tests that prove the consumers idempotent. Off by default.
    */
   duplicateDeliveries?: boolean;
   /**
    * Every queue batch handed over shuffled, and some messages held back behind later ones, as a
-   * standard queue's best-effort ordering may deliver them (local/sqs.ts): tests that prove the
+   * standard queue's best-effort ordering may deliver them (local/sqs-poller.ts): tests that prove the
    * consumers assume no order. Off by default; an object sets the random source (seededRandom).
    */
   outOfOrderDeliveries?: boolean | OutOfOrderOptions;

@@ -2,7 +2,7 @@
  * The multipart calls as S3 answers them, where s3rver does not (it assembles whatever part
  * numbers it is given, of any size, whatever their ETags; it stores a part for an upload id it
  * never issued; it has no AbortMultipartUpload): without this a multipart upload that S3 refuses
- * would pass every local run. The verifying front (s3-sigv4.ts) asks this module before it passes
+ * would pass every local run. The verifying front (s3-front.ts) asks this module before it passes
  * a multipart call on, reading the parts s3rver stored on disk (so the checks survive a restart):
  *
  * - an upload id s3rver never issued (or already completed or aborted): 404 `NoSuchUpload`;

@@ -1,8 +1,7 @@
 /**
- * A verifying front for the S3 emulator (D61): s3rver accepts whatever it is sent, so without this
- * no local run could see a pre-signed URL that real S3 refuses. Every request is checked as S3
- * checks Signature Version 4 before it reaches the emulator; a refused request never does, so
- * nothing is stored.
+ * Signature Version 4 verification as S3 does it (D61), for the S3 emulator's verifying front
+ * (s3-front.ts) and the STS emulator (sts.ts): a request as it arrived is checked, and the verdict
+ * is either the error S3 would answer or what the body must still match.
  *
  * - Pre-signed URLs (`X-Amz-Algorithm`, `X-Amz-Credential`, `X-Amz-Date`, `X-Amz-Expires`,
  *   `X-Amz-SignedHeaders`, `X-Amz-Signature` in the query): the canonical request is rebuilt from
@@ -10,37 +9,28 @@
  *   value, another path or query, or a tampered signature is 403 `SignatureDoesNotMatch`; a request
  *   after `X-Amz-Date + X-Amz-Expires` is 403 `AccessDenied` "Request has expired"; an `x-amz-*`
  *   header the URL did not sign (an ACL, metadata, a storage class) is 403 `AccessDenied`.
- * - `Authorization: AWS4-HMAC-SHA256 …` (the SDK's own calls): the same check, the
- *   `x-amz-content-sha256` payload hash verified against the body when it is a hash, and a clock
- *   skew above 15 minutes refused (`RequestTimeTooSkewed`).
- * - A stated body checksum (`x-amz-checksum-<algorithm>` in a header or in the pre-signed query:
- *   crc32, crc32c, crc64nvme, sha1, sha256, sha512, md5, xxhash64, xxhash3, xxhash128; or
- *   Content-MD5) must match the body: 400 `BadDigest` otherwise, as S3 answers; an algorithm S3
- *   does not know is 400. An aws-chunked (`STREAMING-…`) body is refused (501), never passed
- *   unchecked.
- * - A PutObject with `If-None-Match: *` (the pre-signed upload URLs sign it) is a conditional
- *   write, as in S3: 412 `PreconditionFailed` when the key already holds an object, checked and
- *   written under a per-key lock so two racing writes cannot both land; another If-None-Match value
- *   is 501 `NotImplemented`.
- * - Multipart calls as S3 answers them (s3-multipart.ts): a completion is checked against the
- *   parts stored (order, ETags, 5 MiB minimum of every part but the last), an unknown upload id is
- *   404 `NoSuchUpload`, and AbortMultipartUpload (which s3rver lacks) deletes the parts.
- * - Anything else (anonymous) is 403 `AccessDenied`, as for a private bucket; CORS preflights pass.
- * Failures answer S3's XML error shape.
+ * - `Authorization: AWS4-HMAC-SHA256 …` (the SDK's own calls): the same check, and a clock skew
+ *   above 15 minutes refused (`RequestTimeTooSkewed`). An `x-amz-content-sha256` payload hash is
+ *   handed back in the verdict for the body to be held to; an aws-chunked (`STREAMING-…`) body is
+ *   refused (501), never passed unchecked.
+ * - Temporary credentials (an assumed role's, sts.ts) need their session token and are refused
+ *   once expired (400 `ExpiredToken`).
+ * - A stated body checksum (`x-amz-checksum-<algorithm>` in a header or in the pre-signed query,
+ *   or Content-MD5) is handed back in the verdict; checksumOf computes a body's checksum in any
+ *   algorithm S3 knows (crc32, crc32c, crc64nvme, sha1, sha256, sha512, md5, xxhash64, xxhash3,
+ *   xxhash128) and null for one it does not.
+ * - Anything else (anonymous) is 403 `AccessDenied`, as for a private bucket.
  *
  * The canonical request, string to sign and signing key are those of `@smithy/signature-v4`, the
  * SDK's own signer; only the parsing of what arrived is done here.
  */
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import { Crc32c, Crc64NvmeJs } from '@aws-sdk/checksums/crc';
 import { Xxh3_128, Xxh3_64, Xxh64 } from '@aws-sdk/checksums/xxh';
-import { createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { getCanonicalHeaders, SignatureV4 } from '@smithy/signature-v4';
 import type { HttpRequest, SourceData } from '@smithy/types';
 import { now } from '../shared/clock';
-import { MultipartUploads, multipartCall } from './s3-multipart';
 
 const ALGORITHM = 'AWS4-HMAC-SHA256';
 const UNSIGNED_PAYLOAD = 'UNSIGNED-PAYLOAD';
@@ -346,196 +336,3 @@ export async function checksumOf(algorithm: string, body: Buffer): Promise<strin
 }
 
 const iso = (d: Date) => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
-/** Text escaped for an element of an XML answer (the local S3's and STS's errors). */
-export const xmlEscape = (s: string) => s.replace(/[<>&'"]/g, (c) => `&#${c.charCodeAt(0)};`);
-
-/** S3's XML error document. */
-export function s3ErrorXml(code: string, message: string, requestId: string, extra: Record<string, string> = {}): string {
-  const fields = Object.entries(extra)
-    .map(([k, v]) => `<${k}>${xmlEscape(v)}</${k}>`)
-    .join('');
-  return `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${xmlEscape(message)}</Message>${fields}<RequestId>${requestId}</RequestId><HostId>${randomBytes(24).toString('base64')}</HostId></Error>`;
-}
-
-function refuse(req: IncomingMessage, res: ServerResponse, v: Extract<SigV4Verdict, { ok: false }>): void {
-  const requestId = randomBytes(8).toString('hex').toUpperCase();
-  const body = req.method === 'HEAD' ? '' : s3ErrorXml(v.code, v.message, requestId, v.extra);
-  req.resume(); // drain the refused body so the client reads the answer
-  res.writeHead(v.status, { 'Content-Type': 'application/xml', 'x-amz-request-id': requestId, 'Content-Length': String(Buffer.byteLength(body)) });
-  res.end(body);
-}
-
-export interface SigV4FrontOptions {
-  /** The emulator behind the front. */
-  target: { host: string; port: number };
-  host: string;
-  port?: number;
-  /** The emulator's own credentials, or a lookup that also knows temporary ones (local/sts.ts). */
-  credentials: Credentials | CredentialLookup;
-  region: string;
-  /** s3rver's folder of open multipart uploads (s3rverUploadsDir): multipart calls are then answered as S3 answers them. */
-  multipartUploadsDir?: string;
-}
-
-export interface SigV4Front {
-  endpoint: string;
-  port: number;
-  server: Server;
-  stop(): Promise<void>;
-}
-
-function forward(opts: SigV4FrontOptions, req: IncomingMessage, res: ServerResponse, body: Buffer | null): void {
-  const upstream = httpRequest(
-    { host: opts.target.host, port: opts.target.port, method: req.method, path: req.url, headers: req.headers as IncomingHttpHeaders },
-    (up) => {
-      res.writeHead(up.statusCode ?? 502, up.headers);
-      up.pipe(res);
-    },
-  );
-  upstream.on('error', () => {
-    if (!res.headersSent) res.writeHead(503, { 'Content-Type': 'application/xml' });
-    res.end(res.headersSent ? undefined : s3ErrorXml('ServiceUnavailable', 'The storage emulator is not reachable.', 'LOCAL'));
-  });
-  if (body) upstream.end(body);
-  else {
-    req.pipe(upstream);
-    // A client that goes away mid-body ends the call to the emulator too (a pipe would leave it
-    // waiting for the rest), so the cut-off upload fails there and stores nothing.
-    req.on('close', () => {
-      if (!req.complete) upstream.destroy();
-    });
-  }
-}
-
-/** A request's whole body. */
-export function readAll(req: IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks)));
-    req.on('error', reject);
-  });
-}
-
-/** Does the emulator hold an object at this path (`/bucket/key`)? */
-function objectExists(opts: SigV4FrontOptions, path: string): Promise<boolean> {
-  return new Promise((resolve, reject) => {
-    const head = httpRequest({ host: opts.target.host, port: opts.target.port, method: 'HEAD', path }, (up) => {
-      up.resume();
-      resolve(up.statusCode === 200);
-    });
-    head.on('error', reject);
-    head.end();
-  });
-}
-
-/** A PutObject (no sub-resource such as `?tagging` or a multipart part) with If-None-Match: its object path. */
-function conditionalPut(req: IncomingMessage): string | null {
-  if (req.method !== 'PUT' || req.headers['if-none-match'] === undefined) return null;
-  const u = new URL(req.url ?? '/', 'http://local');
-  const subresource = [...u.searchParams.keys()].some((k) => !k.startsWith('X-Amz-') && k !== 'x-id');
-  return subresource ? null : u.pathname;
-}
-
-/** Starts the verifying front; its endpoint is the one clients and pre-signed URLs use. */
-export async function startSigV4Front(opts: SigV4FrontOptions): Promise<SigV4Front> {
-  // Conditional writes in flight, by object path: the next one on a key waits for the last.
-  const writing = new Map<string, Promise<void>>();
-  const multipart = opts.multipartUploadsDir ? new MultipartUploads(opts.multipartUploadsDir) : null;
-  const server = createServer((req, res) => {
-    void (async () => {
-      if (req.method === 'OPTIONS') return forward(opts, req, res, null); // CORS preflight: unsigned in S3 too
-      const verdict = await verifySigV4({ method: req.method ?? 'GET', url: req.url ?? '/', rawHeaders: req.rawHeaders }, opts.credentials, opts.region);
-      if (!verdict.ok) return refuse(req, res, verdict);
-      if (req.method === 'PUT' && req.headers['content-length'] === undefined && !req.headers['transfer-encoding']?.includes('chunked')) {
-        return refuse(req, res, { ok: false, status: 411, code: 'MissingContentLength', message: 'You must provide the Content-Length HTTP header.' });
-      }
-      const path = conditionalPut(req);
-      if (path !== null) {
-        if (req.headers['if-none-match'] !== '*') {
-          return refuse(req, res, { ok: false, status: 501, code: 'NotImplemented', message: 'A header you provided implies functionality that is not implemented', extra: { Header: 'If-None-Match' } });
-        }
-        const before = writing.get(path) ?? Promise.resolve();
-        let release!: () => void;
-        const mine = new Promise<void>((r) => (release = r));
-        const chain = before.then(() => mine);
-        writing.set(path, chain);
-        await before;
-        try {
-          if (await objectExists(opts, path)) {
-            return refuse(req, res, { ok: false, status: 412, code: 'PreconditionFailed', message: 'At least one of the pre-conditions you specified did not hold', extra: { Condition: 'If-None-Match' } });
-          }
-          const done = new Promise<void>((r) => {
-            res.once('finish', r);
-            res.once('close', r);
-          });
-          await pass(verdict);
-          await done;
-        } finally {
-          release();
-          if (writing.get(path) === chain) writing.delete(path);
-        }
-        return;
-      }
-      return pass(verdict);
-    })().catch((err: Error) => {
-      if (!res.headersSent) refuse(req, res, { ok: false, status: 500, code: 'InternalError', message: `We encountered an internal error: ${err.message}` });
-      else res.destroy();
-    });
-
-    /** The body's stated hashes (and a multipart call's parts) checked, then the request goes to the emulator. */
-    async function pass(verdict: Extract<SigV4Verdict, { ok: true }>): Promise<void> {
-      const mp = multipart ? multipartCall(req.method ?? 'GET', req.url ?? '/') : null;
-      if (mp && mp.kind !== 'complete') {
-        if (mp.kind === 'abort') {
-          if (!(await multipart!.abort(mp))) return refuse(req, res, (await multipart!.check(mp, null))!);
-          req.resume();
-          return void res.writeHead(204, { 'x-amz-request-id': randomBytes(8).toString('hex').toUpperCase() }).end();
-        }
-        const refused = await multipart!.check(mp, null);
-        if (refused) return refuse(req, res, refused);
-      }
-      if (verdict.payloadSha256 || verdict.checksums.length || mp?.kind === 'complete') {
-        const body = await readAll(req);
-        if (verdict.payloadSha256 && createHash('sha256').update(body).digest('hex') !== verdict.payloadSha256) {
-          return refuse(req, res, { ok: false, status: 400, code: 'XAmzContentSHA256Mismatch', message: "The provided 'x-amz-content-sha256' header does not match what was computed." });
-        }
-        for (const c of verdict.checksums) {
-          const actual = await checksumOf(c.algorithm, body);
-          if (actual === null) {
-            return refuse(req, res, { ok: false, status: 400, code: 'InvalidRequest', message: `Value for x-amz-checksum-${c.algorithm} header is invalid.` });
-          }
-          if (actual !== c.base64) {
-            return refuse(req, res, {
-              ok: false,
-              status: 400,
-              code: 'BadDigest',
-              message: c.algorithm === 'md5' ? 'The Content-MD5 you specified did not match what we received.' : `The ${c.algorithm.toUpperCase()} you specified did not match the calculated checksum.`,
-            });
-          }
-        }
-        if (mp?.kind === 'complete') {
-          const refused = await multipart!.check(mp, body);
-          if (refused) return refuse(req, res, refused);
-        }
-        return forward(opts, req, res, body);
-      }
-      forward(opts, req, res, null);
-    }
-  });
-  await new Promise<void>((ok, fail) => {
-    server.once('error', fail);
-    server.listen(opts.port ?? 0, opts.host, () => ok());
-  });
-  const port = (server.address() as AddressInfo).port;
-  return {
-    endpoint: `http://${opts.host}:${port}`,
-    port,
-    server,
-    stop: () =>
-      new Promise<void>((r) => {
-        server.close(() => r());
-        server.closeAllConnections();
-      }),
-  };
-}

@@ -1,6 +1,6 @@
 /**
  * The S3 emulator (s3rver, files on disk) behind a front that checks Signature Version 4 as S3
- * does (local/s3-sigv4.ts, D61), and the conversion of its object-created notifications into the
+ * does (local/s3-front.ts, D61), and the conversion of its object-created notifications into the
  * EventBridge "Object Created" events that S3 sends to the default bus. The endpoint handed out
  * (clients, pre-signed URLs) is the front's; s3rver itself listens on an internal port.
  */
@@ -9,7 +9,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { S3ObjectCreatedNotificationEvent, S3ObjectCreatedNotificationEventDetail } from 'aws-lambda';
 import S3rver from 's3rver';
-import { startSigV4Front } from './s3-sigv4';
+import { startSigV4Front } from './s3-front';
 import { correctStore, removeCutOffWrites } from './s3-store';
 import { s3rverUploadsDir } from './s3-multipart';
 import type { IssuedCredentials } from './sts';

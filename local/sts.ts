@@ -2,7 +2,7 @@
  * An STS emulator for the one call the functions make (shared/aws/sts.ts): AssumeRole of the
  * upload-signing role, whose credentials sign pre-signed upload URLs (shared/storage/
  * upload-signer.ts). It answers as STS does on the query protocol, and the credentials it issues
- * behave as STS's: the S3 front (s3-sigv4.ts) accepts them only with their session token and
+ * behave as STS's: the S3 front (s3-front.ts) accepts them only with their session token and
  * refuses them once expired (400 `ExpiredToken`), so a URL outliving its credentials fails here as
  * it fails on S3.
  *
@@ -21,7 +21,8 @@ import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { now } from '../shared/clock';
-import { readAll, verifySigV4, xmlEscape, type Credentials, type CredentialLookup, type TemporaryCredentials } from './s3-sigv4';
+import { readAll, xmlEscape } from './s3-front';
+import { verifySigV4, type Credentials, type CredentialLookup, type TemporaryCredentials } from './s3-sigv4';
 
 const MIN_SECONDS = 900;
 /** Role chaining: a role assumed with another role's credentials gets at most one hour. */

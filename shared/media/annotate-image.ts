@@ -18,7 +18,8 @@ import { analyzeImage, type ImageQuality, type NoiseLevel } from './image-qualit
 import { isMachineryFailure } from './failures';
 import { ffprobe, ffprobePath, withFile } from './ffmpeg';
 import { DEFAULT_FRACTIONS, DEFAULT_MAX_SIDE, extractKeyframesUncached, keyframeCache, loadSharp, type ExtractedKeyframe } from './frames';
-import { probeFields, readAudioInfo } from './metadata';
+import { probeFields } from './probe-fields';
+import { readAudioInfo } from './audio-info';
 import { annotateImageFull, type AnnotateImageOptions } from './annotation/image';
 import { defaultAnnotationProvider } from './annotation/index';
 import { measureAudio, type Loudness as R128Loudness } from './annotation/audio';

@@ -17,7 +17,7 @@
  */
 import { annotateVideo, extractKeyframes, type AnnotateVideoOptions, type VideoAnnotations } from './annotate-image';
 import { ffprobe } from './ffmpeg';
-import { probeFields } from './metadata';
+import { probeFields } from './probe-fields';
 import type { ImageAnnotations } from './annotation/types';
 
 export type KeyframeUploader = (index: number, png: Buffer) => Promise<{ key: string }>;

@@ -15,7 +15,7 @@
  * SDK (a CDK test holds that); only the local CDN and tests use it.
  *
  * Held by tests: the pre-signed URL equals the SDK presigner's for the same input; every call is
- * verified by the local runtime's Signature V4 front (local/s3-sigv4.ts) as S3 verifies it.
+ * verified by the local runtime's Signature V4 front (local/s3-front.ts) as S3 verifies it.
  */
 import { createHash } from 'node:crypto';
 import type { AwsCredentialIdentity, AwsCredentialIdentityProvider } from '@smithy/types';

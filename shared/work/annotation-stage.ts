@@ -17,7 +17,8 @@ import { annotateAudio, annotateImage, annotateVideo, extractKeyframes } from '.
 import { isMachineryFailure } from '../media/failures';
 import { getObjectBytes, objectKeys, putObject, tagVerdict } from '../storage/s3';
 import { perceptualHash } from '../trust/phash';
-import { tryVerdictOn, type AnnotationError } from './verdict';
+import { tryVerdictOn } from './verdict';
+import type { AnnotationError } from './verdict-input';
 import { giveUpAt, objectBudget } from './object-budget';
 import type { FilePart } from './model';
 import type { Located } from './locate';

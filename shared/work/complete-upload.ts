@@ -199,7 +199,7 @@ function noUploadErrorCondition(fileIds: string[]): { condition: string; names: 
 const refusedFile = (s: SubmissionItem | undefined): boolean => Object.values(s?.parts ?? {}).some((p) => p.upload_error);
 
 /**
- * A condition that holds while the files' round is NOT ready for a verdict (verdict.ts
+ * A condition that holds while the files' round is NOT ready for a verdict (verdict-input.ts
  * `readyForVerdict`): no file rejected by a pre-check, and some file without its score or its
  * annotations (null annotations count as written).
  */

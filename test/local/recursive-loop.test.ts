@@ -7,7 +7,8 @@
 import { GetQueueAttributesCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { silentLog } from '../../local/log';
-import { createQueues, localSqsClient, QueuePoller, startSqsEmulator, type LocalQueue, type SqsEmulator } from '../../local/sqs';
+import { createQueues, localSqsClient, startSqsEmulator, type LocalQueue, type SqsEmulator } from '../../local/sqs';
+import { QueuePoller } from '../../local/sqs-poller';
 import { grantedTo } from '../../local/lambda';
 import { invocationTraceHeader, invocationsOf, RECURSION_LIMIT } from '../../local/lineage';
 import type { JsonRpcClient } from '../../shared/aws/json-rpc';

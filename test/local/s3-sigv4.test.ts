@@ -10,7 +10,8 @@ import { Sha256 } from '@smithy/core/checksum';
 import { checksumOf } from '../../local/s3-sigv4';
 import { startTestRuntime, type TestRuntime } from '../support/harness';
 
-// D61: the local S3 checks Signature Version 4 as S3 does (local/s3-sigv4.ts in front of s3rver).
+// D61: the local S3 checks Signature Version 4 as S3 does (local/s3-front.ts in front of s3rver,
+// verifying with local/s3-sigv4.ts).
 // A pre-signed PUT of another length or type, a tampered or expired URL is 403 with S3's XML error
 // and nothing stored; the pre-signed URLs the app hands out carry no checksum a client cannot meet.
 describe('local S3 verifies SigV4 like S3', () => {

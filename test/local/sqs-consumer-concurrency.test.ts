@@ -7,7 +7,7 @@ import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { availableParallelism } from 'node:os';
 import type { SQSEvent } from 'aws-lambda';
 import { silentLog } from '../../local/log';
-import { defaultConsumerConcurrency, localConsumerConcurrency, QueuePoller } from '../../local/sqs';
+import { defaultConsumerConcurrency, localConsumerConcurrency, QueuePoller } from '../../local/sqs-poller';
 import { deployedConsumerCap, QUEUES, queueByName } from '../../shared/manifest/wiring';
 import { waitFor } from '../support/harness';
 import { useSqsEmulator } from '../support/sqs-queues';

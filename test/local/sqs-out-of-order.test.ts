@@ -1,6 +1,8 @@
 import { ChangeMessageVisibilityBatchCommand, SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
-import { seededRandom, type LocalQueue, type OutOfOrderOptions } from '../../local/sqs';
+import type { LocalQueue } from '../../local/sqs';
+import { seededRandom } from '../../local/seeded-random';
+import type { OutOfOrderOptions } from '../../local/sqs-records';
 import { waitFor } from '../support/harness';
 import { useSqsEmulator } from '../support/sqs-queues';
 

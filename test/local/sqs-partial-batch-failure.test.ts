@@ -1,6 +1,6 @@
 import { ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
-import { successfulRecords } from '../../local/sqs';
+import { successfulRecords } from '../../local/sqs-records';
 import { waitFor } from '../support/harness';
 import { useSqsEmulator } from '../support/sqs-queues';
 

@@ -12,7 +12,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { startDevReceiver, type DevReceiver } from '../../shared/webhooks/dev-receiver';
-import { seededRandom } from '../../local/sqs';
+import { seededRandom } from '../../local/seeded-random';
 import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
 import { accept, createJob, detailedJpeg, flatPng, liveBuyer, signupWorker, uploadFile, waitForVerdict } from './support';
 

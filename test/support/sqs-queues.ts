@@ -5,7 +5,8 @@
 import { GetQueueAttributesCommand, type QueueAttributeName, type SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSEvent } from 'aws-lambda';
 import { silentLog } from '../../local/log';
-import { createQueues, localSqsClient, QueuePoller, startSqsEmulator, type LocalQueue, type QueuePollerOptions, type SqsEmulator } from '../../local/sqs';
+import { createQueues, localSqsClient, startSqsEmulator, type LocalQueue, type SqsEmulator } from '../../local/sqs';
+import { QueuePoller, type QueuePollerOptions } from '../../local/sqs-poller';
 import type { QueueDef } from '../../shared/manifest/wiring';
 
 /** A queue's settings but its name. */

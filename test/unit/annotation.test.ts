@@ -11,7 +11,7 @@ import path from 'node:path';
 import sharp from 'sharp';
 import { annotateAudio, annotateImage, annotateVideo, extractKeyframes } from '../../shared/media/annotate-image';
 import { annotateVideoWithKeyframes } from '../../shared/media/keyframes';
-import { readExif } from '../../shared/media/metadata';
+import { readExif } from '../../shared/media/exif';
 import { workerRegion } from '../../shared/media/region';
 import { packageFile } from '../../shared/media/native';
 import {

@@ -4,7 +4,7 @@
 import sharp from 'sharp';
 import { annotateAudio, annotateImage, annotateVideo, extractKeyframes } from '../../shared/media/annotate-image';
 import { analyzeImage, blurScoreFromVariance } from '../../shared/media/image-quality';
-import { readAudioInfo } from '../../shared/media/metadata';
+import { readAudioInfo } from '../../shared/media/audio-info';
 import { audioFixtures, blocksImage, blurred, detailedJpeg, flatImage, hasFfmpeg, videoFixtures } from '../fixtures/media';
 
 const FFMPEG = hasFfmpeg();

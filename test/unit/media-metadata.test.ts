@@ -4,7 +4,8 @@
  */
 import { createHash } from 'node:crypto';
 import sharp from 'sharp';
-import { exifDateToIso, measure } from '../../shared/media/metadata';
+import { measure } from '../../shared/media/metadata';
+import { exifDateToIso } from '../../shared/media/exif';
 import { createRegionLookup, regionCodeFor, regionDataAvailable, workerRegion, type FeatureCollection } from '../../shared/media/region';
 import { audioFixtures, hasFfmpeg, videoFixtures } from '../fixtures/media';
 
