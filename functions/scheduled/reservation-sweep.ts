@@ -1,5 +1,5 @@
 import type { ScheduledEvent } from 'aws-lambda';
-import { sweepExpiredReservations } from '../../shared/work/reservations';
+import { sweepExpiredReservations } from '../../shared/work/release-reservation';
 import { logger, withInvocationScope } from '../../shared/logger';
 
 /** D23: the schedule `reservation-sweep` frees expired reservations and retry windows without any request. */

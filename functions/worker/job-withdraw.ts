@@ -1,5 +1,5 @@
 import { route } from '../../shared/http/route';
-import { withdrawFromJob } from '../../shared/work/reservations';
+import { withdrawFromJob } from '../../shared/work/release-reservation';
 
 /** D23: give the reservation back; the slots are free again at once. */
 export const handler = route('worker.jobs.withdraw', {}, async (req) => ({

@@ -62,7 +62,7 @@ export async function completeUpload(
   if (sub.status !== 'awaiting_upload' && sub.status !== 'retry_pending') return presentWorkerSubmission(sub);
   // When the upload was made: now, or for landed objects when the last of them landed (their URLs
   // expire with the window, so bytes that landed in time complete it even when the pipeline reaches
-  // them after the window's end; the sweep leaves such a plan a grace period, reservations.ts).
+  // them after the window's end; the sweep leaves such a plan a grace period, release-reservation.ts).
   let madeAt = now().getTime();
   if (opts.checkObjects) {
     if (Object.values(sub.parts ?? {}).some((p) => p.upload_error)) return null;

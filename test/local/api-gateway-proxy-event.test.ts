@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { routeById } from '../../shared/manifest/routes';
-import { buildProxyEvent, writeProxyResult, type ProxyRequest } from '../../local/http';
+import { buildProxyEvent, writeProxyResult, type ProxyRequest } from '../../local/proxy-integration';
 import { lambdaContext, loadHandler } from '../../local/lambda';
 
 const request = (over: Partial<ProxyRequest> = {}): ProxyRequest => ({

@@ -7,7 +7,8 @@
  */
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import { buildProxyEvent, createHttpServer } from '../../local/http';
+import { createHttpServer } from '../../local/http';
+import { buildProxyEvent } from '../../local/proxy-integration';
 import { lambdaContext, loadHandler } from '../../local/lambda';
 import { silentLog } from '../../local/log';
 import { UNKNOWN_ROUTE } from '../../shared/manifest/routes';

@@ -229,7 +229,7 @@ describe('fan-in: the verdict whatever order the stages and the upload completio
 
   it('pre-signed files that landed in time complete their upload though the pipeline reaches them after the reservation ended; an empty plan is swept after the grace', async () => {
     const { clock } = await import('../../shared/clock');
-    const { sweepExpiredReservations, PRESIGNED_GRACE_MS } = await import('../../shared/work/reservations');
+    const { sweepExpiredReservations, PRESIGNED_GRACE_MS } = await import('../../shared/work/release-reservation');
     const landed = await presignedUpload(218); // its bytes landed now, within the hour
     const buyer = await liveBuyer(rt);
     const job = await createJob(rt, buyer.live, { files_needed: 1 });

@@ -1,7 +1,7 @@
 import { deflateRawSync } from 'node:zlib';
 import sharp from 'sharp';
 import { startTestRuntime, type TestRuntime } from '../support/harness';
-import { trailingDataAfterImage } from '../../shared/media/sniff';
+import { trailingDataAfterImage } from '../../shared/media/trailing-data';
 import { accept, createJob, detailedJpeg, liveBuyer, signupWorker, uploadFile } from './support';
 
 /** A minimal ZIP holding one HTML page (what a polyglot JPEG+ZIP carries). */

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { selectKth } from '../../shared/media/image-quality';
+import { selectKth } from '../../shared/media/pixel-statistics';
 
 // The noise estimate takes the median residual by selection instead of a full sort (faster, the
 // same value): selectKth(a, k) must equal a.sort()[k] for every array and k.

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROUTES, matchRoute, routeLogicalName } from '../../shared/manifest/routes';
 import { QUEUES, RULES, STREAM_RULES, SCHEDULES, TABLE_STREAM, matchesPattern, queueByName, streamRecordOf } from '../../shared/manifest/wiring';
-import { PRESIGNED_GRACE_MS } from '../../shared/work/reservations';
+import { PRESIGNED_GRACE_MS } from '../../shared/work/release-reservation';
 import { routeWithoutIdempotencyKey } from '../../shared/http/route-without-key';
 
 const root = join(__dirname, '..', '..');

@@ -2,7 +2,8 @@
  * D15 / D25: real type from magic bytes, upload checks. Fixtures are generated here
  * (sharp for images, ffmpeg lavfi for audio/video — skipped with a message when ffmpeg is absent).
  */
-import { checkUpload, MAX_SIZE_BYTES, mp4TrackHandlers, normalizeContentType, sniffContentType, uploadCheckError } from '../../shared/media/sniff';
+import { MAX_SIZE_BYTES, mp4TrackHandlers, normalizeContentType, sniffContentType } from '../../shared/media/sniff';
+import { checkUpload, uploadCheckError } from '../../shared/media/upload-check';
 import { audioFixtures, hasFfmpeg, imageInFormat, videoFixtures } from '../fixtures/media';
 
 const FFMPEG = hasFfmpeg();
