@@ -181,7 +181,7 @@ export async function fanOut(image: Item, token: string, post: Post = postWebhoo
   if (!targets.length) {
     // Logged with what was found, so an event that reaches no endpoint can be told apart from one
     // whose endpoints were missed.
-    logger.info('webhooks: no endpoint subscribed to the event', { eventId, type, endpoints: endpoints.map((e) => ({ id: e.id, status: e.status, events: e.events })) });
+    logger.info('webhooks: no endpoint subscribed to the event', { eventId, type, org_id: image.org_id, environment: image.environment, endpoints: endpoints.map((e) => ({ id: e.id, status: e.status, events: e.events })) });
     await markNothingToDeliver(eventId); // a no-op once entries exist
   }
   if (targets.length && !(await ensureEntries(eventId, targets.map((t) => t.id as string), now(), token))) return;
