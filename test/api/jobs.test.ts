@@ -9,6 +9,7 @@ import { addApprovalCharges, approvalAllowed } from '../../shared/ledger/escrow'
 import { jobBody, newBuyer, newKey, post, startBillingRuntime, type Buyer } from './billing-support';
 import type { TestRuntime } from '../support/harness';
 import { createKey } from '../support/buyers';
+import { cancelTransactionsWhile } from '../support/transaction-conflicts';
 
 let rt: TestRuntime & { stopAll(): Promise<void> };
 beforeAll(async () => {
@@ -231,6 +232,24 @@ describe('free tier and credits', () => {
     const c = await credits(b.live);
     expect(c).toMatchObject({ held_cents: created * 150, available_cents: 1250 - created * 150 });
   });
+
+  test('D31: a creation whose balance stays contended past one commit\'s retries rebuilds on a fresh read and escrows once', async () => {
+    const b = await newBuyer(rt, { purchaseCents: 1000 }); // 1250 available
+    // Every transaction naming the balance is cancelled, as DynamoDB cancels one that meets another
+    // in progress, for 6 s: longer than one commit's contention budget, shorter than the rebuild budget.
+    const balance = keys.balance(b.orgId, 'live');
+    const names = (input: unknown) => JSON.stringify(input).includes(JSON.stringify(balance).slice(1, -1));
+    const until = Date.now() + 6_000;
+    const remove = cancelTransactionsWhile((input) => Date.now() < until && names(input));
+    let r;
+    try {
+      r = await post(rt, b.live, '/v1/jobs', jobBody({ files_needed: 5, price_per_file_cents: 30 }));
+    } finally {
+      remove();
+    }
+    expect([r.status, r.text]).toEqual([201, expect.any(String)]);
+    expect(await credits(b.live)).toMatchObject({ held_cents: 150, available_cents: 1100 });
+  }, 30_000);
 });
 
 describe('list and get', () => {
