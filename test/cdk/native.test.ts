@@ -266,9 +266,9 @@ describe('the house ESM bundle', () => {
   });
 
   test.each([
-    ['functions/jobs/get.ts', ['shared/aws/lambda-credentials.ts']],
+    ['functions/jobs/get.ts', ['shared/aws/lambda-credentials.ts', 'shared/aws/node-stream-web.ts']],
     ['functions/pipeline/score.ts', ['shared/aws/lambda-credentials.ts']],
-  ])('the esbuild command CDK runs puts the Lambda credential chain in place of the SDK’s: no profile, SSO or web identity providers, no STS or SSO clients (%s)', (entry, replacements) => {
+  ])('the esbuild command CDK runs applies the house aliases: the Lambda credential chain in place of the SDK’s (no profile, SSO or web identity providers, no STS or SSO clients), and for a route Node’s web streams on first use (%s)', (entry, replacements) => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'house-alias-'));
     try {
       // As NodejsFunction renders esbuildArgs: each `--alias` is written `--alias:<value>`.

@@ -57,8 +57,9 @@ async function zodReach(): Promise<Map<string, Reach>> {
     external: ['@aws-sdk/*', '@smithy/*', '@aws-lambda-powertools/*', ...[...NATIVE.values()].flat()],
     outdir: path.join(os.tmpdir(), 'request-bundles'),
     plugins: [sdkSideEffects],
-    // The house bundling's alias of the bare `http` import (lib/constructs/house-function.ts).
-    alias: { http: HOUSE_ALIASES.http! },
+    // The house bundling's aliases of the bare `http` import and of `node:stream/web`
+    // (lib/constructs/house-function.ts).
+    alias: { http: HOUSE_ALIASES.http!, 'node:stream/web': HOUSE_ALIASES['node:stream/web']! },
     logLevel: 'silent',
   });
   const reach = new Map<string, Reach>();
@@ -154,6 +155,11 @@ test('a package a function installs beside its bundle is only imported dynamical
 
 test('no function imports node:http as an ES module: on Node 22 its facade loads undici (fetch, WebSocket) at every cold start', () => {
   const offenders = [...reach].filter(([, r]) => r.staticExternals.some((p) => p === 'http' || p === 'node:http')).map(([entry]) => entry);
+  expect(offenders).toEqual([]);
+});
+
+test('no function imports node:stream/web at load: it builds Node\'s web streams at every cold start, for a streamed response no route sends', () => {
+  const offenders = [...reach].filter(([, r]) => r.staticExternals.some((p) => p === 'stream/web' || p === 'node:stream/web')).map(([entry]) => entry);
   expect(offenders).toEqual([]);
 });
 
