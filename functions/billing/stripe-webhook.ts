@@ -16,7 +16,7 @@ import { routeById } from '../../shared/manifest/routes';
 import { errors } from '../../shared/errors';
 import { logger } from '../../shared/logger';
 import { paymentProvider } from '../../shared/billing/provider';
-import { confirmCheckout, failCheckout } from '../../shared/billing/checkout';
+import { confirmCheckout, failCheckout } from '../../shared/billing/confirm-checkout';
 import { StripeSignatureError, type StripeProvider } from '../../shared/payments/stripe';
 
 const def = routeById('billing.stripe_webhook');

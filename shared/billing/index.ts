@@ -7,7 +7,9 @@ import type { TransactionType } from '../ledger/lots';
 import { organizationCreatedAt } from '../orgs';
 import type { BuyerPrincipal, TenantReads } from '../types';
 
-export { createCheckoutSession, confirmCheckout, presentSession } from './checkout';
+export { createCheckoutSession } from './checkout';
+export { presentSession } from './checkout-session';
+export { confirmCheckout } from './confirm-checkout';
 
 /** The balance; `pre` is the organization and balance already read (strongly consistent) for the request. */
 export async function getCredits(p: BuyerPrincipal, pre?: TenantReads) {

@@ -7,7 +7,8 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isId } from '../ids';
-import { confirmCheckout, getSession } from '../billing/checkout';
+import { getSession } from '../billing/checkout-session';
+import { confirmCheckout } from '../billing/confirm-checkout';
 import { paymentProvider } from '../billing/provider';
 import { logger } from '../logger';
 import { now } from '../clock';

@@ -17,220 +17,29 @@
  * and the idempotency response. Concurrent overrides of one submission: exactly one commits; the
  * others re-read and answer 409 `invalid_state`, so money moves once.
  */
-import { addMs, now, nowIso, DAY_MS } from '../clock';
-import { REASON_CODES, type ReasonCode } from '../scoring/types';
-import { keys } from '../db/keys';
+import { nowIso } from '../clock';
 import { Tx, isContention } from '../db/tx';
-import { newId } from '../ids';
-import { emit } from '../outbox';
-import { audit } from '../audit';
 import { ConditionFailed, errors } from '../errors';
 import { logger } from '../logger';
 import { recordResponse, type MutationContext } from '../context';
 import { getJobItem } from '../jobs';
-import { categoryOf, freeSlots, type Category, type JobItem } from '../jobs/model';
-import { addApprovalCharges, approvalAllowed } from '../ledger/escrow';
-import { REVERSIBLE_STATUSES } from '../ledger/reversal';
-import { approvedFileUrl, fileItem } from '../files';
-import { addApprovalIndexes } from '../trust/indexes';
+import { approvedFileUrl } from '../files';
 import { reconcileAvailability } from './slots';
 import { getSubmissionItem } from './reservations';
-import { approvedRef, uploadObjectKeys } from './verdict';
-import { annotationsOf } from './verdict-input';
-import { addPayoutAndApprovedEvent } from './approval-records';
+import { uploadObjectKeys } from './verdict';
 import { roundKeyframeKeys, tagVerdict } from '../storage/s3';
 import { REJECTED_RETENTION_DAYS } from '../storage/lifecycle';
-import { presentSubmission, retryInFlight, type SubmissionItem } from './model';
-import { addWithdrawal, StaleRead, type Withdrawal } from './override-withdraw';
+import { presentSubmission, type SubmissionItem } from './model';
+import { StaleRead } from './override-withdraw';
+import { conflict, overrideConflict, type OverrideInput } from './override-rules';
+import { addOverrideApproval, addOverrideRejection, codesAfter, overrideRecord, statusAfterOverride } from './override-writes';
 
-export const OVERRIDE_WINDOW_MS = 7 * DAY_MS;
-/** D68's reason codes and `other`. */
-export const OVERRIDE_REASON_CODES = [...REASON_CODES, 'other'] as const;
-export type OverrideReasonCode = (typeof OVERRIDE_REASON_CODES)[number];
-
-export interface OverrideInput {
-  decision: 'approve' | 'reject';
-  reason_code?: OverrideReasonCode | null;
-  note?: string | null;
-}
-
-export type OverrideConflict = 'invalid_state' | 'override_window_closed' | 'job_cancelled' | 'no_free_slot';
-
-const conflict = (code: OverrideConflict, message: string) => errors.conflict(message, [{ field: 'submission_id', message, code }]);
+export { OVERRIDE_REASON_CODES, OVERRIDE_WINDOW_MS, overrideConflict, type OverrideConflict, type OverrideInput, type OverrideReasonCode } from './override-rules';
 
 const MAX_ATTEMPTS = 30;
 /** Reads again after `Contention` (each one after at least 4 s of Tx.commit's retries). */
 const MAX_CONTENDED_READS = 2;
 const backoff = (attempt: number) => new Promise((r) => setTimeout(r, Math.random() * Math.min(250, 8 * 2 ** attempt)));
-
-/** The conflict, if any, for this decision on this submission and job (D71), in the documented order. */
-export function overrideConflict(sub: SubmissionItem, job: JobItem | undefined, decision: OverrideInput['decision'], at: Date = now()) {
-  const from = decision === 'approve' ? ['rejected', 'retry_pending'] : ['approved'];
-  if (sub.override) return conflict('invalid_state', 'This submission was already overridden; an override is final.');
-  if (!from.includes(sub.status) || !sub.scored_at) {
-    return conflict('invalid_state', `Only ${from.join(' or ')} submissions can be ${decision === 'approve' ? 'approved' : 'rejected'} by override; this one is ${sub.status}.`);
-  }
-  const closes = addMs(new Date(sub.scored_at), OVERRIDE_WINDOW_MS);
-  if (at.getTime() > closes.getTime()) return conflict('override_window_closed', `The override window closed at ${closes.toISOString()}, 7 days after the verdict.`);
-  if (!job || job.status === 'cancelled') return conflict('job_cancelled', 'The job is cancelled; its verdicts can no longer change.');
-  if (decision === 'reject' && !REVERSIBLE_STATUSES.includes(job.status)) return conflict('invalid_state', `The job is ${job.status}.`);
-  if (decision === 'approve') {
-    // A retry_pending submission whose worker has started the retry holds a new round that nothing
-    // has scored yet: approving now would pay for bytes the buyer never saw (and that may never
-    // arrive). The override's transaction is conditioned on the round it read, so a retry that
-    // starts after this read makes it fail instead.
-    // A retry that was planned and never completed (its files landed and scored or not, or its
-    // window ran out) holds files no verdict covered: the same refusal.
-    const unscored = sub.uploads.some((u) => !sub.parts?.[u.file_id]?.score);
-    if (unscored || retryInFlight(sub)) {
-      return conflict(
-        'invalid_state',
-        sub.status === 'retry_pending'
-          ? 'The worker is uploading a retry of this submission; wait for its verdict, then override that.'
-          : "This submission's retry never completed, so its files were never judged; they cannot be approved.",
-      );
-    }
-    // A file whose bytes the annotation stage could not decode has no annotations to deliver (D54:
-    // a File always carries them): it cannot be approved.
-    if (sub.uploads.some((u) => (sub.parts?.[u.file_id] as { annotation_error?: unknown } | undefined)?.annotation_error)) {
-      return conflict('invalid_state', 'A file of this submission could not be decoded for annotation; it cannot be delivered, so it cannot be approved.');
-    }
-    // D26: identical bytes are delivered once per job, so a submission two of whose files are
-    // identical (rejected as `duplicate`) cannot be approved whole; its transaction would also
-    // name the job's and the tenant's hash items twice, which DynamoDB refuses outright.
-    const hashes = sub.uploads.map((u) => sub.parts?.[u.file_id]?.metadata?.content_hash).filter((h): h is string => !!h);
-    if (new Set(hashes).size !== hashes.length) {
-      return conflict('invalid_state', 'Two files of this submission are identical, and identical bytes are delivered once per job; it cannot be approved.');
-    }
-    const n = sub.uploads.length;
-    // A retry_pending submission still holds its slots in files_pending; a rejected one needs free ones.
-    const slotsOk = sub.status === 'retry_pending' ? approvalAllowed(job, n) : approvalAllowed(job, n) && freeSlots(job) >= n;
-    if (!slotsOk) return conflict('no_free_slot', `The job has no free slot for ${n} more file${n > 1 ? 's' : ''} (it is ${job.status}).`);
-  }
-  return null;
-}
-
-/**
- * The submission's `reason_codes` after the override (D68 codes only): [] when approved; the
- * buyer's code when rejected (none for `other`, which the override record still carries).
- */
-function codesAfter(status: string, input: OverrideInput): ReasonCode[] {
-  if (status !== 'rejected' || !input.reason_code || input.reason_code === 'other') return [];
-  return [input.reason_code];
-}
-const statusAfterOverride = (input: OverrideInput) => (input.decision === 'approve' ? 'approved' : 'rejected');
-
-/** The override record shown on the submission. */
-const overrideRecord = (input: OverrideInput, at: string) => ({
-  decision: input.decision,
-  reason_code: input.reason_code ?? null,
-  note: input.note ?? null,
-  overridden_at: at,
-});
-
-/**
- * Summary counters (D50, D56) moved from one final verdict to the other, with the placeholders
- * of `summaryUpdate` (`#sm`, `:ov`): approved ↔ rejected, or a retry_pending (counted in the
- * total only) becoming approved with its stars.
- */
-function summaryShift(category: Category, from: string, to: 'approved' | 'rejected', stars: number) {
-  const names = { '#smS': 'summary', '#smB': 'by_type', '#smC': category, '#smA': 'approved', '#smR': 'rejected', '#smSum': 'stars_sum', '#smN': 'scored' };
-  const values: Record<string, unknown> = { ':ovUp': 1, ':ovDown': -1 };
-  const add: string[] = [];
-  if (to === 'approved') add.push('#smS.#smA :ovUp', '#smS.#smB.#smC.#smA :ovUp');
-  else add.push('#smS.#smA :ovDown', '#smS.#smB.#smC.#smA :ovDown', '#smS.#smR :ovUp');
-  if (from === 'rejected') add.push('#smS.#smR :ovDown');
-  if (from === 'retry_pending') {
-    values[':ovStars'] = stars;
-    add.push('#smS.#smSum :ovStars', '#smS.#smN :ovUp', '#smS.#smB.#smC.#smSum :ovStars', '#smS.#smB.#smC.#smN :ovUp');
-  }
-  // DynamoDB refuses unused placeholders: keep only those the clauses use.
-  const used = <T,>(o: Record<string, T>) => Object.fromEntries(Object.entries(o).filter(([k]) => add.some((a) => a.split(/[ .]/).includes(k))));
-  return { add, names: used(names), values: used(values) };
-}
-
-/** The submission update: status, override, conditioned on the state read (once per submission). */
-function submissionUpdate(tx: Tx, sub: SubmissionItem, status: string, input: OverrideInput, at: string, extra: { set: string[]; values: Record<string, unknown> }) {
-  tx.update('submission', keys.submission(sub.id), `SET #s = :ost, #o = :orec, reason_codes = :orc, updated_at = :ot, final_at = :ot, ${extra.set.join(', ')}`, {
-    condition: '#s = :oprev AND #r = :oround AND attribute_not_exists(#o)',
-    names: { '#s': 'status', '#o': 'override', '#r': 'round' },
-    values: {
-      ':ost': status,
-      ':orec': overrideRecord(input, at),
-      ':orc': codesAfter(status, input),
-      ':ot': at,
-      ':oprev': sub.status,
-      ':oround': sub.round,
-      ...extra.values,
-    },
-  });
-}
-
-function overriddenEvent(tx: Tx, ctx: MutationContext, sub: SubmissionItem, input: OverrideInput, status: string, amountCents: number) {
-  const data = {
-    submission_id: sub.id,
-    job_id: sub.job_id,
-    decision: input.decision,
-    previous_status: sub.status,
-    status,
-    reason_code: input.reason_code ?? null,
-    amount_cents: amountCents,
-  };
-  emit(tx, { orgId: sub.org_id, env: sub.environment, type: 'submission.overridden', jobId: sub.job_id, data });
-  audit(tx, {
-    orgId: sub.org_id,
-    eventType: 'submission.overridden',
-    actor: ctx.actor,
-    env: sub.environment,
-    resource: { type: 'submission', id: sub.id },
-    jobId: sub.job_id,
-    requestId: ctx.requestId,
-    data: { ...data, note: input.note ?? null },
-  });
-}
-
-/** Approve by override: the D29 approval, plus the override record and event. */
-function addOverrideApproval(tx: Tx, ctx: MutationContext, sub: SubmissionItem, job: JobItem, input: OverrideInput, at: string): number {
-  const n = sub.uploads.length;
-  const stars = Number(sub.ai_star_rating ?? 1);
-  const payout = Number(job.worker_payout_per_file_cents) * n;
-  const payId = newId('payout');
-  const retry = sub.status === 'retry_pending';
-  submissionUpdate(tx, sub, 'approved', input, at, {
-    set: ['file_ids = :ofids', 'payout_cents = :opay', 'payout_id = :opid', 'reserved_until = :onull'],
-    values: { ':ofids': sub.uploads.map((u) => u.file_id), ':opay': payout, ':opid': payId, ':onull': null },
-  });
-  if (retry) tx.delete('retry_window', keys.retryWindow(sub.id), { condition: 'attribute_exists(PK)' });
-  for (const u of sub.uploads) {
-    const part = sub.parts?.[u.file_id] ?? {};
-    // The File carries its annotations as the normal approval writes them (speech filled in, D65).
-    tx.create(`file:${u.file_id}`, fileItem(sub, u, { ...part, annotations: annotationsOf(part) }, Number(part.score?.ai_star_rating ?? stars), at));
-  }
-  addApprovalIndexes(tx, sub.org_id, sub.environment, sub.uploads.map((u) => approvedRef(sub, u.file_id)), at);
-  const cat = sub.category ?? categoryOf(sub.uploads[0]!.content_type);
-  // The approval's event before the job's (a job.completed follows from it).
-  addPayoutAndApprovedEvent(tx, sub, { payId, payout, files: n, stars, at });
-  const { chargedCents } = addApprovalCharges(tx, {
-    job,
-    submissionId: sub.id,
-    files: n,
-    pendingReleased: retry ? Number(sub.slots_held ?? n) : 0,
-    jobUpdate: summaryShift(cat, sub.status, 'approved', stars),
-  });
-  overriddenEvent(tx, ctx, sub, input, 'approved', chargedCents);
-  return chargedCents;
-}
-
-async function addOverrideRejection(tx: Tx, ctx: MutationContext, sub: SubmissionItem, job: JobItem, input: OverrideInput, at: string): Promise<Withdrawal> {
-  const cat = sub.category ?? categoryOf(sub.uploads[0]!.content_type);
-  const w = await addWithdrawal(tx, sub, job, summaryShift(cat, 'approved', 'rejected', Number(sub.ai_star_rating ?? 1)), at);
-  submissionUpdate(tx, sub, 'rejected', input, at, {
-    set: ['file_ids = :ofids', 'withdrawn_file_ids = :owids', 'withdrawn_object_keys = :owk', 'payout_cents = :ozero'],
-    values: { ':ofids': [], ':owids': w.fileIds, ':owk': w.objectKeys, ':ozero': 0 },
-  });
-  overriddenEvent(tx, ctx, sub, input, 'rejected', w.reversedCents);
-  return w;
-}
 
 /**
  * A stale snapshot (a condition other than the bytes' hash guard failed), or conflicts that outlasted

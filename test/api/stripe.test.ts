@@ -20,9 +20,10 @@ import { keys } from '../../shared/db/keys';
 import { Tx } from '../../shared/db/tx';
 import { newId } from '../../shared/ids';
 import { systemContext } from '../../shared/context';
-import { addSession, createCheckoutSession } from '../../shared/billing/checkout';
+import { createCheckoutSession } from '../../shared/billing/checkout';
+import { addSession } from '../../shared/billing/checkout-session';
 import { runAutoTopUp, topUpSessionId } from '../../shared/billing/auto-top-up';
-import { getSession } from '../../shared/billing/checkout';
+import { getSession } from '../../shared/billing/checkout-session';
 import { RetryLater } from '../../shared/work/stage-message';
 
 const WEBHOOK_SECRET = `whsec_${randomBytes(16).toString('hex')}`;

@@ -25,7 +25,8 @@ import { acceptJob } from '../../shared/work/accept-job';
 import { getSubmissionItem } from '../../shared/work/reservations';
 import { uploadDirect } from '../../shared/work/uploads';
 import type { MutationContext } from '../../shared/context';
-import { startChain, tick } from '../../shared/sandbox/simulator';
+import { tick } from '../../shared/sandbox/simulator';
+import { startChain } from '../../shared/sandbox/chain-state';
 import { sampleBytes, sampleFor } from '../../shared/sandbox/samples';
 import { uniqueBytes } from '../../shared/sandbox/unique-bytes';
 

@@ -12,7 +12,8 @@ import { QUEUES } from '../../shared/manifest/wiring';
 import { db, tableName } from '../../shared/db/client';
 import { keys } from '../../shared/db/keys';
 import { getJobItem } from '../../shared/jobs';
-import { startChain, TICK_SECONDS } from '../../shared/sandbox/simulator';
+import { TICK_SECONDS } from '../../shared/sandbox/simulator';
+import { startChain } from '../../shared/sandbox/chain-state';
 import { handler } from '../../functions/sandbox/simulate';
 import { queueClient, sqsRecord } from '../pipeline/support';
 

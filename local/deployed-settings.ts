@@ -1,0 +1,28 @@
+/**
+ * The settings the local runtime takes as a default deployment has them: an environment variable
+ * when set, else the context value of cdk.json (what `cdk deploy` reads), else the stack's default.
+ */
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+
+/**
+ * A setting as a default deployment has it: the environment variable `env` when set, else the
+ * context value `key` of cdk.json (what `cdk deploy` reads), else the stack's default.
+ */
+function deployedSetting(env: string, key: string, stackDefault: number): number {
+  const fromEnv = process.env[env];
+  if (fromEnv) return Number(fromEnv);
+  try {
+    const ctx = (JSON.parse(readFileSync(resolve(__dirname, '..', 'cdk.json'), 'utf8')) as { context?: Record<string, unknown> }).context ?? {};
+    return ctx[key] === undefined ? stackDefault : Number(ctx[key]);
+  } catch {
+    return stackDefault;
+  }
+}
+
+/** The long-poll budget (lib/stack.ts: context `longPollSeconds`, default 25); `LOCAL_LONG_POLL_SECONDS`. */
+export const deployedLongPollSeconds = () => deployedSetting('LOCAL_LONG_POLL_SECONDS', 'longPollSeconds', 25);
+/** Held long polls per long-poll route (lib/settings.ts `longPollMaxWaits`, default 20); `LOCAL_LONG_POLL_MAX_WAITS`. */
+export const deployedLongPollMaxWaits = () => deployedSetting('LOCAL_LONG_POLL_MAX_WAITS', 'longPollMaxWaits', 20);
+/** Held long polls per long-poll route and organization (`longPollMaxWaitsPerOrg`, default 5); `LOCAL_LONG_POLL_MAX_WAITS_PER_ORG`. */
+export const deployedLongPollMaxWaitsPerOrg = () => deployedSetting('LOCAL_LONG_POLL_MAX_WAITS_PER_ORG', 'longPollMaxWaitsPerOrg', 5);

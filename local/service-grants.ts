@@ -1,0 +1,77 @@
+/**
+ * The local grant check on the queues and every other service (grants.ts): SendMessage to the
+ * queues of `access.sendTo`; the sealing key, Bedrock, Transcribe, SNS and STS as the stack grants
+ * them; any other service refused.
+ */
+import { TRANSCRIBE_JOB_PREFIX } from '../shared/manifest/wiring';
+import { DEFAULT_BEDROCK_MODEL_ID } from '../shared/scoring/bedrock-reply';
+import { config } from '../shared/config';
+import { ENCRYPTION_CONTEXT } from '../shared/secrets/kms';
+import { AccessDenied, type Grants } from './grants-model';
+
+/** The sealer's encryption context pairs, each present, as the IAM condition on the sealing key requires. */
+const sealerContext = (ctx: Record<string, string> | undefined): boolean => !!ctx && Object.entries(ENCRYPTION_CONTEXT).every(([k, v]) => ctx[k] === v);
+
+function queueName(url: unknown): string {
+  const known = Object.entries(config().queueUrls).find(([, u]) => u === url)?.[0];
+  return known ?? String(url).split('/').pop() ?? '';
+}
+
+export function checkQueue(g: Grants, command: string, input: { QueueUrl?: string; QueueName?: string }): void {
+  const name = input.QueueName ?? queueName(input.QueueUrl);
+  if ((command === 'SendMessageCommand' || command === 'SendMessageBatchCommand' || command === 'GetQueueUrlCommand') && g.sendTo?.includes(name)) return;
+  if ((command === 'ChangeMessageVisibilityCommand' || command === 'GetQueueUrlCommand') && g.consumes === name) return;
+  throw new AccessDenied(`${g.fn} is not authorized to perform sqs:${command.replace(/Command$/, '')} on queue ${name || '(unknown)'}`);
+}
+
+/** The models the stack grants (context `bedrockModelId`, `annotationModelId`), as the code resolves them here. */
+function grantedModels(): string[] {
+  const scoring = process.env.BEDROCK_MODEL_ID ?? DEFAULT_BEDROCK_MODEL_ID;
+  return [scoring, process.env.ANNOTATION_MODEL_ID ?? scoring];
+}
+
+interface ServiceInput {
+  EncryptionContext?: Record<string, string>;
+  modelId?: string;
+  TranscriptionJobName?: string;
+  RoleArn?: string;
+  PhoneNumber?: string;
+  TopicArn?: string;
+  TargetArn?: string;
+}
+
+/**
+ * Per client: the operations a grant allows (as lib/constructs/grants.ts grants them, resources
+ * included: the configured models, our transcription job names), and whether this function has it.
+ */
+const SERVICE_GRANTS: Record<string, { service: string; allowed: (g: Grants, command: string, input: ServiceInput) => boolean }> = {
+  KMSClient: {
+    service: 'kms',
+    // GenerateDataKey and Decrypt only, each with the sealer's encryption context (the IAM condition).
+    allowed: (g, c, i) =>
+      sealerContext(i.EncryptionContext) &&
+      (c === 'GenerateDataKeyCommand'
+        ? g.kms === 'encrypt' || g.kms === 'encrypt-decrypt'
+        : c === 'DecryptCommand' && (g.kms === 'decrypt' || g.kms === 'encrypt-decrypt')),
+  },
+  BedrockRuntimeClient: {
+    service: 'bedrock',
+    allowed: (g, c, i) => g.bedrock === true && /^(Converse|ConverseStream|InvokeModel|InvokeModelWithResponseStream)Command$/.test(c) && grantedModels().includes(i.modelId ?? ''),
+  },
+  TranscribeClient: {
+    service: 'transcribe',
+    allowed: (g, c, i) => g.transcribe === true && c === 'StartTranscriptionJobCommand' && (i.TranscriptionJobName ?? '').startsWith(TRANSCRIBE_JOB_PREFIX),
+  },
+  // To a phone number only: the stack denies Publish on every SNS ARN (topics, platform endpoints).
+  SNSClient: { service: 'sns', allowed: (g, c, i) => g.sms === true && c === 'PublishCommand' && !!i.PhoneNumber && !i.TopicArn && !i.TargetArn },
+  STSClient: {
+    service: 'sts',
+    allowed: (g, c, i) => g.uploadSigner === true && c === 'AssumeRoleCommand' && !!i.RoleArn && i.RoleArn === process.env.UPLOAD_SIGNER_ROLE_ARN,
+  },
+};
+
+export function checkService(g: Grants, client: string, command: string, input: ServiceInput): void {
+  const s = SERVICE_GRANTS[client];
+  if (!s) throw new AccessDenied(`${g.fn}: ${client.replace(/Client$/, '')} is not a service any function of the stack is granted (${command})`);
+  if (!s.allowed(g, command, input)) throw new AccessDenied(`${g.fn} is not authorized to perform ${s.service}:${command.replace(/Command$/, '')}${input.modelId ? ` on model ${input.modelId}` : ''}${input.TranscriptionJobName ? ` on job ${input.TranscriptionJobName}` : ''}`);
+}
