@@ -63,6 +63,13 @@ export interface RuntimeOptions {
    */
   outOfOrderDeliveries?: boolean | OutOfOrderOptions;
   /**
+   * DynamoDB's index lag: a Query or Scan of a global secondary index leaves out every item written
+   * less than this many milliseconds before (local/index-lag.ts), as an index that has not yet
+   * taken in the latest writes: tests that prove no flow relies on an index being current. Off (0)
+   * by default.
+   */
+  indexLagMs?: number;
+  /**
    * Worker threads for the image models and pixel analysis (local/model-pool.ts), so the consumers'
    * models use the machine's cores as separate Lambda invocations would; 0 runs them on this
    * process's main thread. Default: LOCAL_MODEL_WORKERS, else the consumer concurrency (a number

@@ -11,6 +11,7 @@ import { resolve } from 'node:path';
 import { STREAM_RULES, type ScheduleDef, type StreamRuleDef } from '../shared/manifest/wiring';
 import { ensureTable, localDynamoClient } from './dynamodb';
 import './dynamodb-conflicts'; // DynamoDB's transaction conflicts, emulated for every SDK call of the process (registers its hook)
+import { emulateIndexLag } from './index-lag';
 import { createEventRouter } from './eventbridge';
 import { localRegion } from './lambda';
 import { createLog } from './log';
@@ -77,6 +78,8 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
   const stopAll = () => stopInReverse(stops, log);
 
   try {
+    emulateIndexLag(opts.indexLagMs ?? 0);
+    stops.push(() => emulateIndexLag(0));
     const { dynamo, dynamoEndpoint } = await startDynamoDb(ctx, childDied);
     const { sqsEmulator, sqs, sandboxDelay, queues } = await startSqs(ctx, childDied);
     const run = await carryQueuesAcrossRestarts(ctx, sqs, sqsEmulator, queues);

@@ -2,7 +2,9 @@
  * `npm start`: the whole service on this machine. PORT (3000), HOST (127.0.0.1), DATA_DIR (./data),
  * LOG_LEVEL (info), LOCAL_CONSUMER_CONCURRENCY (queue consumer invocations at once; default the
  * machine's cores, or the queue's own maximum), LOCAL_MODEL_WORKERS (worker threads for the image
- * models; default the consumer concurrency, 0 = on the main thread), DYNAMODB_LOCAL_JVM_OPTS (the
+ * models; default the consumer concurrency, 0 = on the main thread), LOCAL_INDEX_LAG_MS (index
+ * reads leave out items written less than this long ago, as DynamoDB's indexes may; default 0),
+ * DYNAMODB_LOCAL_JVM_OPTS (the
  * emulator's JVM options; default the serial collector and the client compiler). Data persists in DATA_DIR
  * between restarts.
  *
@@ -56,6 +58,10 @@ async function main(): Promise<void> {
   if (concurrency !== undefined && !(Number.isInteger(concurrency) && concurrency >= 1)) {
     throw new UsageError(`LOCAL_CONSUMER_CONCURRENCY must be a whole number ≥ 1 (got "${process.env.LOCAL_CONSUMER_CONCURRENCY}")`);
   }
+  const indexLagMs = process.env.LOCAL_INDEX_LAG_MS ? Number(process.env.LOCAL_INDEX_LAG_MS) : undefined;
+  if (indexLagMs !== undefined && !(Number.isInteger(indexLagMs) && indexLagMs >= 0)) {
+    throw new UsageError(`LOCAL_INDEX_LAG_MS must be a whole number ≥ 0 (got "${process.env.LOCAL_INDEX_LAG_MS}")`);
+  }
   // Installed before the runtime starts, so that a signal during start-up is not lost either.
   let runtime: Runtime | null = null;
   const state: { stopping: string | null } = { stopping: null };
@@ -85,6 +91,7 @@ async function main(): Promise<void> {
     publicBaseUrl: process.env.PUBLIC_BASE_URL || undefined,
     logLevel: ((process.env.LOG_LEVEL?.toLowerCase() || undefined) as LogLevel | undefined) ?? 'info',
     consumerConcurrency: concurrency,
+    indexLagMs,
     // Without its table or its queues nothing can be kept: exit at once, leaving the run marker, so
     // the next start re-enqueues from the table what was unfinished.
     onChildExit: (what) => {

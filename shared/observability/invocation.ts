@@ -8,9 +8,9 @@
  * runtime gives up on it (its time-out) it sets `stopped`, and from then on every AWS SDK call of
  * that invocation fails before it is sent (`traced()` puts `checkCall` before every call of every
  * client), and so do its webhook POSTs and Stripe requests (`ensureRunning`). Outside an invocation (tests, scripts, the runtime itself) nothing is checked. The
- * local runtime also hooks its grant check in here (local/grants.ts), and its emulation of
- * DynamoDB's transaction conflicts (local/dynamodb-conflicts.ts), so that no deployed bundle
- * carries either.
+ * local runtime also hooks its grant check in here (local/grants.ts), its emulation of
+ * DynamoDB's transaction conflicts (local/dynamodb-conflicts.ts) and of index lag
+ * (local/index-lag.ts), so that no deployed bundle carries any of them.
  */
 import { contextStore } from '../context-store';
 
@@ -47,6 +47,24 @@ let localAnswer: AnswerCheck | null = null;
 /** Local runtime: what the deployed role would get instead of an emulator's error (local/grants.ts). */
 export function setLocalAnswerCheck(check: AnswerCheck | null): void {
   localAnswer = check;
+}
+
+type Answer = { output?: unknown };
+type CallWrap = (client: string, command: string, input: unknown, send: (input: unknown) => Promise<Answer>) => Promise<Answer>;
+let localCall: CallWrap | null = null;
+
+/**
+ * Local runtime: wraps every SDK call once, outside the SDK's retries, where DynamoDB would answer
+ * less than an emulator does (local/index-lag.ts: an index that has not yet taken in the latest
+ * writes). The wrap may send a different input and hand back a different output.
+ */
+export function setLocalCallWrap(wrap: CallWrap | null): void {
+  localCall = wrap;
+}
+
+/** An SDK call (`traced()`): `send` as it is deployed, through the local runtime's wrap when one is set. */
+export function callAsDeployed<R extends Answer>(client: string, command: string, input: unknown, send: (input: unknown) => Promise<R>): Promise<R> {
+  return localCall ? (localCall(client, command, input, send) as Promise<R>) : send(input);
 }
 
 type AttemptWrap = <T>(client: string, command: string, input: unknown, send: () => Promise<T>) => Promise<T>;

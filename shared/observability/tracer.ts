@@ -20,7 +20,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Socket } from 'node:dgram';
 import { InvokeStore } from '@aws/lambda-invoke-store';
-import { answerAsDeployed, attempt, checkCall } from './invocation';
+import { answerAsDeployed, attempt, callAsDeployed, checkCall } from './invocation';
 
 /** The middleware's name in a client's stack (one per stack). */
 export const XRAY_MIDDLEWARE = 'XRaySubsegment';
@@ -196,7 +196,8 @@ export function traced<T>(client: T): T {
     c.middlewareStack.add(
       (next, context) => (args) => {
         checkCall(context.clientName ?? '', context.commandName ?? '', args.input);
-        return next(args).catch((err: unknown) => {
+        const send = (input: unknown) => next(input === args.input ? args : { ...args, input: input as typeof args.input });
+        return callAsDeployed(context.clientName ?? '', context.commandName ?? '', args.input, send).catch((err: unknown) => {
           throw answerAsDeployed(context.clientName ?? '', context.commandName ?? '', args.input, err);
         });
       },
