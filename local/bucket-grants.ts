@@ -11,7 +11,7 @@ export type { BucketAction };
 /**
  * True when a function with bucket access `mode` (undefined: none) may do `action` on `key` (null:
  * the bucket). With `transcribe`, also what Amazon Transcribe does with the caller's permissions
- * (lib/constructs/grants.ts `grantTranscribe`): read uploads, write under transcripts/.
+ * (lib/constructs/service-grants.ts `grantTranscribe`): read uploads, write under transcripts/.
  */
 export function allows(mode: BucketAccess | undefined, action: BucketAction, key: string | null, opts: { transcribe?: boolean } = {}): boolean {
   if (opts.transcribe && key !== null) {

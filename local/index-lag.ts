@@ -61,6 +61,8 @@ function written(command: string, input: unknown): (string | null)[] {
 
 /** When each item was last written (Date.now()), for the writes of the last `lagMs`. */
 const lastWritten = new Map<string, number>();
+/** When the latest write was noted. */
+let newest = 0;
 let lagMs = 0;
 
 function forget(now: number): void {
@@ -125,19 +127,23 @@ async function indexAsLagging(client: string, command: string, input: unknown, s
     const ids = written(command, input);
     if (ids.length) {
       const now = Date.now();
+      newest = now;
       for (const id of ids) if (id) lastWritten.set(id, now);
       if (lastWritten.size > 10_000) forget(now);
     }
     return answer;
   }
+  // Nothing written within the lag, or a count without items (Select COUNT, not emulated): as answered.
+  if (Date.now() - newest >= lagMs || q.Select === 'COUNT') return send(input);
   const { input: asked, strip } = withKey(q);
   const answer = await send(asked);
   const out = answer.output as { Items?: Attrs[]; Count?: number; ScannedCount?: number } | undefined;
-  if (!out) return answer;
+  if (!out?.Items) return answer;
   const now = Date.now();
+  // Written before this answer and less than the lag before it (a write after it is not counted).
   const lagging = (item: Attrs) => {
     const at = lastWritten.get(keyOf(q.TableName, item) ?? '');
-    return at !== undefined && now - at < lagMs;
+    return at !== undefined && at <= now && now - at < lagMs;
   };
   const seen = (out.Items ?? []).filter((item) => !lagging(item));
   // An item the index has not taken in is not read at all: ScannedCount leaves out those the
@@ -155,6 +161,7 @@ async function indexAsLagging(client: string, command: string, input: unknown, s
 /** Turns the emulation on (`ms` > 0) for every DynamoDB call of this process, or off (0). */
 export function emulateIndexLag(ms: number): void {
   lagMs = ms;
+  newest = 0;
   lastWritten.clear();
   setLocalCallWrap(ms > 0 ? indexAsLagging : null);
 }

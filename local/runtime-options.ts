@@ -66,7 +66,8 @@ export interface RuntimeOptions {
    * DynamoDB's index lag: a Query or Scan of a global secondary index leaves out every item written
    * less than this many milliseconds before (local/index-lag.ts), as an index that has not yet
    * taken in the latest writes: tests that prove no flow relies on an index being current. Off (0)
-   * by default.
+   * by default. One setting per process: the last runtime started sets it, and stopping one turns
+   * it off.
    */
   indexLagMs?: number;
   /**

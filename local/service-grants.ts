@@ -41,7 +41,7 @@ interface ServiceInput {
 }
 
 /**
- * Per client: the operations a grant allows (as lib/constructs/grants.ts grants them, resources
+ * Per client: the operations a grant allows (as lib/constructs/service-grants.ts and key-access.ts grant them, resources
  * included: the configured models, our transcription job names), and whether this function has it.
  */
 const SERVICE_GRANTS: Record<string, { service: string; allowed: (g: Grants, command: string, input: ServiceInput) => boolean }> = {

@@ -26,8 +26,8 @@ export const SECRET_NAMES = ['cursor', 'cdn-signing-key', 'stripe'] as const;
 export type SecretName = (typeof SECRET_NAMES)[number];
 
 /**
- * Access to the media bucket (lib/constructs/grants.ts `bindBucket`; local/grants.ts says action by
- * action what each allows, and the local runtime enforces it):
+ * Access to the media bucket (lib/constructs/grants.ts `bindBucket`; local/bucket-grants.ts says
+ * action by action what each allows, and the local runtime enforces it):
  * `read` get and list; `write` put and tag upload objects (and tag keyframes) only; `delete` delete objects only;
  * `tag` tag upload objects and keyframes only; and one mode per pipeline consumer that needs more than one of
  * these, each limited to the prefixes it works on: `score` get, tag and delete upload objects, get
@@ -114,7 +114,7 @@ const MINUTES = Array.from({ length: 60 }, (_, i) => i);
  * window's counters and TTL, and an API key's `last_used_at`. So a read route's role cannot write
  * anything else on those items: not a secret's scopes or principal, not an organization's balance
  * or tier. A write naming another attribute is refused (AccessDenied), deployed and locally
- * (local/grants.ts). Reads are not narrowed: the same roles may already read the whole table.
+ * (local/table-grants.ts). Reads are not narrowed: the same roles may already read the whole table.
  */
 export const REQUEST_COUNT_ATTRIBUTES: readonly string[] = [
   'PK',

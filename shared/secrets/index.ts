@@ -5,7 +5,7 @@
  * shared/manifest/access.ts); the stack grants `secretsmanager:GetSecretValue` on exactly those and
  * passes each ARN (an identifier, not the value) as `SECRET_ARN_<NAME>`. Values are read from the
  * AWS Parameters and Secrets Lambda Extension (a layer the stack adds to exactly these functions,
- * lib/constructs/grants.ts `secretsExtension`), which Lambda's documentation recommends for reading
+ * lib/constructs/key-access.ts `secretsExtension`), which Lambda's documentation recommends for reading
  * secrets: its HTTP endpoint on localhost answers like GetSecretValue and caches each secret for
  * `EXTENSION_TTL_SECONDS`; the function keeps a value `MAX_AGE_SECONDS` more, so a rotated secret
  * is picked up within five minutes without a redeploy. No Secrets Manager client is in the bundle

@@ -796,7 +796,7 @@ describe('native pieces (wiring `native`, lib/constructs/native.ts)', () => {
     expect(others).toHaveLength(ROUTES.length + SCHEDULES.length + QUEUES.length - ffmpegConsumers.length + 1);
     for (const [, fn] of others) {
       const env = fn.Properties.Environment.Variables;
-      // The Parameters and Secrets extension (lib/constructs/grants.ts) goes to functions that read a secret.
+      // The Parameters and Secrets extension (lib/constructs/key-access.ts) goes to functions that read a secret.
       const layers = ((fn.Properties.Layers ?? []) as unknown[]).filter((l) => !JSON.stringify(l).includes('Paramsandsecrets'));
       expect([fn.Properties.Description, layers, env.FFMPEG_PATH, env.FFPROBE_PATH]).toEqual([fn.Properties.Description, [], undefined, undefined]);
     }
