@@ -10,7 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import { startDevReceiver, type DevReceiver } from '../../shared/webhooks/dev-receiver';
 import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
-import { accept, createJob, detailedJpeg, liveBuyer, signupWorker, uploadFile, waitForVerdict } from './support';
+import { createJob, liveBuyer, waitForVerdict, workersUpload } from './support';
 
 jest.setTimeout(240_000);
 
@@ -36,14 +36,7 @@ describe('every queue message delivered twice at once changes nothing', () => {
     const before = (await rt.request('GET', '/v1/billing/credits', { key: buyer.live })).json;
     const job = await createJob(rt, buyer.live, { files_needed: 2, price_per_file_cents: 10 });
 
-    const workers = [await signupWorker(rt), await signupWorker(rt)];
-    const subs: string[] = [];
-    for (const [i, w] of workers.entries()) {
-      const a = await accept(rt, w.token, job.id);
-      expect(a.status).toBe(201);
-      expect((await uploadFile(rt, w.token, a.json.id, await detailedJpeg(900 + i))).status).toBe(202);
-      subs.push(a.json.id);
-    }
+    const { workers, subs } = await workersUpload(rt, job.id, [900, 901]);
     for (const [i, w] of workers.entries()) expect(await waitForVerdict(rt, w.token, subs[i]!)).toMatchObject({ status: 'approved', payout_cents: 8 });
 
     // Money: two deductions of the price, the escrow spent, nothing held.

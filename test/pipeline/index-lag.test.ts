@@ -10,7 +10,7 @@ import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '../../shared/db/client';
 import { startDevReceiver, type DevReceiver } from '../../shared/webhooks/dev-receiver';
 import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
-import { accept, createJob, detailedJpeg, liveBuyer, signupWorker, uploadFile, waitForVerdict } from './support';
+import { createJob, liveBuyer, waitForVerdict, workersUpload } from './support';
 
 jest.setTimeout(240_000);
 
@@ -59,14 +59,7 @@ test('a job filled by two workers under index lag: each verdict, charge and payo
   const before = (await rt.request('GET', '/v1/billing/credits', { key: buyer.live })).json;
   const job = await createJob(rt, buyer.live, { files_needed: 2, price_per_file_cents: 10 });
 
-  const workers = [await signupWorker(rt), await signupWorker(rt)];
-  const subs: string[] = [];
-  for (const [i, w] of workers.entries()) {
-    const a = await accept(rt, w.token, job.id);
-    expect(a.status).toBe(201);
-    expect((await uploadFile(rt, w.token, a.json.id, await detailedJpeg(700 + i))).status).toBe(202);
-    subs.push(a.json.id);
-  }
+  const { workers, subs } = await workersUpload(rt, job.id, [700, 701]);
   for (const [i, w] of workers.entries()) expect(await waitForVerdict(rt, w.token, subs[i]!)).toMatchObject({ status: 'approved', payout_cents: 8 });
   // An export asked for at once lists the Files through an index that may not have them yet: it is
   // built again until the index agrees with the job's approved count.
@@ -104,13 +97,13 @@ test('a job cancelled a moment after an upload, under index lag: the upload is s
   const buyer = await liveBuyer(rt);
   const before = (await rt.request('GET', '/v1/billing/credits', { key: buyer.live })).json;
   const job = await createJob(rt, buyer.live, { files_needed: 2, price_per_file_cents: 10 });
-  const w = await signupWorker(rt);
-  const a = await accept(rt, w.token, job.id);
-  expect(a.status).toBe(201);
-  expect((await uploadFile(rt, w.token, a.json.id, await detailedJpeg(720))).status).toBe(202);
+  const {
+    workers: [w],
+    subs: [subId],
+  } = await workersUpload(rt, job.id, [720]);
   const cancelled = await post(buyer.live, `/v1/jobs/${job.id}/cancel`, {});
   expect(cancelled.status).toBe(200);
   // Whether the verdict or the cancellation reaches it first, a cancelled job never approves.
-  expect(await waitForVerdict(rt, w.token, a.json.id)).toMatchObject({ status: 'rejected' });
+  expect(await waitForVerdict(rt, w!.token, subId!)).toMatchObject({ status: 'rejected' });
   expect((await rt.request('GET', '/v1/billing/credits', { key: buyer.live })).json).toMatchObject({ available_cents: before.available_cents, held_cents: 0 });
 });

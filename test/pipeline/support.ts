@@ -159,6 +159,22 @@ export async function uploadedSubmission(rt: TestRuntime, seed: number) {
   return { buyer, job, w, subId: a.json.id as string };
 }
 
+/** A new worker per seed accepts `jobId` and uploads a detailed JPEG of that seed; the submissions, in order. */
+export async function workersUpload(rt: TestRuntime, jobId: string, seeds: number[]) {
+  const workers: { id: string; token: string }[] = [];
+  const subs: string[] = [];
+  for (const seed of seeds) {
+    const w = await signupWorker(rt);
+    const a = await accept(rt, w.token, jobId);
+    if (a.status !== 201) throw new Error(`accept: ${a.status} ${a.text}`);
+    const up = await uploadFile(rt, w.token, a.json.id, await detailedJpeg(seed));
+    if (up.status !== 202) throw new Error(`upload: ${up.status} ${up.text}`);
+    workers.push(w);
+    subs.push(a.json.id as string);
+  }
+  return { workers, subs };
+}
+
 /** A Bedrock Converse answer in the published format, the model saying `text`. */
 export const converseReply = (text: string): ConverseCommandOutput => ({
   $metadata: { httpStatusCode: 200 },
