@@ -28,12 +28,26 @@ export const mayRetryContention = (attempts: number, since: number): boolean =>
  * already spent Tx.commit's own budget (at least `CONTENTION_BUDGET_MS`), so a count of rounds
  * alone could outrun a route's 28 s time-out; with this bound the last round starts before 10 s
  * and the caller answers 409 with Retry-After well inside it. A stale snapshot (a failed
- * condition) is not contention and is rebuilt by count.
+ * condition) is not contention: it is rebuilt within `STALE_REBUILD_BUDGET_MS`.
  */
 export const REBUILD_BUDGET_MS = 10_000;
 
 /** Whether a caller whose first round began at `since` (Date.now()) may rebuild after contention. */
 export const mayRebuildAfterContention = (since: number): boolean => Date.now() - since < REBUILD_BUDGET_MS;
+
+/**
+ * How long a caller rebuilds on a stale snapshot (a failed condition: another writer changed what
+ * it read), from its first round, besides its own count of rounds. A stale round is usually quick,
+ * but one may first have waited out Tx.commit's contention budget (at least
+ * `CONTENTION_BUDGET_MS`) before its condition failed, so a count alone (20 or 30 rounds) could
+ * outrun a route's 28 s time-out and end in a 504 instead of an answer. With this bound the last
+ * round starts before 16 s and ends (about 5 s at most) with a 409 and Retry-After inside it. A
+ * burst of 20 creations on one balance takes a few seconds, far from it.
+ */
+export const STALE_REBUILD_BUDGET_MS = 16_000;
+
+/** Whether a caller whose first round began at `since` (Date.now()) may rebuild a stale snapshot. */
+export const mayRebuildStale = (since: number): boolean => Date.now() - since < STALE_REBUILD_BUDGET_MS;
 
 /** The wait before retry `attempt + 1` of a contended write. */
 export const contentionBackoff = (attempt: number): Promise<void> =>

@@ -16,7 +16,7 @@ import { emit } from '../outbox';
 import { audit } from '../audit';
 import { ApiError, ConditionFailed, errors } from '../errors';
 import { isContention } from '../db/tx';
-import { mayRebuildAfterContention } from '../db/conflicts';
+import { mayRebuildAfterContention, mayRebuildStale } from '../db/conflicts';
 import { recordResponse, type MutationContext } from '../context';
 import { balanceSnapshot, readBalance, readLots, dropRegime, emitLowBalance, spendableAt } from '../ledger/balance';
 import { getSettings, settingsFromItems } from '../orgs';
@@ -37,7 +37,9 @@ const backoff = (attempt: number) => new Promise((r) => setTimeout(r, Math.rando
  * the rebuild budget lasts (`mayRebuildAfterContention`), as job-bound writes do: a burst of
  * creations on one balance can outlast one commit's budget on a loaded machine (6 of 20 answered
  * 409 in a CI run), yet the request still answers 409 with Retry-After well inside the gateway's
- * time limit when contention lasts.
+ * time limit when contention lasts. A stale snapshot is rebuilt at most MAX_ATTEMPTS times and
+ * within the stale budget (`mayRebuildStale`), since a stale round may first have waited out a
+ * commit's contention budget.
  */
 const isStale = (e: unknown) => e instanceof ConditionFailed && e.reasons.some((r) => r === 'balance' || r?.startsWith('lot:'));
 
@@ -112,7 +114,7 @@ export async function createJob(ctx: MutationContext, p: BuyerPrincipal, input: 
         escrowSources = addEscrow(tx, { orgId: p.orgId, env: p.env, jobId, amount: m.total_cost_cents, snapshot: snap, freeTier, balanceCondition: regime, at });
       } catch (e) {
         // The balance and the lots were read on either side of a concurrent grant: read again.
-        if (isStale(e) && attempt < MAX_ATTEMPTS) {
+        if (isStale(e) && attempt < MAX_ATTEMPTS && mayRebuildStale(since)) {
           await backoff(attempt);
           continue;
         }
@@ -155,7 +157,7 @@ export async function createJob(ctx: MutationContext, p: BuyerPrincipal, input: 
     try {
       await tx.commit();
     } catch (e) {
-      if ((isStale(e) || (isContention(e) && mayRebuildAfterContention(since))) && attempt < MAX_ATTEMPTS) {
+      if (((isStale(e) && mayRebuildStale(since)) || (isContention(e) && mayRebuildAfterContention(since))) && attempt < MAX_ATTEMPTS) {
         await backoff(attempt);
         continue;
       }
@@ -194,6 +196,7 @@ export async function listJobs(
 
 export async function cancelJob(ctx: MutationContext, p: BuyerPrincipal, first: JobItem) {
   let job = first;
+  const since = Date.now();
   for (let attempt = 0; ; attempt++) {
     if (!ACTIVE_STATUSES.includes(job.status)) {
       throw errors.conflict(`The job is ${job.status} and cannot be cancelled.`, [{ field: 'status', message: `job is ${job.status}`, code: `job_${job.status}` }]);
@@ -242,7 +245,7 @@ export async function cancelJob(ctx: MutationContext, p: BuyerPrincipal, first: 
       await tx.commit();
       return view;
     } catch (e) {
-      if (!(e instanceof ConditionFailed) || attempt >= MAX_ATTEMPTS) throw e;
+      if (!(e instanceof ConditionFailed) || attempt >= MAX_ATTEMPTS || !mayRebuildStale(since)) throw e;
       job = (await getJobItem(job.id))!; // lost a race: an approval, or another cancel (then 409)
       await backoff(attempt);
     }

@@ -19,6 +19,7 @@
  */
 import { nowIso } from '../clock';
 import { Tx, isContention } from '../db/tx';
+import { mayRebuildStale } from '../db/conflicts';
 import { ConditionFailed, errors } from '../errors';
 import { logger } from '../logger';
 import { recordResponse, type MutationContext } from '../context';
@@ -52,6 +53,7 @@ const retryable = (e: unknown) => (e instanceof ConditionFailed && !e.reasons.ev
 export async function overrideSubmission(ctx: MutationContext, first: SubmissionItem, input: OverrideInput) {
   if (input.decision === 'reject' && !input.reason_code) throw errors.validation('reason_code is required to reject.', [{ field: 'reason_code', message: 'required to reject', code: 'required' }]);
   let contended = 0;
+  const since = Date.now();
   for (let attempt = 0; ; attempt++) {
     // Read consistently every time, the submission before the job (a concurrent override that
     // committed in between is then seen on the job, and the build below says stale).
@@ -65,7 +67,9 @@ export async function overrideSubmission(ctx: MutationContext, first: Submission
       if (input.decision === 'approve') addOverrideApproval(tx, ctx, sub, job!, input, at);
       else await addOverrideRejection(tx, ctx, sub, job!, input, at);
     } catch (e) {
-      if (!(e instanceof StaleRead) || attempt >= MAX_ATTEMPTS) throw e;
+      if (!(e instanceof StaleRead)) throw e;
+      // Still changing after every round we may spend: nothing was written, the caller may retry.
+      if (attempt >= MAX_ATTEMPTS || !mayRebuildStale(since)) throw errors.conflict('The submission changed while the request ran; retry.', undefined, { 'Retry-After': '1' });
       await backoff(attempt);
       continue;
     }
@@ -119,7 +123,7 @@ export async function overrideSubmission(ctx: MutationContext, first: Submission
         await untag();
         throw e;
       }
-      if (retryable(e) && attempt < MAX_ATTEMPTS) {
+      if (retryable(e) && attempt < MAX_ATTEMPTS && mayRebuildStale(since)) {
         await backoff(attempt);
         continue;
       }

@@ -16,7 +16,7 @@ import { ConditionFailed } from '../errors';
 import { availability, freeSlots, jobIndex, type JobItem, type JobStatus } from '../jobs/model';
 import { getJobItem } from '../jobs';
 import { Tx, isContention } from '../db/tx';
-import { mayRebuildAfterContention } from '../db/conflicts';
+import { mayRebuildAfterContention, mayRebuildStale } from '../db/conflicts';
 
 export interface SlotChange {
   /** Δ slots_reserved */
@@ -111,8 +111,9 @@ export async function withJobRetry<T>(jobId: string, build: (job: JobItem, attem
     } catch (e) {
       // A failed condition on the job (our snapshot is stale) or a transaction conflict that
       // outlasted Tx.commit's own retries: re-read and rebuild (contention only within the
-      // rebuild budget, so a request answers 409 before its time-out).
-      const stale = e instanceof ConditionFailed && e.reasons.includes('job');
+      // rebuild budget, a stale snapshot within the stale budget, so a request answers 409 before
+      // its time-out).
+      const stale = e instanceof ConditionFailed && e.reasons.includes('job') && mayRebuildStale(since);
       const conflict = isContention(e) && mayRebuildAfterContention(since);
       if ((stale || conflict) && attempt < maxAttempts) {
         await backoff(attempt);

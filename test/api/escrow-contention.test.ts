@@ -11,6 +11,8 @@ import { addEscrow } from '../../shared/ledger/escrow';
 import { ConditionFailed, Contention } from '../../shared/errors';
 import { cancelTransactionsWhile } from '../support/transaction-conflicts';
 import type { BalanceSnapshot } from '../../shared/ledger/balance';
+import { db } from '../../shared/db/client';
+import { STALE_REBUILD_BUDGET_MS } from '../../shared/db/conflicts';
 
 let rt: TestRuntime & { stopAll(): Promise<void> };
 beforeAll(async () => {
@@ -138,5 +140,59 @@ describe('transaction conflicts that outlast the retries', () => {
     const again = await post(rt, b.test, '/v1/jobs', jobBody(), key);
     expect(again.status).toBe(201);
     expect(again.headers['idempotent-replayed']).toBeUndefined();
+  });
+});
+
+describe('a stale balance snapshot (another creation changed the balance first)', () => {
+  // The creation's first commit meets a balance that a second creation of the same organization
+  // has just lowered past the escrow's condition (the low-balance threshold's regime): its snapshot
+  // is stale and a rebuild on a fresh read would escrow. `lateBy` is how long the first round
+  // seemingly took (Date.now moved on), as when a round first waits out a contended commit.
+  async function staleOnce(lateBy: number): Promise<{ status: number; headers: Record<string, string>; json: any; commits: number }> {
+    const b = await newBuyer(rt, { purchaseCents: 1000 });
+    const available: number = (await credits(b.live)).available_cents;
+    const threshold = 1000; // the settings' default low-balance threshold
+    const taken = available - threshold; // leaves exactly the threshold: the first creation's regime no longer holds
+    expect(taken % 10).toBe(0);
+    const realNow = Date.now.bind(Date);
+    let offset = 0;
+    const clock = jest.spyOn(Date, 'now').mockImplementation(() => realNow() + offset);
+    let interfere = true;
+    let commits = 0; // the organization's transactions: the creation's rounds and the other creation's
+    const name = 'staleBalanceOnce';
+    db().middlewareStack.add(
+      (next, context) => async (args) => {
+        const ours = /^TransactWrite(Items)?Command$/.test(String(context.commandName)) && JSON.stringify(args.input).includes(b.orgId);
+        if (ours) commits++;
+        if (interfere && ours) {
+          interfere = false;
+          const other = await post(rt, b.live, '/v1/jobs', jobBody({ files_needed: taken / 10, price_per_file_cents: 10 }));
+          expect(other.status).toBe(201);
+          offset = lateBy;
+        }
+        return next(args);
+      },
+      { step: 'initialize', name },
+    );
+    try {
+      return { ...(await post(rt, b.live, '/v1/jobs', jobBody({ files_needed: 9, price_per_file_cents: 10 }))), commits };
+    } finally {
+      db().middlewareStack.remove(name);
+      clock.mockRestore();
+    }
+  }
+
+  test('is read again and the creation escrows, within the stale budget', async () => {
+    const r = await staleOnce(0);
+    expect(r.status).toBe(201);
+    expect(r.commits).toBe(3); // its stale round, the other creation, its round on a fresh read
+  });
+
+  test('past the stale budget, the creation answers 409 with Retry-After instead of rebuilding on until its time-out', async () => {
+    const r = await staleOnce(STALE_REBUILD_BUDGET_MS + 1);
+    expect(r.status).toBe(409);
+    expect(r.commits).toBe(2); // its stale round and the other creation: no rebuild
+    expect(r.json.error).toMatchObject({ type: 'conflict', request_id: r.headers['x-request-id'] });
+    expect(r.headers['retry-after']).toBe('1');
   });
 });

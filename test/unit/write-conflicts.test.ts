@@ -3,7 +3,8 @@
  * the SDK does not retry) is retried with the commit's bounded backoff; past the retries it is
  * contention (409 with Retry-After), never the raw error (a 500).
  */
-import { COMMIT_ATTEMPTS, CONTENTION_BUDGET_MS, MAX_COMMIT_ATTEMPTS, REBUILD_BUDGET_MS, mayRebuildAfterContention, mayRetryContention, retryingConflicts } from '../../shared/db/conflicts';
+import { COMMIT_ATTEMPTS, CONTENTION_BUDGET_MS, MAX_COMMIT_ATTEMPTS, REBUILD_BUDGET_MS, STALE_REBUILD_BUDGET_MS, mayRebuildAfterContention, mayRebuildStale, mayRetryContention, retryingConflicts } from '../../shared/db/conflicts';
+import { ROUTE_FUNCTION_TIMEOUT_SECONDS } from '../../shared/manifest/timeouts';
 import { Contention } from '../../shared/errors';
 
 const conflict = () => Object.assign(new Error('Transaction is ongoing for the item'), { name: 'TransactionConflictException' });
@@ -65,5 +66,20 @@ describe('how long a transaction is rebuilt after contention', () => {
   });
   test('past its rebuild budget, a caller gives up, so a route answers before its 28 s time-out', () => {
     expect(mayRebuildAfterContention(Date.now() - REBUILD_BUDGET_MS - 1)).toBe(false);
+  });
+});
+
+describe('how long a stale snapshot is rebuilt', () => {
+  test('a caller rebuilds a stale snapshot while its stale budget lasts', () => {
+    expect(mayRebuildStale(Date.now() - STALE_REBUILD_BUDGET_MS / 2)).toBe(true);
+  });
+  test('past its stale budget, a caller gives up, however few rounds it took', () => {
+    expect(mayRebuildStale(Date.now() - STALE_REBUILD_BUDGET_MS - 1)).toBe(false);
+  });
+  test('a last stale round that first waits out a whole contended commit still answers before the route\'s time-out', () => {
+    // The longest round: a commit contended for its whole budget, then its last backoff (500 ms)
+    // and its last attempt, then the failed condition; 3 s more for the reads and the answer.
+    const longestRoundMs = CONTENTION_BUDGET_MS + 500 + 3_000;
+    expect(STALE_REBUILD_BUDGET_MS + longestRoundMs).toBeLessThan(ROUTE_FUNCTION_TIMEOUT_SECONDS * 1000);
   });
 });
