@@ -23,7 +23,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { MultipartUploads, multipartCall } from './s3-multipart';
-import { checksumOf, verifySigV4, type CredentialLookup, type Credentials, type SigV4Verdict } from './s3-sigv4';
+import { checksumOf } from './s3-checksums';
+import { verifySigV4, type CredentialLookup, type Credentials, type SigV4Verdict } from './s3-sigv4';
 
 /** Text escaped for an element of an XML answer (the local S3's and STS's errors). */
 export const xmlEscape = (s: string) => s.replace(/[<>&'"]/g, (c) => `&#${c.charCodeAt(0)};`);

@@ -16,31 +16,26 @@
  * - Temporary credentials (an assumed role's, sts.ts) need their session token and are refused
  *   once expired (400 `ExpiredToken`).
  * - A stated body checksum (`x-amz-checksum-<algorithm>` in a header or in the pre-signed query,
- *   or Content-MD5) is handed back in the verdict; checksumOf computes a body's checksum in any
- *   algorithm S3 knows (crc32, crc32c, crc64nvme, sha1, sha256, sha512, md5, xxhash64, xxhash3,
- *   xxhash128) and null for one it does not.
+ *   or Content-MD5) is handed back in the verdict; checksumOf (s3-checksums.ts) computes a body's
+ *   checksum in any algorithm S3 knows (crc32, crc32c, crc64nvme, sha1, sha256, sha512, md5,
+ *   xxhash64, xxhash3, xxhash128) and null for one it does not.
  * - Anything else (anonymous) is 403 `AccessDenied`, as for a private bucket.
  *
  * The canonical request, string to sign and signing key are those of `@smithy/signature-v4`, the
- * SDK's own signer; only the parsing of what arrived is done here.
+ * SDK's own signer (s3-sigv4-signature.ts); only the parsing of what arrived and the checks around
+ * the signature are done here.
  */
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
-import { crc32 } from 'node:zlib';
-import { Crc32c, Crc64NvmeJs } from '@aws-sdk/checksums/crc';
-import { Xxh3_128, Xxh3_64, Xxh64 } from '@aws-sdk/checksums/xxh';
-import { getCanonicalHeaders, SignatureV4 } from '@smithy/signature-v4';
-import type { HttpRequest, SourceData } from '@smithy/types';
+import type { HttpRequest } from '@smithy/types';
 import { now } from '../shared/clock';
+import { statedChecksums, type StatedChecksum } from './s3-checksums';
+import { ALGORITHM, parseAmzDate, sameHex, Verifier, type Credentials } from './s3-sigv4-signature';
 
-const ALGORITHM = 'AWS4-HMAC-SHA256';
+export type { Credentials } from './s3-sigv4-signature';
+export type { StatedChecksum } from './s3-checksums';
+
 const UNSIGNED_PAYLOAD = 'UNSIGNED-PAYLOAD';
 const MAX_SKEW_MS = 15 * 60 * 1000;
 const MAX_PRESIGNED_EXPIRES = 7 * 24 * 3600;
-
-export interface Credentials {
-  accessKeyId: string;
-  secretAccessKey: string;
-}
 
 /** Temporary credentials (an assumed role's, local/sts.ts): the token must come along, and they expire. */
 export interface TemporaryCredentials extends Credentials {
@@ -60,13 +55,6 @@ export interface ArrivedRequest {
   rawHeaders: string[];
 }
 
-/** A checksum the request states for its body (header or pre-signed query), as S3 verifies it. */
-export interface StatedChecksum {
-  /** `crc32`, `sha1`, `sha256`, `md5` (Content-MD5), or another algorithm S3 knows. */
-  algorithm: string;
-  base64: string;
-}
-
 export type SigV4Verdict =
   | {
       ok: true;
@@ -76,47 +64,6 @@ export type SigV4Verdict =
       checksums: StatedChecksum[];
     }
   | { ok: false; status: number; code: string; message: string; extra?: Record<string, string> };
-
-const toBuffer = (d: SourceData): Buffer =>
-  typeof d === 'string' ? Buffer.from(d) : ArrayBuffer.isView(d) ? Buffer.from(d.buffer, d.byteOffset, d.byteLength) : Buffer.from(d);
-
-/** SHA-256 / HMAC-SHA-256 in the shape the smithy signer expects. */
-class NodeSha256 {
-  private readonly hash;
-  constructor(secret?: SourceData) {
-    this.hash = secret === undefined ? createHash('sha256') : createHmac('sha256', toBuffer(secret));
-  }
-  update(data: SourceData): void {
-    this.hash.update(toBuffer(data));
-  }
-  digest(): Promise<Uint8Array> {
-    return Promise.resolve(new Uint8Array(this.hash.digest()));
-  }
-}
-
-/** The smithy signer with its canonical-request steps opened for verification. */
-class Verifier extends SignatureV4 {
-  constructor(credentials: Credentials, region: string) {
-    // S3 signs the path as sent (no second encoding, no normalisation).
-    super({ credentials, region, service: 's3', sha256: NodeSha256, uriEscapePath: false, applyChecksum: false });
-  }
-
-  async expectedSignature(request: HttpRequest, signedHeaders: string[], payloadHash: string, longDate: string, scope: string): Promise<string> {
-    const canonicalHeaders = getCanonicalHeaders(request, undefined, new Set(signedHeaders));
-    const canonicalRequest = this.createCanonicalRequest(request, canonicalHeaders, payloadHash);
-    const stringToSign = await this.createStringToSign(longDate, scope, canonicalRequest, ALGORITHM);
-    const [, region, service] = scope.split('/');
-    return this.sign(stringToSign, { signingDate: parseAmzDate(longDate)!, signingRegion: region, signingService: service });
-  }
-}
-
-/** `20261123T180000Z` → Date, or null. */
-function parseAmzDate(s: string | undefined): Date | null {
-  const m = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/.exec(s ?? '');
-  if (!m) return null;
-  const d = new Date(Date.UTC(+m[1]!, +m[2]! - 1, +m[3]!, +m[4]!, +m[5]!, +m[6]!));
-  return Number.isNaN(d.getTime()) ? null : d;
-}
 
 function decode(s: string): string | null {
   try {
@@ -159,12 +106,6 @@ const mismatch = (): SigV4Verdict => ({
   code: 'SignatureDoesNotMatch',
   message: 'The request signature we calculated does not match the signature you provided. Check your key and signing method.',
 });
-
-function sameHex(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
-}
 
 /**
  * Checks one request's SigV4 signature. `at` is the server time for expiry (the app's clock, which
@@ -286,52 +227,6 @@ export async function verifySigV4(
       temporary = found;
     }
     return { ok: true, kind, payloadSha256: /^[0-9a-f]{64}$/.test(payloadHash) ? payloadHash : null, checksums: statedChecksums(headers, query!) };
-  }
-}
-
-/** `x-amz-checksum-<alg>` in the headers or the query (a pre-signed URL carries it there), and Content-MD5. */
-function statedChecksums(headers: Record<string, string>, query: Record<string, string | string[]>): StatedChecksum[] {
-  const out: StatedChecksum[] = [];
-  for (const [name, value] of [...Object.entries(headers), ...Object.entries(query).map(([k, v]) => [k.toLowerCase(), Array.isArray(v) ? v[0]! : v] as const)]) {
-    const m = /^x-amz-checksum-([a-z0-9]+)$/.exec(name);
-    if (m && m[1] !== 'type' && m[1] !== 'algorithm' && m[1] !== 'mode') out.push({ algorithm: m[1]!, base64: value });
-  }
-  if (headers['content-md5']) out.push({ algorithm: 'md5', base64: headers['content-md5'] });
-  return out;
-}
-
-/** The SDK's own implementations of the checksums Node does not have, by S3's header suffix. */
-const SDK_CHECKSUMS: Record<string, () => { update(b: Uint8Array): void; digest(): Promise<Uint8Array> }> = {
-  crc32c: () => new Crc32c(),
-  crc64nvme: () => new Crc64NvmeJs(),
-  xxhash64: () => new Xxh64(),
-  xxhash3: () => new Xxh3_64(),
-  xxhash128: () => new Xxh3_128(),
-};
-
-/**
- * The body's checksum in `algorithm` (S3's header suffix), base64 as S3 states it; null for a name
- * S3 does not know (the request is then refused, never passed unchecked).
- */
-export async function checksumOf(algorithm: string, body: Buffer): Promise<string | null> {
-  switch (algorithm) {
-    case 'crc32': {
-      const b = Buffer.alloc(4);
-      b.writeUInt32BE(crc32(body) >>> 0);
-      return b.toString('base64');
-    }
-    case 'sha1':
-    case 'sha256':
-    case 'sha512':
-    case 'md5':
-      return createHash(algorithm).update(body).digest('base64');
-    default: {
-      const make = SDK_CHECKSUMS[algorithm];
-      if (!make) return null;
-      const h = make();
-      h.update(body);
-      return Buffer.from(await h.digest()).toString('base64');
-    }
   }
 }
 

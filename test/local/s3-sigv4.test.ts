@@ -7,7 +7,7 @@ import { StsClient } from '../../shared/aws/sts';
 import { HttpRequest } from '@smithy/core/protocols';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { Sha256 } from '@smithy/core/checksum';
-import { checksumOf } from '../../local/s3-sigv4';
+import { checksumOf } from '../../local/s3-checksums';
 import { startTestRuntime, type TestRuntime } from '../support/harness';
 
 // D61: the local S3 checks Signature Version 4 as S3 does (local/s3-front.ts in front of s3rver,
