@@ -12,6 +12,7 @@ import { newId } from '../ids';
 import { now, addMs, DAY_MS } from '../clock';
 import { audit } from '../audit';
 import { ConditionFailed, errors } from '../errors';
+import { mayRebuildStale } from '../db/conflicts';
 import { recordResponse, type MutationContext } from '../context';
 import { SCOPES, type Scope } from '../manifest/scopes';
 import { maskSecret, newApiSecret, sha256hex } from '../auth/secrets';
@@ -159,6 +160,7 @@ export async function rotateKey(ctx: MutationContext, orgId: string, key: Item):
     { ...key, secret_masked: maskSecret(secret), previous_secret_expires_at: overlapEnds },
     secret,
   );
+  const since = Date.now();
   for (let attempt = 0; ; attempt++) {
     const tx = new Tx();
     tx.update(
@@ -197,7 +199,7 @@ export async function rotateKey(ctx: MutationContext, orgId: string, key: Item):
       await tx.commit();
       return view;
     } catch (e) {
-      if (e instanceof ConditionFailed && e.reasons.includes('old_secret') && !e.reasons.includes('api_key') && attempt < ROTATE_ATTEMPTS) {
+      if (e instanceof ConditionFailed && e.reasons.includes('old_secret') && !e.reasons.includes('api_key') && attempt < ROTATE_ATTEMPTS && mayRebuildStale(since)) {
         // Requests on the old secret moved its count: read again after a jittered pause, so a
         // key under heavy traffic still gets rotated.
         await new Promise((r) => setTimeout(r, Math.random() * Math.min(200, 10 * 2 ** attempt)));

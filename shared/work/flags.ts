@@ -9,12 +9,14 @@ import { nowIso } from '../clock';
 import { emit } from '../outbox';
 import { audit } from '../audit';
 import { ConditionFailed, errors } from '../errors';
+import { mayRebuildStale } from '../db/conflicts';
 import { recordResponse, type MutationContext } from '../context';
 import { getJobItem } from '../jobs';
 import { ACTIVE_STATUSES } from '../jobs/model';
 import type { WorkerPrincipal } from '../types';
 
 export async function flagJob(ctx: MutationContext, worker: WorkerPrincipal, jobId: string, reason: string) {
+  const since = Date.now();
   for (let attempt = 0; attempt < 20; attempt++) {
     const job = (await getJobItem(jobId, true))!;
     // Only a job still taking work can be flagged: a closed one is nothing a worker can take up.
@@ -51,7 +53,10 @@ export async function flagJob(ctx: MutationContext, worker: WorkerPrincipal, job
       if (e instanceof ConditionFailed && e.reasons.includes('flag')) {
         throw errors.conflict('You have already flagged this job.', [{ field: 'job_id', message: 'already flagged', code: 'already_flagged' }]);
       }
-      if (e instanceof ConditionFailed && e.reasons.includes('job')) continue;
+      // Another flag moved the count: read again, within the stale budget (a round may first have
+      // waited out a contended commit), else answer 409 below.
+      if (e instanceof ConditionFailed && e.reasons.includes('job') && mayRebuildStale(since)) continue;
+      if (e instanceof ConditionFailed && e.reasons.includes('job')) break;
       throw e;
     }
   }
