@@ -3,6 +3,7 @@ import type { Construct } from 'constructs';
 import { DEFAULT_BEDROCK_MODEL_ID } from '../shared/scoring/bedrock';
 import { deployedConsumerCap, QUOTA_BOUND_DEFAULT_CONCURRENCY, type QueueDef } from '../shared/manifest/wiring';
 import { WAIT_SLOTS_MAX } from '../shared/manifest/access';
+import { WAF_RATE_DEFAULTS } from '../shared/http/edge';
 
 /**
  * Deployment settings read from context (`-c key=value`, docs/deploying.md), with their defaults.
@@ -67,8 +68,8 @@ export function limitsFromContext(scope: Construct): Limits {
       return deployedConsumerCap(q);
     },
     // WAF rate-based rules take 10..2,000,000,000 per evaluation window.
-    wafRatePer5Min: integerIn('wafRatePer5Min', numberContext(scope, 'wafRatePer5Min') ?? 6000, 10, 2_000_000_000),
-    wafSignupRatePer5Min: integerIn('wafSignupRatePer5Min', numberContext(scope, 'wafSignupRatePer5Min') ?? 20, 10, 2_000_000_000),
+    wafRatePer5Min: integerIn('wafRatePer5Min', numberContext(scope, 'wafRatePer5Min') ?? WAF_RATE_DEFAULTS.perIpPer5Min, 10, 2_000_000_000),
+    wafSignupRatePer5Min: integerIn('wafSignupRatePer5Min', numberContext(scope, 'wafSignupRatePer5Min') ?? WAF_RATE_DEFAULTS.signupPerIpPer5Min, 10, 2_000_000_000),
   };
 }
 

@@ -4,6 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { WAF_RATE_DEFAULTS } from '../shared/http/edge';
 
 /**
  * A setting as a default deployment has it: the environment variable `env` when set, else the
@@ -26,3 +27,7 @@ export const deployedLongPollSeconds = () => deployedSetting('LOCAL_LONG_POLL_SE
 export const deployedLongPollMaxWaits = () => deployedSetting('LOCAL_LONG_POLL_MAX_WAITS', 'longPollMaxWaits', 20);
 /** Held long polls per long-poll route and organization (`longPollMaxWaitsPerOrg`, default 5); `LOCAL_LONG_POLL_MAX_WAITS_PER_ORG`. */
 export const deployedLongPollMaxWaitsPerOrg = () => deployedSetting('LOCAL_LONG_POLL_MAX_WAITS_PER_ORG', 'longPollMaxWaitsPerOrg', 5);
+/** The web ACL's per-IP rate on every route (`wafRatePer5Min`, default 6000); `LOCAL_WAF_RATE_PER_5MIN`. */
+export const deployedWafRatePer5Min = () => deployedSetting('LOCAL_WAF_RATE_PER_5MIN', 'wafRatePer5Min', WAF_RATE_DEFAULTS.perIpPer5Min);
+/** The web ACL's per-IP rate on the signup routes (`wafSignupRatePer5Min`, default 20); `LOCAL_WAF_SIGNUP_RATE_PER_5MIN`. */
+export const deployedWafSignupRatePer5Min = () => deployedSetting('LOCAL_WAF_SIGNUP_RATE_PER_5MIN', 'wafSignupRatePer5Min', WAF_RATE_DEFAULTS.signupPerIpPer5Min);

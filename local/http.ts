@@ -45,6 +45,7 @@ import {
 } from './http-limits';
 import { grantedTo, handlerModuleExists, lambdaContext, loadHandler, routeGrants, type EntryAccess } from './lambda';
 import { buildProxyEvent, writeProxyResult } from './proxy-integration';
+import { wafRateRules, type WafRateLimits } from './waf-rate';
 import type { Log } from './log';
 import { runInvocation, type Invocation } from '../shared/observability/invocation';
 
@@ -78,6 +79,8 @@ export interface HttpServerOptions {
   timeouts?: Partial<IntegrationTimeouts>;
   /** Resolves a route's handler module (default: the module named in the manifest). */
   loadHandler?: typeof loadHandler;
+  /** The web ACL's per-IP rate rules (local/waf-rate.ts); false: none (tests and benchmarks that send from one address). */
+  wafRates?: WafRateLimits | false;
 }
 
 
@@ -161,6 +164,8 @@ export function createHttpServer(opts: HttpServerOptions): Server {
     server.emit('request', req, res);
   });
 
+  const rateRules = opts.wafRates ? wafRateRules(opts.wafRates) : null;
+
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     await opts.ready;
     for (const page of localPages) if (await page(req, res)) return;
@@ -177,6 +182,9 @@ export function createHttpServer(opts: HttpServerOptions): Server {
       if (!(err instanceof BodyTooLarge)) throw err;
       return refuseBody(res, err);
     }
+    // Then its per-IP rate rules (signups, then every route), then AWS's core rules.
+    const rateBlock = rateRules?.(normaliseIp(req.socket.remoteAddress), pathname);
+    if (rateBlock) return writeEdgeAnswer(res, rateBlock);
     if (commonRuleBlocking(target) !== null) return writeEdgeAnswer(res, gatewayAnswer(GATEWAY_RESPONSES.wafBlocked));
 
     // A request no route takes runs the not-found function, as the ANY methods route it deployed

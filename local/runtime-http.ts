@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { localCheckoutPage } from '../shared/payments/local-checkout-page';
 import { longPollTimeoutSeconds } from '../shared/manifest/timeouts';
 import { localCdnPage } from './cdn';
-import { deployedLongPollSeconds } from './deployed-settings';
+import { deployedLongPollSeconds, deployedWafRatePer5Min, deployedWafSignupRatePer5Min } from './deployed-settings';
 import { createHttpServer, registerLocalPage } from './http';
 import type { StartContext } from './runtime-options';
 import type { Stop } from './runtime-stops';
@@ -33,6 +33,7 @@ export async function startHttpFront(ctx: StartContext): Promise<HttpFront> {
     log,
     ready,
     timeouts: { longPollMs: longPollTimeoutSeconds(longPollSeconds).fn * 1000, ...opts.integrationTimeouts },
+    wafRates: opts.wafRateLimits ?? { perIpPer5Min: deployedWafRatePer5Min(), signupPerIpPer5Min: deployedWafSignupRatePer5Min() },
   });
   // The local payment provider's hosted checkout page (D32).
   stops.push(registerLocalPage(localCheckoutPage));

@@ -3,6 +3,7 @@
  * them before it starts anything: the context each of its steps (local/runtime-*.ts) is handed.
  */
 import type { IntegrationTimeouts } from './http';
+import type { WafRateLimits } from './waf-rate';
 import type { Log, LogLevel } from './log';
 import type { OutOfOrderOptions } from './sqs-records';
 import type { Stop } from './runtime-stops';
@@ -43,6 +44,12 @@ export interface RuntimeOptions {
   longPollSeconds?: number;
   /** Held long polls per long-poll route, and per route and organization (shared/long-poll-slots.ts): default as deployed. */
   longPollMaxWaits?: { total: number; perOrg: number };
+  /**
+   * The web ACL's per-IP rate rules (local/waf-rate.ts): default as deployed (`LOCAL_WAF_RATE_PER_5MIN`
+   * and `LOCAL_WAF_SIGNUP_RATE_PER_5MIN`, else cdk.json's context, else 6000 and 20 in five minutes).
+   * false turns them off: the test suites and benchmarks, which send everything from one address.
+   */
+  wafRateLimits?: WafRateLimits | false;
   /** Called when DynamoDB Local or the SQS emulator exits on its own (`npm start` then exits non-zero). */
   onChildExit?: (what: string, code: number | null) => void;
   /**

@@ -1,9 +1,8 @@
 import { Stack, aws_apigateway as apigw, aws_wafv2 as wafv2 } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
-import { ROUTES } from '../../shared/manifest/routes';
 import { bodyTooLarge, MAX_BODY_BYTES } from '../../shared/http/body-limits';
 import { multipartTooLarge } from '../../shared/work/upload-limits';
-import { COMMON_RULES_EXEMPT_PATH_ENDS, wafBody } from '../../shared/http/edge';
+import { COMMON_RULES_EXEMPT_PATH_ENDS, SIGNUP_PATHS, WAF_RATE_LIMITED, WAF_RATE_WINDOW_SECONDS, wafBody } from '../../shared/http/edge';
 import type { Limits } from '../settings';
 
 /**
@@ -71,7 +70,7 @@ export const BODY_AND_AGENT_RULES_COUNTED = [
  * Lambda over its 6 MB (binary bodies arrive base64-encoded) and API Gateway would answer a 5xx.
  */
 export function apiWaf(scope: Construct, id: string, o: { stage: apigw.Stage; limits: Limits }): wafv2.CfnWebACL {
-  const signupPaths = ROUTES.filter((r) => r.rateLimit === 'signup_buyer' || r.rateLimit === 'signup_worker').map((r) => r.path);
+  const signupPaths = SIGNUP_PATHS;
   // The upload routes' path ends, where the core rules do not apply (shared with the local front's size rules).
   const uploadPaths = COMMON_RULES_EXEMPT_PATH_ENDS;
   const visibility = (name: string): wafv2.CfnWebACL.VisibilityConfigProperty => ({
@@ -80,7 +79,7 @@ export function apiWaf(scope: Construct, id: string, o: { stage: apigw.Stage; li
     sampledRequestsEnabled: true,
   });
   const block429: wafv2.CfnWebACL.RuleActionProperty = {
-    block: { customResponse: { responseCode: 429, customResponseBodyKey: RATE_LIMITED_BODY, responseHeaders: [{ name: 'Retry-After', value: '300' }] } },
+    block: { customResponse: { responseCode: WAF_RATE_LIMITED.status, customResponseBodyKey: RATE_LIMITED_BODY, responseHeaders: [{ name: 'Retry-After', value: WAF_RATE_LIMITED.headers['Retry-After']! }] } },
   };
   const rules: wafv2.CfnWebACL.RuleProperty[] = [];
   const declaredOver: wafv2.CfnWebACL.StatementProperty = {
@@ -122,7 +121,7 @@ export function apiWaf(scope: Construct, id: string, o: { stage: apigw.Stage; li
         rateBasedStatement: {
           aggregateKeyType: 'IP',
           limit: o.limits.wafSignupRatePer5Min,
-          evaluationWindowSec: 300,
+          evaluationWindowSec: WAF_RATE_WINDOW_SECONDS,
           scopeDownStatement: anyOf(signupPaths.map(endsWith)),
         },
       },
@@ -133,7 +132,7 @@ export function apiWaf(scope: Construct, id: string, o: { stage: apigw.Stage; li
     name: 'RatePerIp',
     priority: 3,
     action: block429,
-    statement: { rateBasedStatement: { aggregateKeyType: 'IP', limit: o.limits.wafRatePer5Min, evaluationWindowSec: 300 } },
+    statement: { rateBasedStatement: { aggregateKeyType: 'IP', limit: o.limits.wafRatePer5Min, evaluationWindowSec: WAF_RATE_WINDOW_SECONDS } },
     visibilityConfig: visibility('RatePerIp'),
   });
   const common: wafv2.CfnWebACL.StatementProperty = {
@@ -160,7 +159,7 @@ export function apiWaf(scope: Construct, id: string, o: { stage: apigw.Stage; li
     customResponseBodies: {
       [RATE_LIMITED_BODY]: {
         contentType: 'APPLICATION_JSON',
-        content: JSON.stringify({ error: { type: 'rate_limit_exceeded', message: 'Too many requests from this address; retry after 300 seconds.' } }),
+        content: WAF_RATE_LIMITED.body,
       },
       [MULTIPART_TOO_LARGE_BODY]: { contentType: 'APPLICATION_JSON', content: envelopeOf(multipartTooLarge()) },
       [BODY_TOO_LARGE_BODY]: { contentType: 'APPLICATION_JSON', content: envelopeOf(bodyTooLarge()) },

@@ -143,3 +143,22 @@ export function commonRuleBlocking(target: string): 'SizeRestrictions_QUERYSTRIN
   if (Buffer.byteLength(path) > MAX_URI_PATH_BYTES) return 'SizeRestrictions_URIPATH';
   return null;
 }
+
+/**
+ * The web ACL's per-IP rate-based rules (lib/edges/waf.ts), as a default deployment sets them
+ * (context `wafRatePer5Min` and `wafSignupRatePer5Min`): requests per address in the last five
+ * minutes, on every route and on the signup routes. The local HTTP front applies the same rules
+ * (local/waf-rate.ts).
+ */
+export const WAF_RATE_DEFAULTS = { perIpPer5Min: 6000, signupPerIpPer5Min: 20 } as const;
+export const WAF_RATE_WINDOW_SECONDS = 300;
+
+/** The paths the signup rule counts (manifest `rateLimit: signup_*`: unauthenticated signups). */
+export const SIGNUP_PATHS: readonly string[] = ROUTES.filter((r) => r.rateLimit === 'signup_buyer' || r.rateLimit === 'signup_worker').map((r) => r.path);
+
+/** What a rate-based rule's block answers (its custom response): 429, Retry-After the window, a fixed body without a request id. */
+export const WAF_RATE_LIMITED: EdgeAnswer = {
+  status: 429,
+  headers: { 'Content-Type': 'application/json', 'Retry-After': String(WAF_RATE_WINDOW_SECONDS) },
+  body: JSON.stringify({ error: { type: 'rate_limit_exceeded', message: `Too many requests from this address; retry after ${WAF_RATE_WINDOW_SECONDS} seconds.` } }),
+};

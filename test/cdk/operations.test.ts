@@ -11,6 +11,7 @@ import { maxConcurrencyContextKey, QUOTA_BOUND_DEFAULT_CONCURRENCY } from '../..
 import { flatten, synthesize, type Resource } from './support';
 import { integerAbove } from '../../lib/edges/waf';
 import { MAX_BODY_BYTES } from '../../shared/http/body-limits';
+import { WAF_RATE_DEFAULTS, WAF_RATE_LIMITED, WAF_RATE_WINDOW_SECONDS } from '../../shared/http/edge';
 import { EXPORT_RETENTION_DAYS } from '../../shared/exports/model';
 import { REJECTED_RETENTION_DAYS, TRANSCRIPT_RETENTION_DAYS } from '../../shared/storage/lifecycle';
 import { DLQ_RETENTION } from '../../lib/plumbing';
@@ -168,6 +169,24 @@ describe('edges', () => {
     expect(assoc.Properties.WebACLArn).toEqual({ 'Fn::GetAtt': [aclId, 'Arn'] });
     const stageId = ofType('AWS::ApiGateway::Stage')[0]![0];
     expect(JSON.stringify(assoc.Properties.ResourceArn)).toContain(`"/stages/",{"Ref":"${stageId}"}`);
+  });
+
+  test('the rate rules have the limits and the block answer the local front applies (local/waf-rate.ts)', () => {
+    const [, acl] = ofType('AWS::WAFv2::WebACL')[0]!;
+    const rate = (acl.Properties.Rules as any[]).filter((r) => r.Statement.RateBasedStatement);
+    const bodies = acl.Properties.CustomResponseBodies as Record<string, { Content: string }>;
+    const signup = rate.find((r) => r.Statement.RateBasedStatement.ScopeDownStatement)!;
+    const general = rate.find((r) => !r.Statement.RateBasedStatement.ScopeDownStatement)!;
+    expect(signup.Statement.RateBasedStatement.Limit).toBe(WAF_RATE_DEFAULTS.signupPerIpPer5Min);
+    expect(general.Statement.RateBasedStatement.Limit).toBe(WAF_RATE_DEFAULTS.perIpPer5Min);
+    expect(signup.Priority).toBeLessThan(general.Priority);
+    for (const r of rate) {
+      expect(r.Statement.RateBasedStatement).toMatchObject({ AggregateKeyType: 'IP', EvaluationWindowSec: WAF_RATE_WINDOW_SECONDS });
+      const block = r.Action.Block.CustomResponse;
+      expect(block.ResponseCode).toBe(WAF_RATE_LIMITED.status);
+      expect(block.ResponseHeaders).toEqual([{ Name: 'Retry-After', Value: WAF_RATE_LIMITED.headers['Retry-After'] }]);
+      expect(bodies[block.CustomResponseBodyKey]!.Content).toBe(WAF_RATE_LIMITED.body);
+    }
   });
 
   test('D61: a declared body over 4 MiB is refused first with the local front\'s 413 (a multipart upload\'s points to the pre-signed upload), before Lambda\'s 6 MB could answer a 5xx', () => {

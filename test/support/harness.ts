@@ -53,6 +53,10 @@ export async function startTestRuntime(overrides: Partial<RuntimeOptions> = {}):
     // machine, where 30 racing requests can queue far longer than one Lambda each would deployed.
     // The 28 s function and 29 s integration time-outs are tested with short budgets (test/local/http-limits).
     integrationTimeouts: { standardMs: 120_000, functionMs: 120_000, longPollMs: 120_000 },
+    // Every request of a suite comes from one address, and a suite signs up far more organizations
+    // than the web ACL lets one address sign up in five minutes (20): its per-IP rate rules are off
+    // here and tested with the stack's limits in test/local/waf-rate.test.ts.
+    wafRateLimits: false,
     // The models run in the test's own thread (tests stand stubs behind them, e.g. setNsfwModel);
     // test/local/model-workers.test.ts runs them in the worker threads of `npm start`.
     modelWorkers: 0,

@@ -1,0 +1,83 @@
+/**
+ * The web ACL's per-IP rate rules (lib/edges/waf.ts), as the local HTTP front applies them
+ * (local/waf-rate.ts): on the signup routes 20 requests per address in five minutes, on every
+ * route 6000, as a default deployment sets them; past a limit, 429 with Retry-After and WAF's fixed
+ * body (no request id: the request never reached API Gateway).
+ */
+import { SIGNUP_PATHS, WAF_RATE_DEFAULTS, WAF_RATE_LIMITED, WAF_RATE_WINDOW_SECONDS } from '../../shared/http/edge';
+import { wafRateRules } from '../../local/waf-rate';
+import { startTestRuntime, type TestRuntime } from '../support/harness';
+
+const signupPath = SIGNUP_PATHS.find((p) => p === '/v1/auth/signup')!;
+const workerSignupPath = SIGNUP_PATHS.find((p) => p.startsWith('/internal/'))!;
+
+describe('the rules', () => {
+  const limits = { perIpPer5Min: 12, signupPerIpPer5Min: 3 };
+  const clock = () => {
+    const c = { t: 1_000_000, now: () => c.t };
+    return c;
+  };
+
+  test('an address past the signup limit is refused on the signup routes, and only there', () => {
+    const c = clock();
+    const check = wafRateRules(limits, c.now);
+    for (let i = 0; i < 3; i++) expect(check('203.0.113.7', signupPath)).toBeNull();
+    expect(check('203.0.113.7', workerSignupPath)).toBe(WAF_RATE_LIMITED);
+    expect(check('203.0.113.7', '/v1/me')).toBeNull();
+  });
+
+  test('each address has its own count', () => {
+    const check = wafRateRules(limits, clock().now);
+    for (let i = 0; i < 3; i++) check('203.0.113.7', signupPath);
+    expect(check('203.0.113.7', signupPath)).toBe(WAF_RATE_LIMITED);
+    expect(check('198.51.100.2', signupPath)).toBeNull();
+  });
+
+  test('every route counts toward the address\'s overall limit, the request after it is refused', () => {
+    const check = wafRateRules(limits, clock().now);
+    for (let i = 0; i < 12; i++) expect(check('203.0.113.7', i % 2 ? '/v1/jobs' : '/no/such/route')).toBeNull();
+    expect(check('203.0.113.7', '/v1/me')).toBe(WAF_RATE_LIMITED);
+  });
+
+  test('a signup the signup rule refused is not counted again by the overall rule', () => {
+    const check = wafRateRules(limits, clock().now);
+    for (let i = 0; i < 3 + 20; i++) check('203.0.113.7', signupPath); // 3 let through, 20 refused by the signup rule
+    for (let i = 0; i < 12 - 3; i++) expect(check('203.0.113.7', '/v1/me')).toBeNull();
+    expect(check('203.0.113.7', '/v1/me')).toBe(WAF_RATE_LIMITED);
+  });
+
+  test('requests older than the five-minute window no longer count, and refused ones count while they are in it', () => {
+    const c = clock();
+    const check = wafRateRules(limits, c.now);
+    for (let i = 0; i < 3; i++) check('203.0.113.7', signupPath);
+    c.t += 60_000;
+    expect(check('203.0.113.7', signupPath)).toBe(WAF_RATE_LIMITED); // refused, and counted
+    c.t += WAF_RATE_WINDOW_SECONDS * 1000 - 60_000; // the first three leave the window; the refused one is still in it
+    expect(check('203.0.113.7', signupPath)).toBeNull();
+    expect(check('203.0.113.7', signupPath)).toBeNull();
+    expect(check('203.0.113.7', signupPath)).toBe(WAF_RATE_LIMITED);
+  });
+});
+
+describe('a runtime started with the defaults applies the deployment\'s limits', () => {
+  let rt: TestRuntime;
+  beforeAll(async () => {
+    // The harness turns the rules off for the other suites; here they are as `npm start` has them.
+    rt = await startTestRuntime({ wafRateLimits: undefined });
+  });
+  afterAll(() => rt?.stop());
+
+  const signup = (i: number) => rt.request('POST', signupPath, { body: { name: `Buyer ${i}`, email: `waf-${i}-${Date.now()}@example.com` } });
+
+  test(`a signup past the first ${WAF_RATE_DEFAULTS.signupPerIpPer5Min} from one address within five minutes answers 429 with Retry-After; other routes still answer`, async () => {
+    for (let i = 0; i < WAF_RATE_DEFAULTS.signupPerIpPer5Min; i++) expect((await signup(i)).status).toBe(201);
+    const refused = await signup(WAF_RATE_DEFAULTS.signupPerIpPer5Min);
+    expect(refused.status).toBe(429);
+    expect(refused.headers['retry-after']).toBe(String(WAF_RATE_WINDOW_SECONDS));
+    expect(refused.json).toEqual(JSON.parse(WAF_RATE_LIMITED.body));
+    expect(refused.headers['x-request-id']).toBeUndefined();
+    const worker = await rt.request('POST', workerSignupPath, { body: { name: 'Worker', email: `waf-w-${Date.now()}@example.com` } });
+    expect(worker.status).toBe(429);
+    expect((await rt.request('GET', '/v1/openapi.json')).status).toBe(200);
+  });
+});
