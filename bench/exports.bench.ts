@@ -42,7 +42,7 @@ export const name = 'Dataset exports of a 10,000-file job';
 
 export async function run(): Promise<string> {
   const { startRuntime } = await import('../local/runtime');
-  const rt = await startRuntime({ wafRateLimits: false, inMemory: true, port: 0, enableScheduler: false, enablePollers: false, enableStreams: false, logLevel: 'error', cursorSecret: 'bench' });
+  const rt = await startRuntime({ wafRateLimits: false, stageThrottle: false, inMemory: true, port: 0, enableScheduler: false, enablePollers: false, enableStreams: false, logLevel: 'error', cursorSecret: 'bench' });
   try {
     const { BatchWriteCommand, UpdateCommand } = await import('@aws-sdk/lib-dynamodb');
     const { db, tableName } = await import('../shared/db/client');

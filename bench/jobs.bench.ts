@@ -42,7 +42,7 @@ export const name = 'Jobs routes on the local stack vs raw DynamoDB Local';
 
 export async function run(): Promise<string> {
   const { startRuntime } = await import('../local/runtime');
-  const rt = await startRuntime({ wafRateLimits: false, inMemory: true, port: 0, enableScheduler: false, enablePollers: false, enableStreams: false, logLevel: 'error', cursorSecret: 'bench' });
+  const rt = await startRuntime({ wafRateLimits: false, stageThrottle: false, inMemory: true, port: 0, enableScheduler: false, enablePollers: false, enableStreams: false, logLevel: 'error', cursorSecret: 'bench' });
   try {
     const { db, dynamo, tableName } = await import('../shared/db/client');
     const { keys } = await import('../shared/db/keys');

@@ -30,7 +30,7 @@ export const name = 'Near-duplicate check (perceptual-hash band index)';
 
 export async function run(): Promise<string> {
   const { startRuntime } = await import('../local/runtime');
-  const rt = await startRuntime({ wafRateLimits: false, inMemory: true, port: 0, enableScheduler: false, enablePollers: false, enableStreams: false, logLevel: 'error', cursorSecret: 'bench' });
+  const rt = await startRuntime({ wafRateLimits: false, stageThrottle: false, inMemory: true, port: 0, enableScheduler: false, enablePollers: false, enableStreams: false, logLevel: 'error', cursorSecret: 'bench' });
   try {
     const { db, tableName } = await import('../shared/db/client');
     const { indexKeysOf, findNearDuplicate, BUCKETS_PER_CHECK, NEAR_DUPLICATE_MAX_DISTANCE } = await import('../shared/trust/neardup');

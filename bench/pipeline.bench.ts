@@ -140,7 +140,7 @@ const cpuSeconds = () => {
 
 export async function run(): Promise<string> {
   const { startRuntime } = await import('../local/runtime');
-  const rt = await startRuntime({ wafRateLimits: false, inMemory: true, port: 0, enableScheduler: false, enablePollers: true, enableStreams: false, logLevel: 'error', cursorSecret: 'bench', pollWaitSeconds: 1 });
+  const rt = await startRuntime({ wafRateLimits: false, stageThrottle: false, inMemory: true, port: 0, enableScheduler: false, enablePollers: true, enableStreams: false, logLevel: 'error', cursorSecret: 'bench', pollWaitSeconds: 1 });
   try {
     const { db, dynamo, tableName } = await import('../shared/db/client');
     const { keys } = await import('../shared/db/keys');

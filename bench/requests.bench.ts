@@ -20,7 +20,7 @@ export const name = 'DynamoDB calls and capacity per API request';
 
 export async function run(): Promise<string> {
   const { startRuntime } = await import('../local/runtime');
-  const rt = await startRuntime({ wafRateLimits: false, inMemory: true, port: 0, enableScheduler: false, enablePollers: false, enableStreams: false, logLevel: 'error', cursorSecret: 'bench' });
+  const rt = await startRuntime({ wafRateLimits: false, stageThrottle: false, inMemory: true, port: 0, enableScheduler: false, enablePollers: false, enableStreams: false, logLevel: 'error', cursorSecret: 'bench' });
   try {
     const { db, tableName } = await import('../shared/db/client');
     const { keys } = await import('../shared/db/keys');

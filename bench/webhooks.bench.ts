@@ -26,7 +26,7 @@ export async function run(): Promise<string> {
   const { startRuntime } = await import('../local/runtime');
   const { startDevReceiver } = await import('../shared/webhooks/dev-receiver');
   const rt = await startRuntime({
-    wafRateLimits: false,
+    wafRateLimits: false, stageThrottle: false,
     inMemory: true,
     port: 0,
     enableScheduler: false,

@@ -2,7 +2,7 @@ import { Duration, Stack, aws_apigateway as apigw, aws_cloudwatch as cloudwatch,
 import { Construct } from 'constructs';
 import { ROUTES, UNKNOWN_ROUTE, type RouteDef } from '../shared/manifest/routes';
 import { longPollTimeoutSeconds } from '../shared/manifest/timeouts';
-import { BINARY_MEDIA_TYPES, GATEWAY_RESPONSES, STAGE_NAME as API_STAGE_NAME, gatewayResponseTemplate, type GatewayResponseDef } from '../shared/http/edge';
+import { BINARY_MEDIA_TYPES, GATEWAY_RESPONSES, STAGE_NAME as API_STAGE_NAME, gatewayResponseTemplate, STAGE_THROTTLE, type GatewayResponseDef } from '../shared/http/edge';
 import { apiWaf } from './edges/waf';
 import { HouseFunction } from './constructs/house-function';
 import { acknowledge } from './constructs/nag';
@@ -106,8 +106,9 @@ export class ApiGateway extends Construct {
         // Per-method metrics: the p99 latency alarm of each route reads them.
         metricsEnabled: true,
         // A stage-wide ceiling against floods; the per-key limits of D13 are enforced in the handlers.
-        throttlingRateLimit: 200,
-        throttlingBurstLimit: 400,
+        // Applied to each method on its own; the local front applies the same (local/stage-throttle.ts).
+        throttlingRateLimit: STAGE_THROTTLE.ratePerSecond,
+        throttlingBurstLimit: STAGE_THROTTLE.burst,
       },
     });
     // API Gateway writes execution logs to a group it names itself and would create with no

@@ -25,7 +25,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { APIGatewayProxyResult } from 'aws-lambda';
 import { matchRoute, routeLogicalName, UNKNOWN_ROUTE, type RouteDef } from '../shared/manifest/routes';
-import { commonRuleBlocking, GATEWAY_RESPONSES, gatewayAnswer, wafAnswer } from '../shared/http/edge';
+import { commonRuleBlocking, GATEWAY_RESPONSES, gatewayAnswer, THROTTLED_MESSAGE, wafAnswer } from '../shared/http/edge';
 import { isMultipart, multipartTooLarge } from '../shared/work/upload-limits';
 import {
   bodyLimitFor,
@@ -46,6 +46,7 @@ import {
 import { grantedTo, handlerModuleExists, lambdaContext, loadHandler, routeGrants, type EntryAccess } from './lambda';
 import { buildProxyEvent, writeProxyResult } from './proxy-integration';
 import { wafRateRules, type WafRateLimits } from './waf-rate';
+import { stageThrottle, type StageThrottle } from './stage-throttle';
 import type { Log } from './log';
 import { runInvocation, type Invocation } from '../shared/observability/invocation';
 
@@ -81,6 +82,8 @@ export interface HttpServerOptions {
   loadHandler?: typeof loadHandler;
   /** The web ACL's per-IP rate rules (local/waf-rate.ts); false: none (tests and benchmarks that send from one address). */
   wafRates?: WafRateLimits | false;
+  /** The stage's method throttling (local/stage-throttle.ts); false: none (tests and benchmarks that send faster). */
+  throttle?: StageThrottle | false;
 }
 
 
@@ -165,6 +168,7 @@ export function createHttpServer(opts: HttpServerOptions): Server {
   });
 
   const rateRules = opts.wafRates ? wafRateRules(opts.wafRates) : null;
+  const mayGoOn = opts.throttle ? stageThrottle(opts.throttle) : null;
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     await opts.ready;
@@ -192,6 +196,10 @@ export function createHttpServer(opts: HttpServerOptions): Server {
     const match = matchRoute(method, pathname);
     const route = match.route ? routeFunction(match.route) : UNKNOWN_ROUTE_FUNCTION;
     const params = match.route ? match.params : { proxy: pathname.slice(1) };
+    // The stage's throttle, per method: API Gateway's own 429, before any function runs.
+    if (mayGoOn && !mayGoOn(match.route ? `${method} ${route.path}` : `ANY ${route.path}`)) {
+      return writeEdgeAnswer(res, gatewayAnswer(GATEWAY_RESPONSES.throttled, { message: THROTTLED_MESSAGE }));
+    }
     if (!handlerModuleExists(route.handler)) {
       log.warn(`http ${method} ${route.path}: ${route.handler} does not exist yet`);
       return writeEnvelope(res, 501, 'internal_error', `${method} ${route.path} (${route.id}) is not implemented yet.`);

@@ -10,6 +10,7 @@ import { longPollTimeoutSeconds } from '../shared/manifest/timeouts';
 import { localCdnPage } from './cdn';
 import { deployedLongPollSeconds, deployedWafRatePer5Min, deployedWafSignupRatePer5Min } from './deployed-settings';
 import { createHttpServer, registerLocalPage } from './http';
+import { STAGE_THROTTLE } from '../shared/http/edge';
 import type { StartContext } from './runtime-options';
 import type { Stop } from './runtime-stops';
 
@@ -34,6 +35,7 @@ export async function startHttpFront(ctx: StartContext): Promise<HttpFront> {
     ready,
     timeouts: { longPollMs: longPollTimeoutSeconds(longPollSeconds).fn * 1000, ...opts.integrationTimeouts },
     wafRates: opts.wafRateLimits ?? { perIpPer5Min: deployedWafRatePer5Min(), signupPerIpPer5Min: deployedWafSignupRatePer5Min() },
+    throttle: opts.stageThrottle ?? STAGE_THROTTLE,
   });
   // The local payment provider's hosted checkout page (D32).
   stops.push(registerLocalPage(localCheckoutPage));

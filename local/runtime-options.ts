@@ -4,6 +4,7 @@
  */
 import type { IntegrationTimeouts } from './http';
 import type { WafRateLimits } from './waf-rate';
+import type { StageThrottle } from './stage-throttle';
 import type { Log, LogLevel } from './log';
 import type { OutOfOrderOptions } from './sqs-records';
 import type { Stop } from './runtime-stops';
@@ -50,6 +51,12 @@ export interface RuntimeOptions {
    * false turns them off: the test suites and benchmarks, which send everything from one address.
    */
   wafRateLimits?: WafRateLimits | false;
+  /**
+   * The stage's method throttling (local/stage-throttle.ts): default as deployed (200 requests a
+   * second per method, bursts of 400). false turns it off: the test suites and benchmarks, which
+   * send one route's requests faster than that.
+   */
+  stageThrottle?: StageThrottle | false;
   /** Called when DynamoDB Local or the SQS emulator exits on its own (`npm start` then exits non-zero). */
   onChildExit?: (what: string, code: number | null) => void;
   /**

@@ -162,3 +162,14 @@ export const WAF_RATE_LIMITED: EdgeAnswer = {
   headers: { 'Content-Type': 'application/json', 'Retry-After': String(WAF_RATE_WINDOW_SECONDS) },
   body: JSON.stringify({ error: { type: 'rate_limit_exceeded', message: `Too many requests from this address; retry after ${WAF_RATE_WINDOW_SECONDS} seconds.` } }),
 };
+
+/**
+ * The stage's default method throttling (lib/api.ts `deployOptions`): API Gateway applies it to each
+ * method of the stage on its own, as a token bucket of `burst` requests refilled at `ratePerSecond`;
+ * a request that finds the bucket empty gets the THROTTLED gateway response (429). The local HTTP
+ * front applies the same buckets (local/stage-throttle.ts).
+ */
+export const STAGE_THROTTLE = { ratePerSecond: 200, burst: 400 } as const;
+
+/** API Gateway's own message for a throttled request (`$context.error.messageString`). */
+export const THROTTLED_MESSAGE = 'Too Many Requests';

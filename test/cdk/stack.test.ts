@@ -8,7 +8,7 @@ import { App } from 'aws-cdk-lib';
 import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import { MarketplaceStack, type MarketplaceStackProps } from '../../lib/stack';
 import { ROUTES, UNKNOWN_ROUTE, routeById, routeLogicalName, type RouteDef } from '../../shared/manifest/routes';
-import { GATEWAY_RESPONSES, gatewayResponseTemplate } from '../../shared/http/edge';
+import { GATEWAY_RESPONSES, gatewayResponseTemplate, STAGE_THROTTLE } from '../../shared/http/edge';
 import { STREAM_RULES, TABLE_STREAM, streamRulePattern, QUEUES, RULES, SCHEDULES, TRANSCRIBE_JOB_PREFIX, queueByName } from '../../shared/manifest/wiring';
 import { DEFAULT_BEDROCK_MODEL_ID } from '../../shared/scoring/bedrock-reply';
 import { TABLE_DEF } from '../../shared/db/table';
@@ -180,7 +180,8 @@ describe('API', () => {
       StageName: 'api',
       AccessLogSetting: { DestinationArn: Match.anyValue(), Format: Match.anyValue() },
       TracingEnabled: true,
-      MethodSettings: [Match.objectLike({ ThrottlingRateLimit: Match.anyValue(), ThrottlingBurstLimit: Match.anyValue() })],
+      // Every method of the stage, each on its own bucket, as the local front throttles (local/stage-throttle.ts).
+      MethodSettings: [Match.objectLike({ ResourcePath: '/*', HttpMethod: '*', ThrottlingRateLimit: STAGE_THROTTLE.ratePerSecond, ThrottlingBurstLimit: STAGE_THROTTLE.burst })],
     });
   });
 

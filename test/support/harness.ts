@@ -57,6 +57,9 @@ export async function startTestRuntime(overrides: Partial<RuntimeOptions> = {}):
     // than the web ACL lets one address sign up in five minutes (20): its per-IP rate rules are off
     // here and tested with the stack's limits in test/local/waf-rate.test.ts.
     wafRateLimits: false,
+    // Likewise the stage's throttle (200 a second per route, bursts of 400), which a suite hammering
+    // one route would meet: tested in test/local/stage-throttle.test.ts.
+    stageThrottle: false,
     // The models run in the test's own thread (tests stand stubs behind them, e.g. setNsfwModel);
     // test/local/model-workers.test.ts runs them in the worker threads of `npm start`.
     modelWorkers: 0,
