@@ -7,16 +7,20 @@
  * - a body above 4 MiB (any route, the unknown ones too): the web ACL's 413, a multipart upload's
  *   pointing to the pre-signed upload (checked by Content-Length when sent, else while the body
  *   streams in), nothing reaches the handler;
+ * - an address past the web ACL's per-IP rate rules (local/waf-rate.ts: signups, then every
+ *   route, in five minutes): 429 with WAF's fixed body;
  * - a query string above 2,048 bytes or a URI path above 1,024 (AWS's core rule set in the web
  *   ACL, not on the upload routes): the WafBlocked gateway response, 403;
+ * - a route past the stage's throttle (local/stage-throttle.ts: 200 a second per method, bursts
+ *   of 400): the Throttled gateway response, 429;
  * - the proxy event above Lambda's 6 MB synchronous payload (binary bodies count base64-encoded,
  *   as API Gateway sends them): 413; a handler result above 6 MB: 502;
  * - the function's time-out (28 s; long-poll routes get the wait's budget plus 3 s): 502; the
  *   integration time-out (29 s), which a function's time-out below it never lets a request reach: 504.
  * A request no route takes (an unknown path, or a method its path does not declare) runs the
  * manifest's not-found function, as the ANY methods do deployed: its 404 is D4's envelope with a
- * request id in the body and in X-Request-Id. The answers of the deployed edge itself (413, 403,
- * 502, 504) are those bytes (shared/http/edge.ts): API Gateway's request id or none, and no
+ * request id in the body and in X-Request-Id. The answers of the deployed edge itself (413, 429,
+ * 403, 502, 504) are those bytes (shared/http/edge.ts): API Gateway's request id or none, and no
  * X-Request-Id; the front's own answers (431, a malformed request) are the error envelope with an
  * X-Request-Id. A refused body is read to its end first (up to a bound), so the client reads the
  * answer instead of a reset.
