@@ -29,6 +29,7 @@ const noSlots = (job: JobItem, fps: number) =>
 /** POST /internal/worker/jobs/{id}/accept (D23, D24, D45): 201 with the worker view of the new submission. */
 export async function acceptJob(ctx: MutationContext, worker: WorkerPrincipal, jobId: string) {
   const subId = newId('submission');
+  const since = Date.now(); // the rebuilds here and in a release below count from here
   return withJobRetry(jobId, async (job) => {
     const fps = Number(job.files_per_submission ?? 1);
     if (job.status === 'filled') throw noSlots(job, fps);
@@ -45,7 +46,7 @@ export async function acceptJob(ctx: MutationContext, worker: WorkerPrincipal, j
     }
     if (existing) {
       // Expired but not swept yet: free it first, then decide on fresh counters.
-      if (!(await releaseReservation(systemContext('reservation-sweep'), existing, 'expired', { graceForLandedFiles: true }))) {
+      if (!(await releaseReservation(systemContext('reservation-sweep'), existing, 'expired', { graceForLandedFiles: true, since }))) {
         const still = await getReservation(job.id, worker.workerId);
         // Its pre-signed files may have landed in time and are being checked (PRESIGNED_GRACE_MS).
         if (still && still.reserved_until === existing.reserved_until) throw uploadBeingChecked();
@@ -112,5 +113,5 @@ export async function acceptJob(ctx: MutationContext, worker: WorkerPrincipal, j
       throw e;
     }
     return view;
-  });
+  }, undefined, undefined, since);
 }

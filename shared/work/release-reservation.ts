@@ -59,7 +59,7 @@ const RETRY_ENDED: Record<ReleaseReason, string> = {
  * verdict final (`rejected`), and its pending slots come back. Returns false when the reservation
  * changed meanwhile (someone else ended or used it).
  */
-export async function releaseReservation(ctx: MutationContext, res: ReservationItem, reason: ReleaseReason, opts: { graceForLandedFiles?: boolean } = {}): Promise<boolean> {
+export async function releaseReservation(ctx: MutationContext, res: ReservationItem, reason: ReleaseReason, opts: { graceForLandedFiles?: boolean; since?: number } = {}): Promise<boolean> {
   try {
     return await withJobRetry(res.job_id, async (job) => {
       const current = await reread(res);
@@ -130,7 +130,7 @@ export async function releaseReservation(ctx: MutationContext, res: ReservationI
       // verdict, a rejection): tagged for the lifecycle rule, as a verdict's rejection is (D71).
       await tagUndelivered([...roundObjectKeys(sub), ...roundKeyframeKeys(sub)], { submission_id: sub.id, reason });
       return true;
-    });
+    }, undefined, undefined, opts.since);
   } catch (e) {
     if (e instanceof ConditionFailed && (e.reasons.includes('reservation') || e.reasons.includes('submission'))) return false;
     throw e;
@@ -139,13 +139,14 @@ export async function releaseReservation(ctx: MutationContext, res: ReservationI
 
 /** POST /internal/worker/jobs/{id}/withdraw: gives the worker's reservation back. */
 export async function withdrawFromJob(ctx: MutationContext, worker: WorkerPrincipal, jobId: string) {
+  const since = Date.now(); // every round's rebuilds count from here
   for (let attempt = 0; attempt < 5; attempt++) {
     const res = await getReservation(jobId, worker.workerId);
     if (!res) {
       throw errors.conflict('You hold no reservation on this job.', [{ field: 'job_id', message: 'no active reservation', code: 'no_reservation' }]);
     }
     const expired = isExpired(res);
-    if (await releaseReservation(ctx, res, expired ? 'expired' : 'withdrawn', { graceForLandedFiles: expired })) {
+    if (await releaseReservation(ctx, res, expired ? 'expired' : 'withdrawn', { graceForLandedFiles: expired, since })) {
       const sub = (await getSubmissionItem(res.submission_id))!;
       return presentWorkerSubmission(sub);
     }

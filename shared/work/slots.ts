@@ -99,10 +99,11 @@ const backoff = (attempt: number) => new Promise((r) => setTimeout(r, Math.rando
 /**
  * Optimistic concurrency on the job item: `build` runs on a fresh consistent read until its Tx
  * commits. `first`: a consistent snapshot the caller already holds, used for the first attempt
- * (a stale one fails the job condition and the next attempt reads afresh).
+ * (a stale one fails the job condition and the next attempt reads afresh). `since`: when the
+ * request's first round began (Date.now()), given by a caller whose rounds contain this one, so the
+ * rebuild budgets count from the request's start rather than restart with every nested call.
  */
-export async function withJobRetry<T>(jobId: string, build: (job: JobItem, attempt: number) => Promise<T>, maxAttempts = 40, first?: JobItem): Promise<T> {
-  const since = Date.now();
+export async function withJobRetry<T>(jobId: string, build: (job: JobItem, attempt: number) => Promise<T>, maxAttempts = 40, first?: JobItem, since = Date.now()): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     const job = attempt === 0 && first ? first : await getJobItem(jobId, true);
     if (!job) throw new Error(`job ${jobId} vanished`);
