@@ -27,7 +27,16 @@ export const deployedLongPollSeconds = () => deployedSetting('LOCAL_LONG_POLL_SE
 export const deployedLongPollMaxWaits = () => deployedSetting('LOCAL_LONG_POLL_MAX_WAITS', 'longPollMaxWaits', 20);
 /** Held long polls per long-poll route and organization (`longPollMaxWaitsPerOrg`, default 5); `LOCAL_LONG_POLL_MAX_WAITS_PER_ORG`. */
 export const deployedLongPollMaxWaitsPerOrg = () => deployedSetting('LOCAL_LONG_POLL_MAX_WAITS_PER_ORG', 'longPollMaxWaitsPerOrg', 5);
+/** A rate-based rule's limit as WAF takes it (an integer 10..2,000,000,000, as lib/settings.ts checks the context): else a clear error at start. */
+function wafLimit(env: string, key: string, stackDefault: number): number {
+  const n = deployedSetting(env, key, stackDefault);
+  if (!Number.isInteger(n) || n < 10 || n > 2_000_000_000) {
+    throw new Error(`${env} (or cdk.json's ${key}) must be an integer from 10 to 2000000000, as WAF takes a rate limit; got ${process.env[env] ?? n}`);
+  }
+  return n;
+}
+
 /** The web ACL's per-IP rate on every route (`wafRatePer5Min`, default 6000); `LOCAL_WAF_RATE_PER_5MIN`. */
-export const deployedWafRatePer5Min = () => deployedSetting('LOCAL_WAF_RATE_PER_5MIN', 'wafRatePer5Min', WAF_RATE_DEFAULTS.perIpPer5Min);
+export const deployedWafRatePer5Min = () => wafLimit('LOCAL_WAF_RATE_PER_5MIN', 'wafRatePer5Min', WAF_RATE_DEFAULTS.perIpPer5Min);
 /** The web ACL's per-IP rate on the signup routes (`wafSignupRatePer5Min`, default 20); `LOCAL_WAF_SIGNUP_RATE_PER_5MIN`. */
-export const deployedWafSignupRatePer5Min = () => deployedSetting('LOCAL_WAF_SIGNUP_RATE_PER_5MIN', 'wafSignupRatePer5Min', WAF_RATE_DEFAULTS.signupPerIpPer5Min);
+export const deployedWafSignupRatePer5Min = () => wafLimit('LOCAL_WAF_SIGNUP_RATE_PER_5MIN', 'wafSignupRatePer5Min', WAF_RATE_DEFAULTS.signupPerIpPer5Min);

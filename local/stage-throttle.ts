@@ -1,7 +1,8 @@
 /**
  * The REST API stage's method throttling (lib/api.ts: 200 requests a second, bursts of 400), as the
- * local HTTP front applies it: each method of the stage (a route, or the ANY method that takes
- * unknown paths) has its own token bucket, full at start, holding `burst` tokens and refilled at
+ * local HTTP front applies it: each method of the stage (a route) has its own token bucket. Paths
+ * no route takes share one bucket here; deployed, each resource's ANY method has its own, so the
+ * local front is the stricter for them. A bucket is full at start, holding `burst` tokens and refilled at
  * `ratePerSecond`; a request takes one, and one that finds none gets API Gateway's THROTTLED
  * response (429 with Retry-After 1, shared/http/edge.ts) without reaching its function. API
  * Gateway applies its throttles "on a best-effort basis" and may let a few more through; here the

@@ -57,6 +57,7 @@ export async function completeUpload(
     throwVerdictFailure?: boolean;
   },
 ): Promise<ReturnType<typeof presentWorkerSubmission> | null> {
+  const since = Date.now(); // the rebuild budgets of every round below (completion, verdict) count from here
   let sub = opts.known?.sub ?? (await getSubmissionItem(subId));
   if (!sub || sub.round !== round) return null;
   if (sub.status !== 'awaiting_upload' && sub.status !== 'retry_pending') return presentWorkerSubmission(sub);
@@ -151,7 +152,7 @@ export async function completeUpload(
   const neutral = mode === 'upload' && Number(w.slots) === n;
   // A few rounds of Tx.commit's own retries (about 4 s each at most), well within the route's 28 s.
   const complete = (unlessReady: boolean) =>
-    mode === 'upload' && !neutral ? withJobRetry(sub!.job_id, (job) => build(job, unlessReady), undefined, opts.known?.job ?? undefined) : retryContended(() => build(null, unlessReady), NEUTRAL_COMPLETION_ROUNDS);
+    mode === 'upload' && !neutral ? withJobRetry(sub!.job_id, (job) => build(job, unlessReady), undefined, opts.known?.job ?? undefined, since) : retryContended(() => build(null, unlessReady), NEUTRAL_COMPLETION_ROUNDS);
   let view: ReturnType<typeof presentWorkerSubmission>;
   let decideHere = false;
   try {
@@ -177,7 +178,7 @@ export async function completeUpload(
     throw conflict('The reservation ended before the upload completed.', 'reservation_expired');
   }
   if (decideHere) {
-    await tryVerdict(subId).catch((err: Error) => {
+    await tryVerdict(subId, since).catch((err: Error) => {
       // The fan-in item committed with the completion brings the verdict through the scoring queue.
       logger.warn('fan-in after upload failed; the queued fan-in takes the verdict', { error: err, submission_id: subId });
       if (opts.throwVerdictFailure) throw err;

@@ -12,7 +12,7 @@
  */
 import { keys } from '../db/keys';
 import { nowIso } from '../clock';
-import { ConditionFailed } from '../errors';
+import { ConditionFailed, Contention } from '../errors';
 import { availability, freeSlots, jobIndex, type JobItem, type JobStatus } from '../jobs/model';
 import { getJobItem } from '../jobs';
 import { Tx, isContention } from '../db/tx';
@@ -114,12 +114,16 @@ export async function withJobRetry<T>(jobId: string, build: (job: JobItem, attem
       // outlasted Tx.commit's own retries: re-read and rebuild (contention only within the
       // rebuild budget, a stale snapshot within the stale budget, so a request answers 409 before
       // its time-out).
-      const stale = e instanceof ConditionFailed && e.reasons.includes('job') && mayRebuildStale(since);
+      const stale = e instanceof ConditionFailed && e.reasons.includes('job');
       const conflict = isContention(e) && mayRebuildAfterContention(since);
-      if ((stale || conflict) && attempt < maxAttempts) {
+      if (((stale && mayRebuildStale(since)) || conflict) && attempt < maxAttempts) {
         await backoff(attempt);
         continue;
       }
+      // A job that kept changing under every round we may spend is contention (409 with
+      // Retry-After; a consumer's message is delivered again), never a failed condition a caller
+      // would read as its own outcome (e.g. an upload completion's "the reservation ended").
+      if (stale) throw new Contention(attempt + 1);
       throw e;
     }
   }

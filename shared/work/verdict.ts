@@ -43,9 +43,13 @@ import { getSubmissionItem, reservationItem } from './reservations';
 import { RESERVATION_MS, type SubmissionItem } from './model';
 import { annotationsOf, combine, finalCodes, readyForVerdict, type Combined } from './verdict-input';
 
-/** Runs the fan-in check on a consistent read and, when ready, the verdict. Returns the verdict taken here, if any. */
-export function tryVerdict(subId: string): Promise<Verdict | null> {
-  return withChildLogScope({ phase: 'fan-in' }, async () => decideIfReady(await getSubmissionItem(subId)));
+/**
+ * Runs the fan-in check on a consistent read and, when ready, the verdict. Returns the verdict taken
+ * here, if any. `since`: the request's start, when a route takes the verdict (its rebuild budgets
+ * count from there).
+ */
+export function tryVerdict(subId: string, since?: number): Promise<Verdict | null> {
+  return withChildLogScope({ phase: 'fan-in' }, async () => decideIfReady(await getSubmissionItem(subId), since));
 }
 
 /**
@@ -58,9 +62,9 @@ export function tryVerdictOn(sub: SubmissionItem | undefined): Promise<Verdict |
   return withChildLogScope({ phase: 'fan-in' }, () => decideIfReady(sub));
 }
 
-async function decideIfReady(sub: SubmissionItem | undefined): Promise<Verdict | null> {
+async function decideIfReady(sub: SubmissionItem | undefined, since?: number): Promise<Verdict | null> {
   if (!sub || !readyForVerdict(sub)) return null;
-  const v = await decide(sub);
+  const v = await decide(sub, since);
   if (v === 'rejected') await markRejectedBytes(sub);
   return v;
 }
@@ -84,7 +88,7 @@ export function uploadObjectKeys(sub: SubmissionItem): string[] {
 }
 
 
-async function decide(sub: SubmissionItem): Promise<Verdict | null> {
+async function decide(sub: SubmissionItem, since = Date.now()): Promise<Verdict | null> {
   const c = combine(sub);
   const hashes = sub.uploads.map((u) => sub.parts[u.file_id]?.metadata?.content_hash ?? '');
   const dupInside = new Set(hashes).size !== hashes.length;
@@ -104,12 +108,15 @@ async function decide(sub: SubmissionItem): Promise<Verdict | null> {
       if (v === 'approved') return approve(sub, job, decided);
       if (v === 'retry_pending') return retryPending(sub, decided);
       return reject(sub, job, decided);
-    });
+    }, undefined, undefined, since);
   } catch (e) {
     if (e instanceof ConditionFailed && e.reasons.some((r) => r?.startsWith('hash:'))) {
       // D26: identical bytes were approved for this job meanwhile (the guard is created on approval).
       return withJobRetry(sub.job_id, (job) =>
         reject(sub, job, { ...c, stars: 1, precheck: true, annotations: null, reasonCodes: ['duplicate'], dimensions: null, reasoning: 'Rejected before scoring: the file is identical to a file already approved for this job.' }),
+        undefined,
+        undefined,
+        since,
       ).catch(lostRace);
     }
     return lostRace(e);

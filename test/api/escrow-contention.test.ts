@@ -148,7 +148,7 @@ describe('a stale balance snapshot (another creation changed the balance first)'
   // has just lowered past the escrow's condition (the low-balance threshold's regime): its snapshot
   // is stale and a rebuild on a fresh read would escrow. `lateBy` is how long the first round
   // seemingly took (Date.now moved on), as when a round first waits out a contended commit.
-  async function staleOnce(lateBy: number): Promise<{ status: number; headers: Record<string, string>; json: any; commits: number }> {
+  async function staleOnce(lateBy: number): Promise<{ status: number; headers: Record<string, string>; json: any; firstCommit: string }> {
     const b = await newBuyer(rt, { purchaseCents: 1000 });
     const available: number = (await credits(b.live)).available_cents;
     const threshold = 1000; // the settings' default low-balance threshold
@@ -158,24 +158,31 @@ describe('a stale balance snapshot (another creation changed the balance first)'
     let offset = 0;
     const clock = jest.spyOn(Date, 'now').mockImplementation(() => realNow() + offset);
     let interfere = true;
-    let commits = 0; // the organization's transactions: the creation's rounds and the other creation's
+    let firstCommit = 'not sent'; // how the creation's first commit ended
     const name = 'staleBalanceOnce';
     db().middlewareStack.add(
       (next, context) => async (args) => {
-        const ours = /^TransactWrite(Items)?Command$/.test(String(context.commandName)) && JSON.stringify(args.input).includes(b.orgId);
-        if (ours) commits++;
-        if (interfere && ours) {
+        if (interfere && /^TransactWrite(Items)?Command$/.test(String(context.commandName)) && JSON.stringify(args.input).includes(b.orgId)) {
           interfere = false;
           const other = await post(rt, b.live, '/v1/jobs', jobBody({ files_needed: taken / 10, price_per_file_cents: 10 }));
           expect(other.status).toBe(201);
           offset = lateBy;
+          try {
+            const out = await next(args);
+            firstCommit = 'committed';
+            return out;
+          } catch (e) {
+            firstCommit = (e as Error).name;
+            throw e;
+          }
         }
         return next(args);
       },
       { step: 'initialize', name },
     );
     try {
-      return { ...(await post(rt, b.live, '/v1/jobs', jobBody({ files_needed: 9, price_per_file_cents: 10 }))), commits };
+      const r = await post(rt, b.live, '/v1/jobs', jobBody({ files_needed: 9, price_per_file_cents: 10 }));
+      return { ...r, firstCommit };
     } finally {
       db().middlewareStack.remove(name);
       clock.mockRestore();
@@ -185,13 +192,13 @@ describe('a stale balance snapshot (another creation changed the balance first)'
   test('is read again and the creation escrows, within the stale budget', async () => {
     const r = await staleOnce(0);
     expect(r.status).toBe(201);
-    expect(r.commits).toBe(3); // its stale round, the other creation, its round on a fresh read
+    expect(r.firstCommit).toBe('TransactionCanceledException'); // its first round was stale: it escrowed on a fresh read
   });
 
   test('past the stale budget, the creation answers 409 with Retry-After instead of rebuilding on until its time-out', async () => {
     const r = await staleOnce(STALE_REBUILD_BUDGET_MS + 1);
     expect(r.status).toBe(409);
-    expect(r.commits).toBe(2); // its stale round and the other creation: no rebuild
+    expect(r.firstCommit).toBe('TransactionCanceledException');
     expect(r.json.error).toMatchObject({ type: 'conflict', request_id: r.headers['x-request-id'] });
     expect(r.headers['retry-after']).toBe('1');
   });

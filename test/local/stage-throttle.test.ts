@@ -44,7 +44,9 @@ describe('the buckets', () => {
 describe('the local front', () => {
   let rt: TestRuntime;
   beforeAll(async () => {
-    rt = await startTestRuntime({ stageThrottle: { ratePerSecond: 1, burst: 5 } });
+    // A token every 100 s: the bucket cannot refill while the test runs, however slow the machine
+    // (the refill itself is tested on the buckets above).
+    rt = await startTestRuntime({ stageThrottle: { ratePerSecond: 0.01, burst: 5 } });
   });
   afterAll(() => rt?.stop());
 
@@ -56,7 +58,5 @@ describe('the local front', () => {
     expect(throttled.json.error).toEqual({ type: 'rate_limit_exceeded', message: THROTTLED_MESSAGE, request_id: `req_${throttled.headers['x-amzn-requestid']}` });
     expect(throttled.headers['x-request-id']).toBeUndefined();
     expect((await rt.request('GET', '/docs')).status).toBe(200);
-    await new Promise((r) => setTimeout(r, 1100)); // one token back
-    expect((await rt.request('GET', '/v1/openapi.json')).status).toBe(200);
   });
 });

@@ -6,6 +6,7 @@
  */
 import { SIGNUP_PATHS, WAF_RATE_DEFAULTS, WAF_RATE_LIMITED, WAF_RATE_WINDOW_SECONDS } from '../../shared/http/edge';
 import { wafRateRules } from '../../local/waf-rate';
+import { deployedWafRatePer5Min, deployedWafSignupRatePer5Min } from '../../local/deployed-settings';
 import { startTestRuntime, type TestRuntime } from '../support/harness';
 
 const signupPath = SIGNUP_PATHS.find((p) => p === '/v1/auth/signup')!;
@@ -59,11 +60,43 @@ describe('the rules', () => {
   });
 });
 
-describe('a runtime started with the defaults applies the deployment\'s limits', () => {
+describe('the limits npm start takes', () => {
+  const saved = { all: process.env.LOCAL_WAF_RATE_PER_5MIN, signup: process.env.LOCAL_WAF_SIGNUP_RATE_PER_5MIN };
+  afterEach(() => {
+    for (const [k, v] of [['LOCAL_WAF_RATE_PER_5MIN', saved.all], ['LOCAL_WAF_SIGNUP_RATE_PER_5MIN', saved.signup]] as const) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  });
+
+  test('without LOCAL_WAF_* they are cdk.json\'s, else the stack\'s defaults', () => {
+    delete process.env.LOCAL_WAF_RATE_PER_5MIN;
+    delete process.env.LOCAL_WAF_SIGNUP_RATE_PER_5MIN;
+    const context = (require('../../cdk.json') as { context: Record<string, unknown> }).context;
+    expect(deployedWafRatePer5Min()).toBe(Number(context.wafRatePer5Min ?? WAF_RATE_DEFAULTS.perIpPer5Min));
+    expect(deployedWafSignupRatePer5Min()).toBe(Number(context.wafSignupRatePer5Min ?? WAF_RATE_DEFAULTS.signupPerIpPer5Min));
+  });
+
+  test('LOCAL_WAF_* set them', () => {
+    process.env.LOCAL_WAF_RATE_PER_5MIN = '700';
+    process.env.LOCAL_WAF_SIGNUP_RATE_PER_5MIN = '15';
+    expect([deployedWafRatePer5Min(), deployedWafSignupRatePer5Min()]).toEqual([700, 15]);
+  });
+
+  test('a limit WAF would not take (not an integer from 10) stops the start with a clear error', () => {
+    for (const bad of ['abc', '0', '9', '12.5']) {
+      process.env.LOCAL_WAF_SIGNUP_RATE_PER_5MIN = bad;
+      expect(() => deployedWafSignupRatePer5Min()).toThrow(/LOCAL_WAF_SIGNUP_RATE_PER_5MIN .*integer from 10/);
+    }
+  });
+});
+
+describe('a runtime started with the deployment\'s limits', () => {
   let rt: TestRuntime;
   beforeAll(async () => {
-    // The harness turns the rules off for the other suites; here they are as `npm start` has them.
-    rt = await startTestRuntime({ wafRateLimits: undefined });
+    // The harness turns the rules off for the other suites; here they have the stack's default
+    // limits, as `npm start` has them when neither LOCAL_WAF_* nor cdk.json sets others.
+    rt = await startTestRuntime({ wafRateLimits: { ...WAF_RATE_DEFAULTS } });
   });
   afterAll(() => rt?.stop());
 

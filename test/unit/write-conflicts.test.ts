@@ -5,7 +5,9 @@
  */
 import { COMMIT_ATTEMPTS, CONTENTION_BUDGET_MS, MAX_COMMIT_ATTEMPTS, REBUILD_BUDGET_MS, STALE_REBUILD_BUDGET_MS, mayRebuildAfterContention, mayRebuildStale, mayRetryContention, retryingConflicts } from '../../shared/db/conflicts';
 import { ROUTE_FUNCTION_TIMEOUT_SECONDS } from '../../shared/manifest/timeouts';
-import { Contention } from '../../shared/errors';
+import { ConditionFailed, Contention } from '../../shared/errors';
+import { withJobRetry } from '../../shared/work/slots';
+import type { JobItem } from '../../shared/jobs/model';
 
 const conflict = () => Object.assign(new Error('Transaction is ongoing for the item'), { name: 'TransactionConflictException' });
 
@@ -82,4 +84,10 @@ describe('how long a stale snapshot is rebuilt', () => {
     const longestRoundMs = CONTENTION_BUDGET_MS + 500 + 3_000;
     expect(STALE_REBUILD_BUDGET_MS + longestRoundMs).toBeLessThan(ROUTE_FUNCTION_TIMEOUT_SECONDS * 1000);
   });
+});
+
+test('a job-bound write whose job keeps changing past the stale budget ends as contention (409, or a redelivery), never as the failed condition its caller would read as its own outcome', async () => {
+  const job = { id: 'job_01ARZ3NDEKTSV4RRFFQ69G5FAV' } as JobItem;
+  const stale = () => Promise.reject(new ConditionFailed(['job']));
+  await expect(withJobRetry(job.id, stale, 40, job, Date.now() - STALE_REBUILD_BUDGET_MS - 1)).rejects.toBeInstanceOf(Contention);
 });
