@@ -8,62 +8,50 @@
  * export with every File.
  */
 import { randomUUID } from 'node:crypto';
-import { startDevReceiver, type DevReceiver } from '../../shared/webhooks/dev-receiver';
-import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
-import { createJob, liveBuyer, waitForVerdict, workersUpload } from './support';
+import { waitFor } from '../support/harness';
+import { createJob, flowSuite, liveBuyer, waitForVerdict, workersUpload } from './support';
 
 jest.setTimeout(240_000);
 
 describe('every queue message delivered twice at once changes nothing', () => {
-  let rt: TestRuntime;
-  let rx: DevReceiver;
-  beforeAll(async () => {
-    process.env.LOCAL_FIXED_OTP = '123456';
-    rt = await startTestRuntime({ duplicateDeliveries: true });
-    rx = await startDevReceiver();
-  });
-  afterAll(async () => {
-    await rx?.close();
-    await rt?.stop();
-  });
-
-  const post = (key: string, path: string, body: unknown) => rt.request('POST', path, { key, body, headers: { 'Idempotency-Key': randomUUID() } });
+  const flow = flowSuite({ duplicateDeliveries: true });
+  const post = flow.post;
 
   it('a job filled by two workers: one verdict, File, charge and payout per submission; one event per change, each delivered; one export of both Files', async () => {
-    const buyer = await liveBuyer(rt);
+    const buyer = await liveBuyer(flow.rt);
     const hook = `/hook/${randomUUID()}`;
-    expect((await post(buyer.live, '/v1/webhook_endpoints', { url: `${rx.url}${hook}`, events: ['*'] })).status).toBe(201);
-    const before = (await rt.request('GET', '/v1/billing/credits', { key: buyer.live })).json;
-    const job = await createJob(rt, buyer.live, { files_needed: 2, price_per_file_cents: 10 });
+    expect((await post(buyer.live, '/v1/webhook_endpoints', { url: `${flow.rx.url}${hook}`, events: ['*'] })).status).toBe(201);
+    const before = (await flow.rt.request('GET', '/v1/billing/credits', { key: buyer.live })).json;
+    const job = await createJob(flow.rt, buyer.live, { files_needed: 2, price_per_file_cents: 10 });
 
-    const { workers, subs } = await workersUpload(rt, job.id, [900, 901]);
-    for (const [i, w] of workers.entries()) expect(await waitForVerdict(rt, w.token, subs[i]!)).toMatchObject({ status: 'approved', payout_cents: 8 });
+    const { workers, subs } = await workersUpload(flow.rt, job.id, [900, 901]);
+    for (const [i, w] of workers.entries()) expect(await waitForVerdict(flow.rt, w.token, subs[i]!)).toMatchObject({ status: 'approved', payout_cents: 8 });
 
     // Money: two deductions of the price, the escrow spent, nothing held.
-    const deductions = (await rt.request('GET', '/v1/billing/transactions?type=deduction&limit=100', { key: buyer.live })).json.data;
+    const deductions = (await flow.rt.request('GET', '/v1/billing/transactions?type=deduction&limit=100', { key: buyer.live })).json.data;
     expect(deductions.map((d: { amount_cents: number; submission_id: string }) => [d.amount_cents, d.submission_id]).sort()).toEqual(subs.map((s) => [-10, s]).sort());
-    const after = (await rt.request('GET', '/v1/billing/credits', { key: buyer.live })).json;
+    const after = (await flow.rt.request('GET', '/v1/billing/credits', { key: buyer.live })).json;
     expect(after).toMatchObject({ available_cents: before.available_cents - 20, held_cents: 0 });
-    expect((await rt.request('GET', `/v1/jobs/${job.id}`, { key: buyer.live })).json).toMatchObject({ status: 'completed', files_approved: 2 });
-    expect((await rt.request('GET', `/v1/jobs/${job.id}/files?min_score=1`, { key: buyer.live })).json.data).toHaveLength(2);
+    expect((await flow.rt.request('GET', `/v1/jobs/${job.id}`, { key: buyer.live })).json).toMatchObject({ status: 'completed', files_approved: 2 });
+    expect((await flow.rt.request('GET', `/v1/jobs/${job.id}/files?min_score=1`, { key: buyer.live })).json.data).toHaveLength(2);
 
     // Events: one per change, each delivered. Webhooks are at least once too (D37): two copies of
     // an attempt message may both send; the receiver then gets the same webhook-id and the same
     // signed bytes, which it deduplicates on, and the delivery counts one attempt.
-    const events = async (type: string) => (await rt.request('GET', `/v1/webhook_events?type=${type}&limit=100`, { key: buyer.live })).json.data as { id: string }[];
+    const events = async (type: string) => (await flow.rt.request('GET', `/v1/webhook_events?type=${type}&limit=100`, { key: buyer.live })).json.data as { id: string }[];
     expect(await events('submission.approved')).toHaveLength(2);
     expect(await events('job.completed')).toHaveLength(1);
-    const all = (await rt.request('GET', '/v1/webhook_events?limit=100', { key: buyer.live })).json.data as { id: string; type: string }[];
-    await waitFor(async () => all.every((e) => rx.at(hook).some((r) => r.event.id === e.id)), { timeoutMs: 60_000 });
+    const all = (await flow.rt.request('GET', '/v1/webhook_events?limit=100', { key: buyer.live })).json.data as { id: string; type: string }[];
+    await waitFor(async () => all.every((e) => flow.rx.at(hook).some((r) => r.event.id === e.id)), { timeoutMs: 60_000 });
     // The copies did reach the consumers: the webhooks queue's dispatcher sent some events twice.
-    expect(rx.at(hook).length).toBeGreaterThan(all.length);
+    expect(flow.rx.at(hook).length).toBeGreaterThan(all.length);
     for (const e of all) {
-      const copies = rx.at(hook).filter((r) => r.event.id === e.id);
+      const copies = flow.rx.at(hook).filter((r) => r.event.id === e.id);
       expect(new Set(copies.map((c) => c.headers['webhook-id']))).toEqual(new Set([e.id]));
       expect(new Set(copies.map((c) => c.rawBody)).size).toBe(1);
     }
     await waitFor(async () => {
-      const listed = (await rt.request('GET', '/v1/webhook_events?limit=100', { key: buyer.live })).json.data as { delivery_status: string; attempts?: number }[];
+      const listed = (await flow.rt.request('GET', '/v1/webhook_events?limit=100', { key: buyer.live })).json.data as { delivery_status: string; attempts?: number }[];
       return listed.every((e) => e.delivery_status === 'delivered');
     });
 
@@ -72,7 +60,7 @@ describe('every queue message delivered twice at once changes nothing', () => {
     expect(created.status).toBe(202);
     const exp = await waitFor(
       async () => {
-        const r = (await rt.request('GET', `/v1/exports/${created.json.id}`, { key: buyer.live })).json;
+        const r = (await flow.rt.request('GET', `/v1/exports/${created.json.id}`, { key: buyer.live })).json;
         return ['succeeded', 'failed'].includes(r.status) ? r : null;
       },
       { timeoutMs: 60_000 },

@@ -8,35 +8,23 @@
 import { randomUUID } from 'node:crypto';
 import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '../../shared/db/client';
-import { startDevReceiver, type DevReceiver } from '../../shared/webhooks/dev-receiver';
-import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
-import { createJob, liveBuyer, waitForVerdict, workersUpload } from './support';
+import { waitFor } from '../support/harness';
+import { createJob, flowSuite, liveBuyer, waitForVerdict, workersUpload } from './support';
 
 jest.setTimeout(240_000);
 
 const LAG_MS = 1_500;
 
-let rt: TestRuntime;
-let rx: DevReceiver;
-beforeAll(async () => {
-  process.env.LOCAL_FIXED_OTP = '123456';
-  rt = await startTestRuntime({ indexLagMs: LAG_MS });
-  rx = await startDevReceiver();
-});
-afterAll(async () => {
-  await rx?.close();
-  await rt?.stop();
-});
-
-const post = (key: string, path: string, body: unknown) => rt.request('POST', path, { key, body, headers: { 'Idempotency-Key': randomUUID() } });
-const listed = async (key: string, path: string) => ((await rt.request('GET', path, { key })).json.data as { id: string }[]).map((x) => x.id);
+const flow = flowSuite({ indexLagMs: LAG_MS });
+const post = flow.post;
+const listed = async (key: string, path: string) => ((await flow.rt.request('GET', path, { key })).json.data as { id: string }[]).map((x) => x.id);
 
 test('an index read leaves out an item written less than the lag before, and lists it once the lag has passed; the table itself shows it at once', async () => {
-  const buyer = await liveBuyer(rt);
-  const job = await createJob(rt, buyer.live, { files_needed: 1, price_per_file_cents: 10 });
+  const buyer = await liveBuyer(flow.rt);
+  const job = await createJob(flow.rt, buyer.live, { files_needed: 1, price_per_file_cents: 10 });
   const written = Date.now();
   expect(await listed(buyer.live, '/v1/jobs?limit=100')).not.toContain(job.id); // the job list is an index (GSI1)
-  expect((await rt.request('GET', `/v1/jobs/${job.id}`, { key: buyer.live })).status).toBe(200); // the job item itself
+  expect((await flow.rt.request('GET', `/v1/jobs/${job.id}`, { key: buyer.live })).status).toBe(200); // the job item itself
   await new Promise((r) => setTimeout(r, Math.max(0, written + LAG_MS - Date.now())));
   expect(await listed(buyer.live, '/v1/jobs?limit=100')).toContain(job.id);
 });
@@ -53,38 +41,38 @@ test('an index read that projects no key (only `id`) still leaves out what the i
 });
 
 test('a job filled by two workers under index lag: each verdict, charge and payout once, the job completed, every event delivered, one export of both Files', async () => {
-  const buyer = await liveBuyer(rt);
+  const buyer = await liveBuyer(flow.rt);
   const hook = `/hook/${randomUUID()}`;
-  expect((await post(buyer.live, '/v1/webhook_endpoints', { url: `${rx.url}${hook}`, events: ['*'] })).status).toBe(201);
-  const before = (await rt.request('GET', '/v1/billing/credits', { key: buyer.live })).json;
-  const job = await createJob(rt, buyer.live, { files_needed: 2, price_per_file_cents: 10 });
+  expect((await post(buyer.live, '/v1/webhook_endpoints', { url: `${flow.rx.url}${hook}`, events: ['*'] })).status).toBe(201);
+  const before = (await flow.rt.request('GET', '/v1/billing/credits', { key: buyer.live })).json;
+  const job = await createJob(flow.rt, buyer.live, { files_needed: 2, price_per_file_cents: 10 });
 
-  const { workers, subs } = await workersUpload(rt, job.id, [700, 701]);
-  for (const [i, w] of workers.entries()) expect(await waitForVerdict(rt, w.token, subs[i]!)).toMatchObject({ status: 'approved', payout_cents: 8 });
+  const { workers, subs } = await workersUpload(flow.rt, job.id, [700, 701]);
+  for (const [i, w] of workers.entries()) expect(await waitForVerdict(flow.rt, w.token, subs[i]!)).toMatchObject({ status: 'approved', payout_cents: 8 });
   // An export asked for at once lists the Files through an index that may not have them yet: it is
   // built again until the index agrees with the job's approved count.
   const created = await post(buyer.live, `/v1/jobs/${job.id}/exports`, { format: 'jsonl', min_score: 1 });
   expect(created.status).toBe(202);
 
-  expect(await rt.request('GET', '/v1/billing/credits', { key: buyer.live }).then((r) => r.json)).toMatchObject({ available_cents: before.available_cents - 20, held_cents: 0 });
-  expect((await rt.request('GET', `/v1/jobs/${job.id}`, { key: buyer.live })).json).toMatchObject({ status: 'completed', files_approved: 2 });
+  expect(await flow.rt.request('GET', '/v1/billing/credits', { key: buyer.live }).then((r) => r.json)).toMatchObject({ available_cents: before.available_cents - 20, held_cents: 0 });
+  expect((await flow.rt.request('GET', `/v1/jobs/${job.id}`, { key: buyer.live })).json).toMatchObject({ status: 'completed', files_approved: 2 });
   const deductions = await waitFor(async () => {
-    const d = (await rt.request('GET', '/v1/billing/transactions?type=deduction&limit=100', { key: buyer.live })).json.data as { amount_cents: number; submission_id: string }[];
+    const d = (await flow.rt.request('GET', '/v1/billing/transactions?type=deduction&limit=100', { key: buyer.live })).json.data as { amount_cents: number; submission_id: string }[];
     return d.length >= 2 ? d : null;
   });
   expect(deductions.map((d) => [d.amount_cents, d.submission_id]).sort()).toEqual(subs.map((s) => [-10, s]).sort());
 
   // Every event of the flow reaches the endpoint once the lists have caught up.
   const all = await waitFor(async () => {
-    const e = (await rt.request('GET', '/v1/webhook_events?limit=100', { key: buyer.live })).json.data as { id: string; type: string; delivery_status: string }[];
+    const e = (await flow.rt.request('GET', '/v1/webhook_events?limit=100', { key: buyer.live })).json.data as { id: string; type: string; delivery_status: string }[];
     const done = e.filter((x) => x.type === 'job.completed').length === 1 && e.filter((x) => x.type === 'submission.approved').length === 2;
     return done && e.every((x) => x.delivery_status === 'delivered') ? e : null;
   }, { timeoutMs: 60_000 });
-  for (const e of all) expect(rx.at(hook).some((r) => r.event.id === e.id)).toBe(true);
+  for (const e of all) expect(flow.rx.at(hook).some((r) => r.event.id === e.id)).toBe(true);
 
   const exp = await waitFor(
     async () => {
-      const r = (await rt.request('GET', `/v1/exports/${created.json.id}`, { key: buyer.live })).json;
+      const r = (await flow.rt.request('GET', `/v1/exports/${created.json.id}`, { key: buyer.live })).json;
       return ['succeeded', 'failed'].includes(r.status) ? r : null;
     },
     { timeoutMs: 60_000 },
@@ -94,16 +82,16 @@ test('a job filled by two workers under index lag: each verdict, charge and payo
 });
 
 test('a job cancelled a moment after an upload, under index lag: the upload is still rejected and nothing is charged', async () => {
-  const buyer = await liveBuyer(rt);
-  const before = (await rt.request('GET', '/v1/billing/credits', { key: buyer.live })).json;
-  const job = await createJob(rt, buyer.live, { files_needed: 2, price_per_file_cents: 10 });
+  const buyer = await liveBuyer(flow.rt);
+  const before = (await flow.rt.request('GET', '/v1/billing/credits', { key: buyer.live })).json;
+  const job = await createJob(flow.rt, buyer.live, { files_needed: 2, price_per_file_cents: 10 });
   const {
     workers: [w],
     subs: [subId],
-  } = await workersUpload(rt, job.id, [720]);
+  } = await workersUpload(flow.rt, job.id, [720]);
   const cancelled = await post(buyer.live, `/v1/jobs/${job.id}/cancel`, {});
   expect(cancelled.status).toBe(200);
   // Whether the verdict or the cancellation reaches it first, a cancelled job never approves.
-  expect(await waitForVerdict(rt, w!.token, subId!)).toMatchObject({ status: 'rejected' });
-  expect((await rt.request('GET', '/v1/billing/credits', { key: buyer.live })).json).toMatchObject({ available_cents: before.available_cents, held_cents: 0 });
+  expect(await waitForVerdict(flow.rt, w!.token, subId!)).toMatchObject({ status: 'rejected' });
+  expect((await flow.rt.request('GET', '/v1/billing/credits', { key: buyer.live })).json).toMatchObject({ available_cents: before.available_cents, held_cents: 0 });
 });

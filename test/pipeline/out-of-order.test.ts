@@ -11,10 +11,9 @@
  * so the test holds the events' created_at to the order of the changes, not their arrival.
  */
 import { randomUUID } from 'node:crypto';
-import { startDevReceiver, type DevReceiver } from '../../shared/webhooks/dev-receiver';
 import { seededRandom } from '../../local/seeded-random';
-import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
-import { accept, createJob, detailedJpeg, flatPng, liveBuyer, signupWorker, uploadFile, waitForVerdict } from './support';
+import { waitFor } from '../support/harness';
+import { accept, createJob, detailedJpeg, flatPng, flowSuite, liveBuyer, signupWorker, uploadFile, waitForVerdict } from './support';
 
 jest.setTimeout(300_000);
 
@@ -22,36 +21,23 @@ type Tx = { type: string; amount_cents: number; job_id?: string | null; submissi
 type Ev = { id: string; type: string; created_at: string; data: Record<string, unknown>; delivery_status: string; deliveries: { endpoint_id: string; status: string; attempts: number }[] };
 
 describe('every queue delivering out of order changes nothing the contract promises', () => {
-  let rt: TestRuntime;
-  let rx: DevReceiver;
-  beforeAll(async () => {
-    process.env.LOCAL_FIXED_OTP = '123456';
-    process.env.WEBHOOK_RETRY_SCALE = '0.001';
-    rt = await startTestRuntime({ outOfOrderDeliveries: { random: seededRandom(20261127), holdBackProbability: 0.4, maxHoldBackSeconds: 2 } });
-    rx = await startDevReceiver();
-  });
-  afterAll(async () => {
-    await rx?.close();
-    await rt?.stop();
-    delete process.env.WEBHOOK_RETRY_SCALE;
-  });
-
-  const post = (key: string, path: string, body?: unknown) => rt.request('POST', path, { key, body, headers: { 'Idempotency-Key': randomUUID() } });
-  const get = async (key: string, path: string) => (await rt.request('GET', path, { key })).json;
+  const flow = flowSuite({ outOfOrderDeliveries: { random: seededRandom(20261127), holdBackProbability: 0.4, maxHoldBackSeconds: 2 } }, { WEBHOOK_RETRY_SCALE: '0.001' });
+  const post = flow.post;
+  const get = async (key: string, path: string) => (await flow.rt.request('GET', path, { key })).json;
   const allEvents = async (key: string): Promise<Ev[]> => (await get(key, '/v1/webhook_events?limit=100')).data;
   const transactions = async (key: string): Promise<Tx[]> => (await get(key, '/v1/billing/transactions?limit=100')).data;
   const sum = (txs: Tx[], ...types: string[]) => txs.filter((t) => types.includes(t.type)).reduce((s, t) => s + t.amount_cents, 0);
 
   it('a live buyer: three jobs (one filled, a retried submission among them; one cancelled mid-way; one submission of two files), an export, webhooks to two endpoints (one failing at first); and a sandbox run', async () => {
-    const buyer = await liveBuyer(rt);
+    const buyer = await liveBuyer(flow.rt);
     const hookA = `/hook/${randomUUID()}`;
     const hookB = `/hook/${randomUUID()}`;
     // B fails its first answers: those deliveries are retried, so retry messages share the queue
     // with new events' fan-outs.
-    rx.script(hookB, [500, 503, 500, 500, 200]);
+    flow.rx.script(hookB, [500, 503, 500, 500, 200]);
     const endpoints: string[] = [];
     for (const hook of [hookA, hookB]) {
-      const ep = await post(buyer.live, '/v1/webhook_endpoints', { url: `${rx.url}${hook}`, events: ['*'] });
+      const ep = await post(buyer.live, '/v1/webhook_endpoints', { url: `${flow.rx.url}${hook}`, events: ['*'] });
       expect(ep.status).toBe(201);
       endpoints.push(ep.json.id as string);
     }
@@ -59,46 +45,46 @@ describe('every queue delivering out of order changes nothing the contract promi
 
     // Job 1: four files; four workers upload at once (their scoring messages share the queue), one
     // of them a flat picture (retry_pending at min_star_rating 2), retried with a good one.
-    const job = await createJob(rt, buyer.live, { files_needed: 4, price_per_file_cents: 10, min_star_rating: 2 });
-    const workers = await Promise.all([1, 2, 3, 4].map(() => signupWorker(rt)));
+    const job = await createJob(flow.rt, buyer.live, { files_needed: 4, price_per_file_cents: 10, min_star_rating: 2 });
+    const workers = await Promise.all([1, 2, 3, 4].map(() => signupWorker(flow.rt)));
     const subs: string[] = [];
     for (const w of workers) {
-      const a = await accept(rt, w.token, job.id);
+      const a = await accept(flow.rt, w.token, job.id);
       expect(a.status).toBe(201);
       subs.push(a.json.id);
     }
     const uploads = await Promise.all(
-      workers.map(async (w, i) => (i === 3 ? uploadFile(rt, w.token, subs[i]!, await flatPng(), 'image/png', 'flat.png') : uploadFile(rt, w.token, subs[i]!, await detailedJpeg(7100 + i)))),
+      workers.map(async (w, i) => (i === 3 ? uploadFile(flow.rt, w.token, subs[i]!, await flatPng(), 'image/png', 'flat.png') : uploadFile(flow.rt, w.token, subs[i]!, await detailedJpeg(7100 + i)))),
     );
     expect(uploads.map((u) => u.status)).toEqual([202, 202, 202, 202]);
-    expect(await waitForVerdict(rt, workers[3]!.token, subs[3]!)).toMatchObject({ status: 'retry_pending', attempt: 1 });
-    const retry = await uploadFile(rt, workers[3]!.token, subs[3]!, await detailedJpeg(7199), 'image/jpeg', 'retry.jpg', 'retry');
+    expect(await waitForVerdict(flow.rt, workers[3]!.token, subs[3]!)).toMatchObject({ status: 'retry_pending', attempt: 1 });
+    const retry = await uploadFile(flow.rt, workers[3]!.token, subs[3]!, await detailedJpeg(7199), 'image/jpeg', 'retry.jpg', 'retry');
     expect(retry.status).toBe(202);
     expect(retry.json).toMatchObject({ status: 'pending_score', attempt: 2 });
-    for (const [i, w] of workers.entries()) expect(await waitForVerdict(rt, w.token, subs[i]!)).toMatchObject({ status: 'approved', payout_cents: 8 });
+    for (const [i, w] of workers.entries()) expect(await waitForVerdict(flow.rt, w.token, subs[i]!)).toMatchObject({ status: 'approved', payout_cents: 8 });
     expect(await get(buyer.live, `/v1/jobs/${job.id}`)).toMatchObject({ status: 'completed', files_approved: 4, files_remaining: 0 });
     expect((await get(buyer.live, `/v1/jobs/${job.id}`)).submission_summary).toMatchObject({ total_submissions: 4, approved: 4 });
     const files = (await get(buyer.live, `/v1/jobs/${job.id}/files?limit=100`)).data as { submission_id: string }[];
     expect(files.map((f) => f.submission_id).sort()).toEqual([...subs].sort());
 
     // Job 2: two files; one approved, then the buyer cancels; the other worker's reservation ends (its submission `cancelled`).
-    const job2 = await createJob(rt, buyer.live, { files_needed: 2, price_per_file_cents: 10 });
-    const w5 = await signupWorker(rt);
-    const w6 = await signupWorker(rt);
-    const a5 = await accept(rt, w5.token, job2.id);
-    const a6 = await accept(rt, w6.token, job2.id);
+    const job2 = await createJob(flow.rt, buyer.live, { files_needed: 2, price_per_file_cents: 10 });
+    const w5 = await signupWorker(flow.rt);
+    const w6 = await signupWorker(flow.rt);
+    const a5 = await accept(flow.rt, w5.token, job2.id);
+    const a6 = await accept(flow.rt, w6.token, job2.id);
     expect([a5.status, a6.status]).toEqual([201, 201]);
-    expect((await uploadFile(rt, w5.token, a5.json.id, await detailedJpeg(7201))).status).toBe(202);
-    expect(await waitForVerdict(rt, w5.token, a5.json.id)).toMatchObject({ status: 'approved', payout_cents: 8 });
+    expect((await uploadFile(flow.rt, w5.token, a5.json.id, await detailedJpeg(7201))).status).toBe(202);
+    expect(await waitForVerdict(flow.rt, w5.token, a5.json.id)).toMatchObject({ status: 'approved', payout_cents: 8 });
     expect((await post(buyer.live, `/v1/jobs/${job2.id}/cancel`)).status).toBe(200);
     expect(await get(buyer.live, `/v1/jobs/${job2.id}`)).toMatchObject({ status: 'cancelled', files_approved: 1 });
     await waitFor(async () => (await get(w6.token, `/internal/worker/submissions/${a6.json.id}`)).status === 'cancelled', { timeoutMs: 60_000 });
 
     // Job 3: one submission of two files, uploaded pre-signed: four stage messages (scoring and
     // annotation of each object) fan in to one verdict, whatever order they come in.
-    const job3 = await createJob(rt, buyer.live, { files_needed: 2, files_per_submission: 2, price_per_file_cents: 10 });
-    const w7 = await signupWorker(rt);
-    const a7 = await accept(rt, w7.token, job3.id);
+    const job3 = await createJob(flow.rt, buyer.live, { files_needed: 2, files_per_submission: 2, price_per_file_cents: 10 });
+    const w7 = await signupWorker(flow.rt);
+    const a7 = await accept(flow.rt, w7.token, job3.id);
     expect(a7.status).toBe(201);
     const pics = [await detailedJpeg(7301), await detailedJpeg(7302)];
     const plan = await post(w7.token, `/internal/worker/submissions/${a7.json.id}/upload`, {
@@ -107,7 +93,7 @@ describe('every queue delivering out of order changes nothing the contract promi
     expect(plan.status).toBe(200);
     const puts = (plan.json.uploads as { url: string; headers: Record<string, string> }[]).map((u, i) => fetch(u.url, { method: 'PUT', body: pics[i], headers: u.headers }));
     expect((await Promise.all(puts)).map((r) => r.status)).toEqual([200, 200]);
-    expect(await waitForVerdict(rt, w7.token, a7.json.id)).toMatchObject({ status: 'approved', payout_cents: 16 });
+    expect(await waitForVerdict(flow.rt, w7.token, a7.json.id)).toMatchObject({ status: 'approved', payout_cents: 16 });
     expect(await get(buyer.live, `/v1/jobs/${job3.id}`)).toMatchObject({ status: 'completed', files_approved: 2 });
     expect((await get(buyer.live, `/v1/jobs/${job3.id}/files`)).data).toHaveLength(2);
 
@@ -154,7 +140,7 @@ describe('every queue delivering out of order changes nothing the contract promi
     for (const e of settled) {
       expect(e.deliveries.map((d) => [d.endpoint_id, d.status]).sort()).toEqual(endpoints.map((id) => [id, 'delivered']).sort());
       for (const hook of [hookA, hookB]) {
-        const copies = rx.at(hook).filter((r) => r.event.id === e.id);
+        const copies = flow.rx.at(hook).filter((r) => r.event.id === e.id);
         expect(copies.length).toBeGreaterThanOrEqual(1);
         expect(new Set(copies.map((c) => c.headers['webhook-id']))).toEqual(new Set([e.id]));
         expect(new Set(copies.map((c) => c.rawBody)).size).toBe(1);

@@ -1,11 +1,13 @@
 /** Builders for the worker / pipeline tests: workers, live jobs, media bytes, multipart bodies, queue messages. */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import sharp, { type Sharp } from 'sharp';
 import { GetQueueAttributesCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
 import type { ConverseCommandOutput } from '@aws-sdk/client-bedrock-runtime';
 import { idemKey, signupBuyer, verifyPhone, uniqueEmail } from '../support/buyers';
-import { waitFor, type TestRuntime } from '../support/harness';
+import { startTestRuntime, waitFor, type TestResponse, type TestRuntime } from '../support/harness';
+import { startDevReceiver, type DevReceiver } from '../../shared/webhooks/dev-receiver';
+import type { RuntimeOptions } from '../../local/runtime';
 import { BedrockScorer } from '../../shared/scoring';
 import { setScorerFactory } from '../../shared/work/scoring-stage';
 import { TranscribeTranscriber, setSpeechModelClient, setTranscriberFactory } from '../../shared/speech';
@@ -243,4 +245,34 @@ export function standInSpeechProviders(opts: { onStart?: (input: any) => Promise
     setSpeechModelClient(null);
   };
   return s;
+}
+
+/** A whole-flow suite's runtime and webhook receiver: `rt` and `rx` are set before its first test. */
+export interface FlowSuite {
+  rt: TestRuntime;
+  rx: DevReceiver;
+  /** A POST with a fresh Idempotency-Key. */
+  post(key: string, path: string, body?: unknown): Promise<TestResponse>;
+}
+
+/**
+ * Starts a runtime with `options` and a webhook receiver before the calling scope's tests and stops
+ * both after them (beforeAll/afterAll), with every phone code `123456` and `env` set meanwhile.
+ */
+export function flowSuite(options: Partial<RuntimeOptions>, env: Record<string, string> = {}): FlowSuite {
+  const suite = {
+    post: (key: string, path: string, body?: unknown) => suite.rt.request('POST', path, { key, body, headers: { 'Idempotency-Key': randomUUID() } }),
+  } as FlowSuite;
+  beforeAll(async () => {
+    process.env.LOCAL_FIXED_OTP = '123456';
+    Object.assign(process.env, env);
+    suite.rt = await startTestRuntime(options);
+    suite.rx = await startDevReceiver();
+  });
+  afterAll(async () => {
+    await suite.rx?.close();
+    await suite.rt?.stop();
+    for (const k of Object.keys(env)) delete process.env[k];
+  });
+  return suite;
 }
