@@ -7,9 +7,8 @@
  * event per state change, each delivered to the endpoint (copies of a delivery identical), one
  * export with every File.
  */
-import { randomUUID } from 'node:crypto';
 import { waitFor } from '../support/harness';
-import { createJob, flowSuite, liveBuyer, waitForVerdict, workersUpload } from './support';
+import { flowSuite } from './support';
 
 jest.setTimeout(240_000);
 
@@ -18,14 +17,7 @@ describe('every queue message delivered twice at once changes nothing', () => {
   const post = flow.post;
 
   it('a job filled by two workers: one verdict, File, charge and payout per submission; one event per change, each delivered; one export of both Files', async () => {
-    const buyer = await liveBuyer(flow.rt);
-    const hook = `/hook/${randomUUID()}`;
-    expect((await post(buyer.live, '/v1/webhook_endpoints', { url: `${flow.rx.url}${hook}`, events: ['*'] })).status).toBe(201);
-    const before = (await flow.rt.request('GET', '/v1/billing/credits', { key: buyer.live })).json;
-    const job = await createJob(flow.rt, buyer.live, { files_needed: 2, price_per_file_cents: 10 });
-
-    const { workers, subs } = await workersUpload(flow.rt, job.id, [900, 901]);
-    for (const [i, w] of workers.entries()) expect(await waitForVerdict(flow.rt, w.token, subs[i]!)).toMatchObject({ status: 'approved', payout_cents: 8 });
+    const { buyer, hook, before, job, subs } = await flow.twoApprovals([900, 901]);
 
     // Money: two deductions of the price, the escrow spent, nothing held.
     const deductions = (await flow.rt.request('GET', '/v1/billing/transactions?type=deduction&limit=100', { key: buyer.live })).json.data;
@@ -58,13 +50,7 @@ describe('every queue message delivered twice at once changes nothing', () => {
     // One export, with both Files.
     const created = await post(buyer.live, `/v1/jobs/${job.id}/exports`, { format: 'jsonl', min_score: 1 });
     expect(created.status).toBe(202);
-    const exp = await waitFor(
-      async () => {
-        const r = (await flow.rt.request('GET', `/v1/exports/${created.json.id}`, { key: buyer.live })).json;
-        return ['succeeded', 'failed'].includes(r.status) ? r : null;
-      },
-      { timeoutMs: 60_000 },
-    );
+    const exp = await flow.finishedExport(buyer.live, created.json.id);
     expect(exp).toMatchObject({ status: 'succeeded', file_count: 2 });
     const lines = (await (await fetch(exp.download_url)).text()).trimEnd().split('\n');
     expect(lines).toHaveLength(2);

@@ -41,14 +41,7 @@ test('an index read that projects no key (only `id`) still leaves out what the i
 });
 
 test('a job filled by two workers under index lag: each verdict, charge and payout once, the job completed, every event delivered, one export of both Files', async () => {
-  const buyer = await liveBuyer(flow.rt);
-  const hook = `/hook/${randomUUID()}`;
-  expect((await post(buyer.live, '/v1/webhook_endpoints', { url: `${flow.rx.url}${hook}`, events: ['*'] })).status).toBe(201);
-  const before = (await flow.rt.request('GET', '/v1/billing/credits', { key: buyer.live })).json;
-  const job = await createJob(flow.rt, buyer.live, { files_needed: 2, price_per_file_cents: 10 });
-
-  const { workers, subs } = await workersUpload(flow.rt, job.id, [700, 701]);
-  for (const [i, w] of workers.entries()) expect(await waitForVerdict(flow.rt, w.token, subs[i]!)).toMatchObject({ status: 'approved', payout_cents: 8 });
+  const { buyer, hook, before, job, subs } = await flow.twoApprovals([700, 701]);
   // An export asked for at once lists the Files through an index that may not have them yet: it is
   // built again until the index agrees with the job's approved count.
   const created = await post(buyer.live, `/v1/jobs/${job.id}/exports`, { format: 'jsonl', min_score: 1 });
@@ -70,13 +63,7 @@ test('a job filled by two workers under index lag: each verdict, charge and payo
   }, { timeoutMs: 60_000 });
   for (const e of all) expect(flow.rx.at(hook).some((r) => r.event.id === e.id)).toBe(true);
 
-  const exp = await waitFor(
-    async () => {
-      const r = (await flow.rt.request('GET', `/v1/exports/${created.json.id}`, { key: buyer.live })).json;
-      return ['succeeded', 'failed'].includes(r.status) ? r : null;
-    },
-    { timeoutMs: 60_000 },
-  );
+  const exp = await flow.finishedExport(buyer.live, created.json.id);
   expect(exp).toMatchObject({ status: 'succeeded', file_count: 2 });
   expect((await (await fetch(exp.download_url)).text()).trimEnd().split('\n')).toHaveLength(2);
 });

@@ -113,13 +113,7 @@ describe('every queue delivering out of order changes nothing the contract promi
     // An export of job 1, with its four Files.
     const created = await post(buyer.live, `/v1/jobs/${job.id}/exports`, { format: 'jsonl', min_score: 1 });
     expect(created.status).toBe(202);
-    const exp = await waitFor(
-      async () => {
-        const r = await get(buyer.live, `/v1/exports/${created.json.id}`);
-        return ['succeeded', 'failed'].includes(r.status) ? r : null;
-      },
-      { timeoutMs: 60_000 },
-    );
+    const exp = await flow.finishedExport(buyer.live, created.json.id);
     expect(exp).toMatchObject({ status: 'succeeded', file_count: 4 });
     expect((await (await fetch(exp.download_url)).text()).trimEnd().split('\n')).toHaveLength(4);
 

@@ -253,6 +253,20 @@ export interface FlowSuite {
   rx: DevReceiver;
   /** A POST with a fresh Idempotency-Key. */
   post(key: string, path: string, body?: unknown): Promise<TestResponse>;
+  /**
+   * A live buyer with a webhook endpoint on every event (at `hook` on the receiver), its credits
+   * before, and a job of two files at 10 cents that two workers filled (uploads seeded `seeds`),
+   * both submissions approved with their 8-cent payout.
+   */
+  twoApprovals(seeds: [number, number]): Promise<{
+    buyer: Awaited<ReturnType<typeof liveBuyer>>;
+    hook: string;
+    before: { available_cents: number };
+    job: { id: string };
+    subs: string[];
+  }>;
+  /** The export `exportId` once it has succeeded or failed (waits up to 60 s). */
+  finishedExport(key: string, exportId: string): Promise<any>;
 }
 
 /**
@@ -260,9 +274,29 @@ export interface FlowSuite {
  * both after them (beforeAll/afterAll), with every phone code `123456` and `env` set meanwhile.
  */
 export function flowSuite(options: Partial<RuntimeOptions>, env: Record<string, string> = {}): FlowSuite {
-  const suite = {
+  const suite: FlowSuite = {
+    rt: undefined as unknown as TestRuntime, // set before the first test
+    rx: undefined as unknown as DevReceiver,
     post: (key: string, path: string, body?: unknown) => suite.rt.request('POST', path, { key, body, headers: { 'Idempotency-Key': randomUUID() } }),
-  } as FlowSuite;
+    async twoApprovals(seeds: [number, number]) {
+      const buyer = await liveBuyer(suite.rt);
+      const hook = `/hook/${randomUUID()}`;
+      expect((await suite.post(buyer.live, '/v1/webhook_endpoints', { url: `${suite.rx.url}${hook}`, events: ['*'] })).status).toBe(201);
+      const before = (await suite.rt.request('GET', '/v1/billing/credits', { key: buyer.live })).json;
+      const job = await createJob(suite.rt, buyer.live, { files_needed: 2, price_per_file_cents: 10 });
+      const { workers, subs } = await workersUpload(suite.rt, job.id, seeds);
+      for (const [i, w] of workers.entries()) expect(await waitForVerdict(suite.rt, w.token, subs[i]!)).toMatchObject({ status: 'approved', payout_cents: 8 });
+      return { buyer, hook, before, job, subs };
+    },
+    finishedExport: (key: string, exportId: string) =>
+      waitFor(
+        async () => {
+          const r = (await suite.rt.request('GET', `/v1/exports/${exportId}`, { key })).json;
+          return ['succeeded', 'failed'].includes(r.status) ? r : null;
+        },
+        { timeoutMs: 60_000 },
+      ),
+  };
   beforeAll(async () => {
     process.env.LOCAL_FIXED_OTP = '123456';
     Object.assign(process.env, env);
