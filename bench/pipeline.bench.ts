@@ -20,7 +20,6 @@
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 
 const N = 40;
 const CONCURRENCY = 8;
@@ -142,8 +141,8 @@ export async function run(): Promise<string> {
   const { startRuntime } = await import('../local/runtime');
   const rt = await startRuntime({ wafRateLimits: false, stageThrottle: false, inMemory: true, port: 0, enableScheduler: false, enablePollers: true, enableStreams: false, logLevel: 'error', cursorSecret: 'bench', pollWaitSeconds: 1 });
   try {
-    const { db, dynamo, tableName } = await import('../shared/db/client');
-    const { keys } = await import('../shared/db/keys');
+    const { dynamo } = await import('../shared/db/client');
+    const { setRateLimitOverride } = await import('../shared/orgs/rate-tier');
     const { confirmCheckout } = await import('../shared/billing');
     const { currentLogScope } = await import('../shared/logger');
     const { recordDynamoCalls } = await import('../test/support/dynamo-calls');
@@ -191,7 +190,7 @@ export async function run(): Promise<string> {
 
     const s = await call('POST', '/v1/auth/signup', null, { name: 'Bench', email: `bench-${randomBytes(6).toString('hex')}@example.com` });
     const key: string = s.api_key.secret;
-    await db().send(new UpdateCommand({ TableName: tableName(), Key: keys.organization(s.organization.id), UpdateExpression: 'SET rate_limits = :l', ExpressionAttributeValues: { ':l': { perMinute: 1e6, perHour: 1e7 } } }));
+    await setRateLimitOverride(s.organization.id, { perMinute: 1e6, perHour: 1e7 });
     const cs = await call('POST', '/v1/billing/credits/purchase', key, { amount_cents: 10_000 }, { 'Idempotency-Key': 'bench-purchase' });
     await confirmCheckout(cs.id, { paymentMethod: 'pm_bench', providerRef: cs.id });
     // N loaded with the model workers, N more with the models on the main thread (when the runtime has workers).

@@ -4,7 +4,6 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Agent, request as httpRequest } from 'node:http';
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 
 type Runtime = { url: string };
 
@@ -55,15 +54,14 @@ export function benchClient(rt: Runtime): BenchRequest {
 
 /** Signs a buyer up, lifts its key's rate limit so it never caps a bench, and buys `cents` of credits. */
 export async function fundedBuyer(rt: Runtime, cents: number): Promise<{ key: string; orgId: string }> {
-  const { db, tableName } = await import('../shared/db/client');
-  const { keys } = await import('../shared/db/keys');
+  const { setRateLimitOverride } = await import('../shared/orgs/rate-tier');
   const { confirmCheckout } = await import('../shared/billing');
   const req = benchClient(rt);
   const signup = await fetch(`${rt.url}/v1/auth/signup`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'Bench', email: `bench-${randomBytes(6).toString('hex')}@example.com` }) });
   const s = (await signup.json()) as any;
   const key: string = s.api_key.secret;
   const orgId: string = s.organization.id;
-  await db().send(new UpdateCommand({ TableName: tableName(), Key: keys.organization(orgId), UpdateExpression: 'SET rate_limits = :l', ExpressionAttributeValues: { ':l': { perMinute: 1e6, perHour: 1e7 } } }));
+  await setRateLimitOverride(orgId, { perMinute: 1e6, perHour: 1e7 });
   const cs = await req('POST', '/v1/billing/credits/purchase', key, { amount_cents: cents }, { 'Idempotency-Key': 'bench-purchase' });
   await confirmCheckout(cs.id, { paymentMethod: 'pm_bench', providerRef: cs.id });
   return { key, orgId };

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import {
+  Annotations,
   Duration,
   RemovalPolicy,
   aws_cloudfront as cloudfront,
@@ -139,10 +140,18 @@ export class Cdn extends Construct {
       enableAcceptEncodingGzip: false,
       enableAcceptEncodingBrotli: false,
     });
+    // CDK warns whenever LIST is granted; the default root object below is what it asks for.
+    Annotations.of(this).acknowledgeWarning('@aws-cdk/aws-cloudfront-origins:listBucketSecurityRisk', 'The default root object is set, every URL is signed for its exact path, and no listing parameter reaches the origin.');
     this.distribution = new cloudfront.Distribution(this, 'Distribution', {
       comment: 'Media downloads (signed URLs only)',
       defaultBehavior: {
-        origin: origins.S3BucketOrigin.withOriginAccessControl(props.bucket),
+        // READ and LIST: without s3:ListBucket, S3 answers a missing key (a withdrawn file) with
+        // 403, indistinguishable from a bad signature; with it, 404, as the local CDN answers.
+        // Every request needs a signed URL for its exact path, and only the signed
+        // content-disposition reaches the origin, so no listing can be asked for.
+        origin: origins.S3BucketOrigin.withOriginAccessControl(props.bucket, {
+          originAccessLevels: [cloudfront.AccessLevel.READ, cloudfront.AccessLevel.LIST],
+        }),
         viewerProtocolPolicy: cloudfront.ViewerProtocolPolicy.HTTPS_ONLY,
         allowedMethods: cloudfront.AllowedMethods.ALLOW_GET_HEAD,
         cachedMethods: cloudfront.CachedMethods.CACHE_GET_HEAD,
@@ -150,6 +159,9 @@ export class Cdn extends Construct {
         cachePolicy,
         compress: false,
       },
+      // With LIST granted, the root maps to an object that never exists: even a signed request
+      // for "/" answers 404, never a listing of the bucket.
+      defaultRootObject: 'index.html',
       priceClass: cloudfront.PriceClass.PRICE_CLASS_100,
       httpVersion: cloudfront.HttpVersion.HTTP2_AND_3,
       enableIpv6: true,

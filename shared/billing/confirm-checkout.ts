@@ -20,6 +20,7 @@ import { audit } from '../audit';
 import { ConditionFailed } from '../errors';
 import { grantCreditsMany, twelveMonthsAfter } from '../ledger/lots';
 import { readBalanceItem, versionCondition } from '../ledger/balance';
+import { purchaseMarkOnTestBalance } from '../orgs/rate-tier';
 import { getSession } from './checkout-session';
 import type { Env } from '../types';
 
@@ -142,12 +143,16 @@ export async function confirmCheckout(csId: string, payment: Payment, alsoInTx?:
         { type: 'bonus', amountCents: bonus, description: `Purchase bonus (${csId})`, expiresAt: twelveMonthsAfter(at) },
       ],
       versionCondition(bal ? Number(bal.version ?? 0) : null),
+      env === 'live',
     );
     if (env === 'live') {
       tx.update('organization', keys.organization(orgId), `SET has_purchased = :y${payment.paymentMethod ? ', payment_method = :pm' : ''}`, {
         condition: 'attribute_exists(PK)',
         values: { ':y': true, ...(payment.paymentMethod ? { ':pm': payment.paymentMethod } : {}) },
       });
+      // D13: test keys have the same limits; both balances carry the tier's copy (issue 15).
+      const mark = purchaseMarkOnTestBalance(orgId);
+      tx.update('balance:test', mark.key, mark.expression, { names: mark.names, values: mark.values });
     }
     const total = amount + bonus;
     emit(tx, { orgId, env, type: 'credits.purchased', data: { checkout_session_id: csId, amount_cents: amount, bonus_cents: bonus, total_credits_cents: total } });

@@ -97,11 +97,15 @@ export function creditLot(tx: Tx, orgId: string, env: Env, lot: { sk: string; id
 /** Optional condition on the balance item (e.g. `versionCondition` of balance.ts). */
 export type BalanceCond = { condition: string; values: Record<string, unknown> };
 
-/** The balance update of a grant: available up, version bump. */
-export function balanceCreditUpdate(tx: Tx, orgId: string, env: Env, cents: number, cond?: BalanceCond): void {
-  tx.update('balance', keys.balance(orgId, env), 'ADD available_cents :a, version :one SET updated_at = :t, org_id = :o, environment = :e, entity = :ent', {
+/**
+ * The balance update of a grant: available up, version bump. A live purchase's grant also marks
+ * the balance purchased (the copy of the organization's rate tier, shared/orgs/rate-tier.ts).
+ */
+export function balanceCreditUpdate(tx: Tx, orgId: string, env: Env, cents: number, cond?: BalanceCond, markPurchased = false): void {
+  const mark = markPurchased ? ', has_purchased = :hp' : '';
+  tx.update('balance', keys.balance(orgId, env), `ADD available_cents :a, version :one SET updated_at = :t, org_id = :o, environment = :e, entity = :ent${mark}`, {
     ...(cond ? { condition: cond.condition } : {}),
-    values: { ':a': cents, ':one': 1, ':t': nowIso(), ':o': orgId, ':e': env, ':ent': 'balance', ...(cond?.values ?? {}) },
+    values: { ':a': cents, ':one': 1, ':t': nowIso(), ':o': orgId, ':e': env, ':ent': 'balance', ...(markPurchased ? { ':hp': true } : {}), ...(cond?.values ?? {}) },
   });
 }
 
@@ -127,7 +131,14 @@ export interface Grant {
   expiresAt: string | null;
 }
 
-export function grantCreditsMany(tx: Tx, orgId: string, env: Env, grants: Grant[], cond?: BalanceCond): { lotId: string; transactionId: string }[] {
+export function grantCreditsMany(
+  tx: Tx,
+  orgId: string,
+  env: Env,
+  grants: Grant[],
+  cond?: BalanceCond,
+  markPurchased = false,
+): { lotId: string; transactionId: string }[] {
   const at = nowIso();
   const out = grants
     .filter((g) => g.amountCents > 0)
@@ -167,7 +178,7 @@ export function grantCreditsMany(tx: Tx, orgId: string, env: Env, grants: Grant[
       return { lotId, transactionId, cents: grant.amountCents };
     });
   const total = out.reduce((s, g) => s + g.cents, 0);
-  if (total > 0) balanceCreditUpdate(tx, orgId, env, total, cond);
+  if (total > 0) balanceCreditUpdate(tx, orgId, env, total, cond, markPurchased);
   return out.map(({ lotId, transactionId }) => ({ lotId, transactionId }));
 }
 

@@ -70,9 +70,11 @@ export interface RouteDef {
   access: RouteAccess;
   /**
    * Tenant items the domain function needs, read beside the rate-limit decision (one batch with
-   * the tier and balance; a live key's credit lots by a query in parallel) instead of a step of their own.
+   * the balance; a live key's credit lots by a query in parallel) instead of a step of their own.
+   * `org`: the organization item, which every route reads otherwise only until the balance is
+   * known to carry its rate tier (shared/orgs/rate-tier.ts).
    */
-  reads?: ('settings' | 'live_credit_lots')[];
+  reads?: ('org' | 'settings' | 'live_credit_lots')[];
   /** Success status when not 200 (D43). */
   successStatus?: 200 | 201 | 202 | 204;
   /** Packages or files the handler reads from outside its bundle (lib/constructs/native.ts). */
@@ -157,8 +159,9 @@ export const ROUTES: readonly RouteDef[] = [
     // A crossing of the low-balance threshold emits credits.low_balance, whose INSERT record queues
     // the auto top-up (D34, stream rule auto-top-up): the route never talks to the payment processor.
     access: { table: 'write' },
-    // The low-balance threshold (D34) and, for a live job's escrow, the credit lots (D33).
-    reads: ['settings', 'live_credit_lots'],
+    // The free-tier rule (D18), the low-balance threshold (D34) and, for a live job's escrow, the
+    // credit lots (D33).
+    reads: ['org', 'settings', 'live_credit_lots'],
   }),
   buyer('jobs.list', 'GET', '/v1/jobs', 'functions/jobs/list.ts', 'jobs:read', { access: LIST }),
   buyer('jobs.get', 'GET', '/v1/jobs/{job_id}', 'functions/jobs/get.ts', 'jobs:read', {
@@ -260,7 +263,8 @@ export const ROUTES: readonly RouteDef[] = [
   }),
 
   // --- Billing (D31-D34) ---
-  buyer('billing.credits', 'GET', '/v1/billing/credits', 'functions/billing/credits.ts', 'usage:read'),
+  // `updated_at` falls back on the organization's creation while it has no balance.
+  buyer('billing.credits', 'GET', '/v1/billing/credits', 'functions/billing/credits.ts', 'usage:read', { reads: ['org'] }),
   buyer('billing.transactions', 'GET', '/v1/billing/transactions', 'functions/billing/transactions.ts', 'usage:read', { access: LIST }),
   buyer('billing.purchase', 'POST', '/v1/billing/credits/purchase', 'functions/billing/purchase.ts', 'billing:write', {
     access: { table: 'write', ...PAYS },

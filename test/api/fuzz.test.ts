@@ -5,10 +5,8 @@
  * bodies and query strings, long headers and oversized bodies. Deterministic (no random seed to
  * chase): every case is listed, so a failure names the exact request.
  */
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { setRateLimitOverride } from '../../shared/orgs/rate-tier';
 import { ROUTES, type RouteDef } from '../../shared/manifest/routes';
-import { db, tableName } from '../../shared/db/client';
-import { keys } from '../../shared/db/keys';
 import { startTestRuntime, type TestRuntime } from '../support/harness';
 import { idemKey, signupBuyer, type TestBuyer } from '../support/buyers';
 import { GATEWAY_RESPONSES, wafBody } from '../../shared/http/edge';
@@ -22,14 +20,7 @@ beforeAll(async () => {
   rt = await startTestRuntime({ enablePollers: false });
   buyer = await signupBuyer(rt, 'Fuzz');
   // An enterprise override (D13) so the rate limiter does not hide the deeper layers.
-  await db().send(
-    new UpdateCommand({
-      TableName: tableName(),
-      Key: keys.organization(buyer.orgId),
-      UpdateExpression: 'SET rate_limits = :l',
-      ExpressionAttributeValues: { ':l': { perMinute: 1e6, perHour: 1e7 } },
-    }),
-  );
+  await setRateLimitOverride(buyer.orgId, { perMinute: 1e6, perHour: 1e7 });
   const w = await rt.request('POST', '/internal/worker/auth/signup', { body: { name: 'Fuzz worker', email: `w-${idemKey()}@example.test` } });
   if (w.status !== 201) throw new Error(`worker signup: ${w.status} ${w.text}`);
   workerToken = w.json.token;

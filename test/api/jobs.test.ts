@@ -153,6 +153,16 @@ describe('create', () => {
     }
   });
 
+  test('D4: a metadata key "constructor" (plain or escaped) is 400 naming it, never a 500 at the write', async () => {
+    for (const [i, metadata] of [{ constructor: 1 }, { constructor: 'x', keep: 1 }, { constructor: null }].entries()) {
+      const r = await post(rt, b.test, '/v1/jobs', jobBody({ metadata }), `ctor-${i}-${Date.now()}`);
+      expect([r.status, r.json.error.details]).toEqual([400, [expect.objectContaining({ field: 'metadata.constructor', code: 'reserved_key' })]]);
+    }
+    const text = JSON.stringify(jobBody({ metadata: { keep: 1 } })).replace('"keep"', '"constru\\u0063tor"');
+    const r = await rt.request('POST', '/v1/jobs', { key: b.test, headers: { 'Content-Type': 'application/json', 'Idempotency-Key': `ctor-esc-${Date.now()}` }, body: text });
+    expect([r.status, r.json.error.details]).toEqual([400, [expect.objectContaining({ field: 'metadata.constructor', code: 'reserved_key' })]]);
+  });
+
   test('D4: a deeply nested body (with an escape in it) is a 400, never a 500', async () => {
     const depth = 200_000;
     const text = `{"title":"\\u0041","deep":${'['.repeat(depth)}${']'.repeat(depth)}}`;

@@ -13,6 +13,7 @@ import { buyCredits, jobBody, newBuyer, post, type Buyer } from './billing-suppo
 import { db, tableName } from '../../shared/db/client';
 import { keys } from '../../shared/db/keys';
 import { sha256hex } from '../../shared/auth/secrets';
+import { setRateLimitOverride } from '../../shared/orgs/rate-tier';
 
 let rt: TestRuntime;
 let b: Buyer;
@@ -81,7 +82,7 @@ describe('GET /v1/jobs/{id}', () => {
     for (const c of auth) expect(batch.start).toBeGreaterThanOrEqual(c.end);
   });
 
-  test('a key this process authenticated before: 2 DynamoDB calls in 1 step, the batch of tier, balance and job beside the authenticating count', async () => {
+  test('a key this process authenticated before: 2 DynamoDB calls in 1 step, the batch of balance and job beside the authenticating count', async () => {
     await rt.request('GET', `/v1/jobs/${jobId}`, { key: b.live }); // this minute's last-use write is done
     const { result: r, commands } = await measured(() => rt.request('GET', `/v1/jobs/${jobId}`, { key: b.live }));
     expect(r.status).toBe(200);
@@ -176,6 +177,75 @@ describe('POST /v1/jobs', () => {
       'UpdateItemCommand', // authentication, counting the request
     ]);
     expect(rec.steps()).toBe(3); // the key authenticated before: the batch and lots beside the count
+  });
+});
+
+/** The sort keys of the items the request's BatchGetItem calls asked for, in order. */
+const batchedItems = (): string[] =>
+  rec.calls
+    .filter((c) => c.command === 'BatchGetItemCommand')
+    .flatMap((c) => Object.values(c.input.RequestItems as Record<string, { Keys: Record<string, unknown>[] }>).flatMap((r) => r.Keys))
+    .map((k) => {
+      const sk = k.SK as string | { S?: string };
+      return String(typeof sk === 'object' ? sk.S : sk);
+    });
+
+describe('the rate tier read from the balance (D13)', () => {
+  test("a paying organization's GET reads its balance and the job, not the organization, once this process has seen the balance carry the purchase", async () => {
+    await rt.request('GET', `/v1/jobs/${jobId}`, { key: b.live });
+    const { result: r, commands } = await measured(() => rt.request('GET', `/v1/jobs/${jobId}`, { key: b.live }));
+    expect(r.status).toBe(200);
+    expect(commands).toEqual(['BatchGetItemCommand', 'UpdateItemCommand']);
+    expect(batchedItems()).toEqual(['BALANCE', 'JOB']);
+    expect(r.headers['x-ratelimit-limit']).toBe('100'); // standard: the organization has bought credits
+  });
+
+  test("a live purchase marks both environments' balances: the organization's test key reads no organization either", async () => {
+    await rt.request('GET', '/v1/me', { key: b.test });
+    const { result: r } = await measured(() => rt.request('GET', '/v1/me', { key: b.test }));
+    expect(r.status).toBe(200);
+    expect(batchedItems()).toEqual(['BALANCE']);
+    expect(r.headers['x-ratelimit-limit']).toBe('100');
+  });
+
+  test('an override set for a paying organization applies on its very next request, and so does its removal', async () => {
+    const o = await newBuyer(rt, { purchaseCents: 1_000 });
+    await rt.request('GET', '/v1/me', { key: o.live });
+    await rt.request('GET', '/v1/me', { key: o.live });
+    await setRateLimitOverride(o.orgId, { perMinute: 321, perHour: 4_321 });
+    const { result: set } = await measured(() => rt.request('GET', '/v1/me', { key: o.live }));
+    expect(batchedItems()).toEqual(['BALANCE']);
+    expect(set.headers['x-ratelimit-limit']).toBe('321');
+    await setRateLimitOverride(o.orgId, null);
+    const { result: cleared } = await measured(() => rt.request('GET', '/v1/me', { key: o.live }));
+    expect(batchedItems()).toEqual(['BALANCE']);
+    expect(cleared.headers['x-ratelimit-limit']).toBe('100');
+  });
+
+  test('a balance without the purchase mark (written before it existed) keeps the organization in the batch', async () => {
+    const o = await newBuyer(rt, { purchaseCents: 1_000 });
+    await db().send(new UpdateCommand({ TableName: tableName(), Key: keys.balance(o.orgId, 'live'), UpdateExpression: 'REMOVE has_purchased' }));
+    await rt.request('GET', '/v1/me', { key: o.live });
+    const { result: r } = await measured(() => rt.request('GET', '/v1/me', { key: o.live }));
+    expect(batchedItems()).toEqual(['ORG', 'BALANCE']);
+    expect(r.headers['x-ratelimit-limit']).toBe('100'); // the organization's tier
+  });
+
+  test("a free organization's requests keep reading the organization: its first purchase applies at once", async () => {
+    const o = await newBuyer(rt);
+    await rt.request('GET', '/v1/me', { key: o.live });
+    const { result: free } = await measured(() => rt.request('GET', '/v1/me', { key: o.live }));
+    expect(batchedItems()).toEqual(['ORG', 'BALANCE']);
+    expect(free.headers['x-ratelimit-limit']).toBe('60');
+    await buyCredits(rt, o.live, 1_000);
+    expect((await rt.request('GET', '/v1/me', { key: o.live })).headers['x-ratelimit-limit']).toBe('100');
+  });
+
+  test('job creation still reads the organization (the free-tier rule, D18)', async () => {
+    await rt.request('GET', '/v1/me', { key: b.live });
+    const { result: r } = await measured(() => post(rt, b.live, '/v1/jobs', jobBody()));
+    expect(r.status).toBe(201);
+    expect(batchedItems()).toEqual(['ORG', 'BALANCE', 'SETTINGS']);
   });
 });
 

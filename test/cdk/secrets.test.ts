@@ -223,9 +223,21 @@ describe('downloads through CloudFront (D60)', () => {
     const policies = cf('AWS::S3::BucketPolicy').filter(([, , p]) => JSON.stringify(p.Properties.Bucket).includes('MediaBucket'));
     const statements = policies.flatMap(([, , p]) => p.Properties.PolicyDocument.Statement as any[]);
     const fromCf = statements.filter((s) => s.Principal?.Service === 'cloudfront.amazonaws.com');
-    expect(fromCf).toHaveLength(1);
-    expect(fromCf[0].Action).toBe('s3:GetObject');
-    expect(JSON.stringify(fromCf[0].Condition)).toContain('AWS:SourceArn');
+    expect(fromCf.length).toBeGreaterThanOrEqual(1);
+    expect(fromCf.flatMap((s) => [s.Action].flat()).sort()).toEqual(['s3:GetObject', 's3:ListBucket']);
+    for (const s of fromCf) expect(JSON.stringify(s.Condition)).toContain('AWS:SourceArn');
+  });
+
+  test('a missing or withdrawn object answers 404 as the local CDN does: the distribution may list the bucket (without it S3 answers 403)', () => {
+    const policies = cf('AWS::S3::BucketPolicy').filter(([, , p]) => JSON.stringify(p.Properties.Bucket).includes('MediaBucket'));
+    const fromCf = policies.flatMap(([, , p]) => p.Properties.PolicyDocument.Statement as any[]).filter((s) => s.Principal?.Service === 'cloudfront.amazonaws.com');
+    const list = fromCf.filter((s) => [s.Action].flat().includes('s3:ListBucket'));
+    expect(list).toHaveLength(1);
+    // On the bucket itself (ListBucket's resource), not its objects.
+    expect([list[0].Resource].flat().some((r: unknown) => !JSON.stringify(r).includes('/*'))).toBe(true);
+    // The root is an object no key names, so even a signed request for "/" lists nothing.
+    const [, , dist] = cf('AWS::CloudFront::Distribution')[0]!;
+    expect(dist.Properties.DistributionConfig.DefaultRootObject).toBe('index.html');
   });
 
   test('the cache key is the path and the signed content-disposition (signatures differ per URL, the object does not), cached minutes only', () => {

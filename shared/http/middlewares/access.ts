@@ -8,6 +8,7 @@ import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { authenticate, presentedKeyHash } from '../../auth/authenticate';
 import { forgetOwner, knownOwner, rememberOwner, sameOwner, type SecretOwner } from '../../auth/owners';
 import { consume, decide, TIERS, uncount, type Limits } from '../../ratelimit';
+import { forgetTier, learnTier, limitsOf, tierOnBalance } from '../../orgs/rate-tier';
 import { db, tableName } from '../../db/client';
 import { keys, type Key } from '../../db/keys';
 import { batchGetConsistent, keyId } from '../../db/batch-get';
@@ -79,13 +80,17 @@ export function authentication(route: RouteDef): MW {
  * credits header, the path's resource and the tenant items the route's domain function declares
  * (`reads`), in one strongly consistent BatchGetItem; a route that reads the credit lots queries
  * them beside it. They follow the authenticating count (two sequential steps), or start beside it
- * for a key this process has authenticated before (one step; see `startEarlyReads`).
+ * for a key this process has authenticated before (one step; see `startEarlyReads`). The tier is
+ * the organization item's, or its copy on the balance once this process has seen that the balance
+ * carries it (shared/orgs/rate-tier.ts): then the organization is read only by a route that
+ * declares it.
  */
 async function tenantReads(route: RouteDef, p: BuyerPrincipal, resKey: Key | null): Promise<Tenant> {
   const orgKey = keys.organization(p.orgId);
   const balKey = keys.balance(p.orgId, p.env);
   const setKey = route.reads?.includes('settings') ? keys.settings(p.orgId) : null;
-  const want = [orgKey, balKey, ...(setKey ? [setKey] : []), ...(resKey ? [resKey] : [])];
+  const readOrg = route.reads?.includes('org') || !tierOnBalance(p.orgId, p.env);
+  const want = [...(readOrg ? [orgKey] : []), balKey, ...(setKey ? [setKey] : []), ...(resKey ? [resKey] : [])];
   // One BatchGetItem; keys DynamoDB leaves unprocessed (throttling, which DynamoDB Local never
   // does) are read again, so the tier, the credits header and the resource are never guessed.
   const [items, lots] = await Promise.all([
@@ -93,12 +98,17 @@ async function tenantReads(route: RouteDef, p: BuyerPrincipal, resKey: Key | nul
     route.reads?.includes('live_credit_lots') && p.env === 'live' ? readLots(p.orgId, p.env) : undefined,
   ]);
   const find = (k: Key) => items.get(keyId(k));
-  const org = find(orgKey);
+  let org = readOrg ? find(orgKey) : undefined;
   const bal = find(balKey);
-  const limits: Limits =
-    org?.rate_limits && typeof org.rate_limits === 'object' ? (org.rate_limits as Limits) : org?.has_purchased ? TIERS.standard : TIERS.free;
-  // The organization and balance go to every route (the credits route answers from them too).
-  const tenant: TenantReads = { org, balance: bal, ...(setKey ? { settings: find(setKey) } : {}), ...(lots ? { lots } : {}) };
+  if (readOrg) {
+    learnTier(p.orgId, p.env, org, bal);
+  } else if (bal?.has_purchased !== true) {
+    // The balance no longer carries the tier (it cannot lose it, but never guess): read it.
+    forgetTier(p.orgId, p.env);
+    org = (await batchGetConsistent([orgKey])).get(keyId(orgKey));
+  }
+  const limits = limitsOf(org ?? bal);
+  const tenant: TenantReads = { ...(org ? { org } : {}), balance: bal, ...(setKey ? { settings: find(setKey) } : {}), ...(lots ? { lots } : {}) };
   return {
     limits,
     credits: Number(bal?.available_cents ?? 0),

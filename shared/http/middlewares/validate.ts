@@ -60,30 +60,33 @@ function parseJson(raw: string | null, contentType: string | undefined, o: { bas
     throw errors.invalidRequest('The request body is not valid JSON; send a JSON object (Content-Type: application/json).');
   }
   // JSON may name a key "__proto__" (also with escaped letters: any `\u` escape sends the body to
-  // the walk), but a JavaScript object cannot hold it: the schemas would drop it silently, so it is
-  // refused by name.
-  if (text.includes('proto') || text.includes('\\u')) {
-    const fields = protoKeyPaths(json, '');
-    if (fields.length) {
+  // the walk), but a JavaScript object cannot hold it: the schemas would drop it silently. A key
+  // "constructor" is held, but DynamoDB's marshaller then takes the object for a class instance and
+  // refuses to store it (a 500 at the write). Both are refused by name, wherever they are.
+  if (text.includes('proto') || text.includes('constructor') || text.includes('\\u')) {
+    const found = reservedKeyPaths(json, '');
+    if (found.length) {
       throw errors.validation(
         'The request body is invalid.',
-        fields.map((field) => ({ field, code: 'reserved_key', message: 'The key "__proto__" cannot be stored; use another name.' })),
+        found.map(({ field, key }) => ({ field, code: 'reserved_key', message: `The key "${key}" cannot be stored; use another name.` })),
       );
     }
   }
   return json;
 }
 
-/** The paths of every `__proto__` key; iterative, so a deeply nested body cannot exhaust the stack. */
-function protoKeyPaths(root: unknown, rootPath: string): string[] {
-  const out: string[] = [];
+const RESERVED_KEYS = new Set(['__proto__', 'constructor']);
+
+/** The paths of every reserved key; iterative, so a deeply nested body cannot exhaust the stack. */
+function reservedKeyPaths(root: unknown, rootPath: string): { field: string; key: string }[] {
+  const out: { field: string; key: string }[] = [];
   const todo: [unknown, string][] = [[root, rootPath]];
   while (todo.length) {
     const [v, at] = todo.pop()!;
     if (v === null || typeof v !== 'object') continue;
     for (const [k, x] of Object.entries(v)) {
       const path = at ? `${at}.${k}` : k;
-      if (k === '__proto__') out.push(path);
+      if (RESERVED_KEYS.has(k)) out.push({ field: path, key: k });
       else todo.push([x, path]);
     }
   }
