@@ -85,18 +85,17 @@ export function versionCondition(version: number | null): { condition: string; v
 /**
  * D34 for a drop of `amount` from a balance read as `before`, against threshold T, without
  * serialising writers on an exact snapshot: the update asserts the regime the read saw (no
- * crossing: before ≥ T + amount; crossing: T ≤ before < T + amount; already below: before < T), so
- * concurrent drops conflict only at the threshold, and a crossing is reported by exactly one
- * transaction. The condition also guarantees available ≥ amount.
+ * crossing: before ≥ T + amount; already below: before < T), so concurrent drops conflict only at
+ * the threshold, and a crossing is reported by exactly one transaction. The crossing itself
+ * (T ≤ before < T + amount) is asserted on the exact balance read: its `credits.low_balance`
+ * carries the balance after the drop, which only the exact balance makes true (another writer's
+ * escrow or refund in between would otherwise move it). The condition also guarantees
+ * available ≥ amount.
  */
 export function dropRegime(before: number, amount: number, threshold: number): { condition: string; values: Record<string, unknown>; crossing: boolean } {
   if (before - amount >= threshold) return { condition: 'available_cents >= :rMin', values: { ':rMin': threshold + amount }, crossing: false };
   if (before >= threshold) {
-    return {
-      condition: 'available_cents BETWEEN :rLo AND :rHi',
-      values: { ':rLo': Math.max(threshold, amount), ':rHi': threshold + amount - 1 },
-      crossing: true,
-    };
+    return { condition: 'available_cents = :rAt AND available_cents >= :rAmt', values: { ':rAt': before, ':rAmt': amount }, crossing: true };
   }
   return { condition: 'available_cents >= :rAmt AND available_cents < :rT', values: { ':rAmt': amount, ':rT': threshold }, crossing: false };
 }

@@ -1,5 +1,6 @@
 /** Billing routes over HTTP (spec "Billing", D31-D34) on the local runtime. */
 import { confirmCheckout } from '../../shared/billing';
+import { db } from '../../shared/db/client';
 import { createJob } from '../../shared/jobs';
 import { systemContext } from '../../shared/context';
 import { listEvents } from '../domain/ledger-fixtures';
@@ -86,6 +87,37 @@ test('D34: a drop below the threshold emits credits.low_balance once per crossin
   await post(rt, b.live, '/v1/jobs', jobBody({ files_needed: 5, price_per_file_cents: 20 })); // 950: crosses
   await post(rt, b.live, '/v1/jobs', jobBody({ files_needed: 5, price_per_file_cents: 20 })); // 850: still below
   expect((await listEvents(principal(b))).filter((e) => e === 'credits.low_balance')).toHaveLength(1);
+});
+
+test("D34: the crossing's credits.low_balance carries the balance after it, though a refund changed the balance in between", async () => {
+  const b = await newBuyer(rt, { purchaseCents: 1000 }); // 1250: 250 free-tier credits (drawn first), 1000 purchased
+  expect((await rt.request('PATCH', '/v1/organization/settings', { key: b.live, body: { auto_top_up_threshold_cents: 550 } })).status).toBe(200);
+  expect((await post(rt, b.live, '/v1/jobs', jobBody({ files_needed: 25, price_per_file_cents: 10 }))).status).toBe(201); // 1000
+  const refunded = await post(rt, b.live, '/v1/jobs', jobBody({ files_needed: 1, price_per_file_cents: 20 })); // 980
+  // Just before the crossing creation (980 → 500 as read) commits, the other job is cancelled and
+  // its 20 go back (980 → 1000): the crossing leaves 520, not 500.
+  let interfere = true;
+  const name = 'lowBalanceInterference';
+  db().middlewareStack.add(
+    (next, context) => async (args) => {
+      if (interfere && /^TransactWrite(Items)?Command$/.test(String(context.commandName)) && JSON.stringify(args.input).includes('Escrow for job')) {
+        interfere = false;
+        expect((await post(rt, b.live, `/v1/jobs/${refunded.json.id}/cancel`, {})).status).toBe(200);
+      }
+      return next(args);
+    },
+    { step: 'initialize', name },
+  );
+  try {
+    expect((await post(rt, b.live, '/v1/jobs', jobBody({ files_needed: 48, price_per_file_cents: 10 }))).status).toBe(201);
+  } finally {
+    db().middlewareStack.remove(name);
+  }
+  expect(interfere).toBe(false);
+  const credits = await rt.request('GET', '/v1/billing/credits', { key: b.live });
+  expect(credits.json.available_cents).toBe(520);
+  const events = await rt.request('GET', '/v1/webhook_events?type=credits.low_balance', { key: b.live }).then((r) => r.json.data);
+  expect(events.map((e: { data: { balance_cents: number } }) => e.data.balance_cents)).toEqual([520]);
 });
 
 test('D34: with auto top-up enabled and a payment method on file, the crossing buys the top-up amount', async () => {
