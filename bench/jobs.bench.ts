@@ -117,7 +117,7 @@ export async function run(): Promise<string> {
       'beside one BatchGetItem of the organization (tier, free-tier rule), the balance (credits header, escrow) and',
       'the settings (low-balance threshold) and the Query of the credit lots; the idempotency lock Put; one',
       'TransactWriteItems (job, lot, balance, escrow row, event, audit, idempotency record) = 5. GET: the',
-      'authenticating UpdateItem beside one BatchGetItem of tier, balance and the job = 2 (the reads start beside',
+      'authenticating UpdateItem beside one BatchGetItem of the balance (which carries the tier) and the job = 2 (the reads start beside',
       'the count once the function has authenticated the key; see the requests section).',
       'All creations here are one tenant drawing on one lot and one balance item, the worst case for contention:',
       'conflicting transactions are retried (Tx) and stale snapshots re-read (createJob), which is the POST p99.',

@@ -52,8 +52,9 @@ export async function run(): Promise<string> {
       return row;
     };
     // The DynamoDB work a GET cannot do without, issued directly: the counting UpdateItem on a
-    // secret-like item (same expression) beside the strongly consistent batch of tier, balance and
-    // job, as a key the function has authenticated before sends them (one step).
+    // secret-like item (same expression) beside the strongly consistent batch of the balance (which
+    // carries the paying organization's tier) and the job, as a key the function has authenticated
+    // before sends them (one step).
     const scratch = { PK: 'BENCH#SECRET', SK: 'SECRET' };
     const hour = () => Math.floor(Date.now() / 3_600_000) * 3600;
     await db().send(new PutCommand({ TableName: tableName(), Item: { ...scratch, principal: 'api_key', org_id: orgId, key_id: 'key_bench', environment: 'live', scopes: ['jobs:read'], rl_hour: hour(), rl_n: 0 } }));
@@ -70,7 +71,7 @@ export async function run(): Promise<string> {
           ReturnValues: 'ALL_NEW',
         }),
       );
-      await Promise.all([count, db().send(new BatchGetCommand({ RequestItems: { [tableName()]: { Keys: [keys.organization(orgId), keys.balance(orgId, 'live'), keys.job(job.id)], ConsistentRead: true } } }))]);
+      await Promise.all([count, db().send(new BatchGetCommand({ RequestItems: { [tableName()]: { Keys: [keys.balance(orgId, 'live'), keys.job(job.id)], ConsistentRead: true } } }))]);
     };
     // The same GET with its function invoked in this process as the local front invokes it (the
     // same API Gateway proxy event, grants, invocation and Lambda context), without the HTTP
@@ -159,10 +160,16 @@ export async function run(): Promise<string> {
       '  request of an hour on a secret starts the hour afresh (one more call, once an hour).',
       '- **A rotation keeps one limit per key.** While a key has two live secrets, both count on the key\'s own window',
       '  item (the rotation carries the hour\'s count over to it), a third call during the overlap only.',
-      '- **Tier, balance and the path\'s resource in one batch**: the organization (tier), the balance (the',
-      '  `X-Service-Credits-Remaining` header) and the resource the path names are one strongly consistent',
-      '  BatchGetItem; the resource check applies its usual rules to the item read (another organization\'s or',
-      '  environment\'s resource is still 404).',
+      '- **Tier, balance and the path\'s resource in one batch**: the balance (the `X-Service-Credits-Remaining`',
+      '  header) and the resource the path names are one strongly consistent BatchGetItem; the resource check',
+      '  applies its usual rules to the item read (another organization\'s or environment\'s resource is still 404).',
+      '- **The tier travels on the balance.** The rate tier (purchased or not, and an enterprise override) is the',
+      '  organization item\'s; each of its two balance items carries a copy written in the same transaction (a live',
+      '  purchase marks both balances, the override script writes all three). Having a purchase never goes back, so',
+      '  once the function has read an organization as purchased, with the key\'s balance carrying the same tier, that',
+      '  key\'s requests take the tier from the balance they read anyway: the batch is the balance and the resource,',
+      '  two items instead of three. A free organization\'s batch keeps the organization (its first purchase applies',
+      '  on its next request), and so do the routes that need it (job creation, the credits route).',
       '- **The batch goes out beside the count** when the function has authenticated the key before (every request',
       '  of a warm function but its first with a key). A secret\'s organization, key and environment never change, so',
       '  the function remembers them by the secret\'s SHA-256 and starts the batch for that owner at once. The memo',
@@ -172,8 +179,9 @@ export async function run(): Promise<string> {
       '- **`last_used_at`** is written by the first request a secret counts in a minute, as one UpdateItem on the key',
       '  after the count, beside the batch (never a step of its own).',
       '',
-      `Per GET that is ${f(get.wcu / get.lat.length)} write unit (the count) and ${f(get.rcu / get.lat.length)} read units (three strongly consistent items),`,
-      'against 1 write and 4 read units for the authentication read, counter write and batch it replaces.',
+      `Per GET that is ${f(get.wcu / get.lat.length)} write unit (the count) and ${f(get.rcu / get.lat.length)} read units (two strongly consistent items, a paying`,
+      'organization\'s), against 1 write and 4 read units for the authentication read, counter write and batch it',
+      'replaces; a free organization\'s GET reads 3 (its organization too).',
       '',
       'A live `POST /v1/jobs` went from 9–11 calls to 5 in 3 steps: the authenticating count beside one batch of the',
       'organization (tier and free-tier rule), the balance and the settings (low-balance threshold) and the Query of',

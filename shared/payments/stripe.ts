@@ -20,9 +20,9 @@
  * Keys come from the `stripe` secret (JSON `{"secret_key":"sk_…","webhook_secret":"whsec_…"}`).
  * `wire` points the SDK at another host (tests run it against a local server speaking Stripe's API).
  *
- * The SDK is loaded with the first call (`import('stripe')`): the purchase and Stripe webhook routes
- * bundle it; job creation, which needs it only for an auto top-up, has it installed beside its
- * bundle instead (the route's `native.packages`), so its cold start does not carry it.
+ * The SDK is loaded with the first call (`import('stripe')`), in the functions that pay: the
+ * purchase and Stripe webhook routes, and the top-ups consumer, which buys the auto top-up a
+ * crossing of the low-balance threshold queues (job creation never talks to Stripe).
  */
 import type Stripe from 'stripe';
 import { getSecret } from '../secrets';
