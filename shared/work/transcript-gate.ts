@@ -14,8 +14,10 @@
  *   all (its output is there) is taken instead of starting another.
  * - Audio is judged from its transcript, never from its measurements alone (D65): an audio file
  *   waits for a transcript as above; a recording Transcribe cannot read is answered by the caller
- *   (a rejection naming Transcribe's reason). A video is seen frame by frame, so a video whose
- *   sound track fails is scored without its transcript, the reason saying why.
+ *   (a rejection naming Transcribe's reason). A video's sound track is part of what it is judged
+ *   on, so a video waits through the service's failures the same way (D66: a provider failure
+ *   decides nothing); only a sound track Transcribe cannot read (the media's own fault) leaves a
+ *   video to be scored from its frames, the reason saying why.
  */
 import { config } from '../config';
 import { now } from '../clock';
@@ -55,8 +57,9 @@ async function start(sub: SubmissionItem, upload: PlannedUpload, attempt: number
   return { status: 'pending', provider: 'transcribe', job_name: r.job_name, started_at: now().toISOString(), ...(attempt > 1 ? { attempt } : {}) };
 }
 
-/** A failure the file must not be scored past: the service failed on an audio file. */
-const mustRetry = (upload: PlannedUpload, t: TranscriptionState): t is Failed => t.status === 'failed' && t.cause === 'provider' && categoryOf(upload.content_type) === 'audio';
+/** A failure the file must not be scored past: the service failed on an audio file or a video's sound track. */
+const mustRetry = (upload: PlannedUpload, t: TranscriptionState): t is Failed =>
+  t.status === 'failed' && t.cause === 'provider' && ['audio', 'video'].includes(categoryOf(upload.content_type) ?? '');
 
 /**
  * After a provider failure: the failed job's result if it came after all, else the next job,

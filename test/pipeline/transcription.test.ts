@@ -10,7 +10,7 @@ import { clock } from '../../shared/clock';
 import { parseTranscribeEvent, transcriptionDone } from '../../shared/work/transcription';
 import { transcriptKeyFor } from '../../shared/speech';
 import { RULES, matchesPattern } from '../../shared/manifest/wiring';
-import { audioFixtures, hasFfmpeg } from '../fixtures/media';
+import { audioFixtures, hasFfmpeg, videoFixtures } from '../fixtures/media';
 import { accept, createJob, liveBuyer, signupWorker, standInSpeechProviders, uploadFile, type SpeechStandIns } from './support';
 
 
@@ -181,6 +181,23 @@ describe('pipeline: audio is scored and annotated with its Amazon Transcribe tra
     await transcribed(second);
     expect(await settled(t.subId, t.w.token)).toMatchObject({ status: 'approved', ai_star_rating: 4 });
     expect(speech.prompts[speech.prompts.length - 1]).toContain('Two croissants, please.');
+  });
+
+  it("a video's sound track failing for the service is not held against it either (D66): a new job is started, and the video is scored once heard", async () => {
+    const buyer = await liveBuyer(rt);
+    const job = await createJob(rt, buyer.live, { files_needed: 1, accepted_formats: ['video/mp4'], price_per_file_cents: 40 });
+    const w = await signupWorker(rt);
+    const a = await accept(rt, w.token, job.id);
+    const before = speech.started.length;
+    expect((await uploadFile(rt, w.token, a.json.id, videoFixtures.mp4(2), 'video/mp4', 'clip.mp4')).status).toBe(202);
+    await waitFor(() => speech.started.length > before, { timeoutMs: 60_000, intervalMs: 200 });
+    const first = speech.started[before].TranscriptionJobName as string;
+    await failed(first, 'Internal failure');
+    await waitFor(() => speech.started.some((s) => s.TranscriptionJobName === `${first}.t2`), { timeoutMs: 60_000, intervalMs: 200 });
+    expect((await rt.request('GET', `/internal/worker/submissions/${a.json.id}`, { key: w.token })).json.status).toBe('pending_score');
+    await transcribed(`${first}.t2`);
+    expect(await settled(a.json.id, w.token)).toMatchObject({ status: 'approved' });
+    expect(speech.prompts.some((p) => p.includes('Two croissants, please.'))).toBe(true);
   });
 
   it('after the last job fails for the service, the scoring message fails (to the dead-letter queue) and the file stays pending_score; a redrive an hour later starts a new job', async () => {
