@@ -203,7 +203,8 @@ export interface SpeechStandIns {
 /**
  * D65 on the local stack: Amazon Transcribe, the scoring model and the speech-derivation model
  * stood in for at their SDK clients (the adapters above them run as deployed). Transcribe accepts
- * every job unless `refuse` says it is throttled (ThrottlingException, as Transcribe answers);
+ * every job unless `refuse` says it is throttled (ThrottlingException, as Transcribe answers) or
+ * its name was started before (ConflictException);
  * `onStart` runs inside StartTranscriptionJob; the scorer answers `score(prompt)`, by default a
  * 4-star verdict of a bakery order.
  */
@@ -215,6 +216,10 @@ export function standInSpeechProviders(opts: { onStart?: (input: any) => Promise
         startTranscriptionJob: async (input: any) => {
           s.asked.push(input.TranscriptionJobName);
           if (opts.refuse?.()) throw Object.assign(new Error('Rate exceeded'), { name: 'ThrottlingException', $fault: 'client', $metadata: { httpStatusCode: 400 } });
+          // A job name is unique in the account and Region: a second start of it is refused.
+          if (s.started.some((j) => j.TranscriptionJobName === input.TranscriptionJobName)) {
+            throw Object.assign(new Error('The requested job name already exists. Use a different job name.'), { name: 'ConflictException', $fault: 'client', $metadata: { httpStatusCode: 400 } });
+          }
           s.started.push(input);
           await opts.onStart?.(input);
           return {};
