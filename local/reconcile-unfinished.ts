@@ -130,13 +130,19 @@ export const webhooksReconciler: Reconciler = {
     let attempts = 0;
     for await (const ev of scan('entity = :e AND delivery_status = :p', { ':e': 'event', ':p': 'pending' })) {
       const deliveries = ev.deliveries as Record<string, DeliveryEntry> | undefined;
-      if (!deliveries) {
-        fanOuts += await replayInsert(ctx, ev, 'webhooks'); // never fanned out
+      // Never fanned out, or killed between writing the empty map and its entries (their first
+      // write): nothing is finished, so the fan-out runs again (it keeps what exists).
+      if (!deliveries || Object.keys(deliveries).length === 0) {
+        fanOuts += await replayInsert(ctx, ev, 'webhooks');
         continue;
       }
-      // Written before fan-outs claimed their deliveries: a first attempt without a token.
+      // Written before fan-outs claimed their deliveries: a first attempt without a token. A fan-out
+      // to many endpoints writes its entries 50 at a time; a run killed in between left a first
+      // attempt claimed and never made: the fan-out runs again too, creating the entries still
+      // missing (the claimed ones keep their token and go back below).
       const unclaimed = Object.values(deliveries).some((d) => d.status === 'pending' && d.attempts === 0 && !d.next_token);
-      if (unclaimed) fanOuts += await replayInsert(ctx, ev, 'webhooks');
+      const neverAttempted = Object.values(deliveries).some((d) => d.status === 'pending' && d.attempts === 0);
+      if (unclaimed || neverAttempted) fanOuts += await replayInsert(ctx, ev, 'webhooks');
       const pending = Object.entries(deliveries).filter(([, d]) => d.status === 'pending' && d.next_token);
       if (!pending.length && !unclaimed) {
         await writeAggregate(ev); // every delivery finished; only the aggregate was left behind

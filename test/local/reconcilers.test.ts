@@ -95,6 +95,28 @@ it('unfinished events go back to the webhooks queue, each in the form that resum
   expect((await getEvent(stale))!.delivery_status).toBe('delivered'); // the aggregate, repaired
 });
 
+it('D64: an event killed between its empty deliveries map and their entries is fanned out again, never marked delivered', async () => {
+  const org = `org_rec${Date.now()}`;
+  const ev = await newEvent(org);
+  await db().send(new UpdateCommand({ TableName: tableName(), Key: keys.event(ev), UpdateExpression: 'SET deliveries = :empty', ExpressionAttributeValues: { ':empty': {} } }));
+  const ctx = context();
+  await webhooksReconciler.run(ctx);
+  const fanOuts = ctx.sent.filter((m) => m.body.eventName === 'INSERT' && m.body.dynamodb.NewImage.id.S === ev);
+  expect(fanOuts).toHaveLength(1);
+  expect((await getEvent(ev))!.delivery_status).toBe('pending');
+});
+
+it('D64: a fan-out killed between its writes of 50 entries is fanned out again, to create the entries still missing; the claimed ones go back as attempts', async () => {
+  const org = `org_rec${Date.now()}`;
+  const ev = await newEvent(org);
+  await setDeliveries(ev, { we_first: { ...newEntry(new Date(), 'tok-fan') } });
+  const ctx = context();
+  await webhooksReconciler.run(ctx);
+  const mine = ctx.sent.filter((m) => JSON.stringify(m.body).includes(ev));
+  expect(mine.filter((m) => m.body.eventName === 'INSERT')).toHaveLength(1);
+  expect(mine.filter((m) => m.body.kind === 'webhook.attempt').map((m) => [m.body.endpoint_id, m.body.token])).toEqual([['we_first', 'tok-fan']]);
+});
+
 it('a pending delivery goes back at its place in the retry schedule: the one a replay kept, or its attempts for an entry written before places were recorded', async () => {
   const org = `org_rec${Date.now()}`;
   const ev = await newEvent(org);
