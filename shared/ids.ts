@@ -2,7 +2,7 @@
  * Identifiers (D1): `<prefix>_<ULID>`, 26 Crockford base32 characters, sortable by creation time.
  */
 import { getRandomValues } from 'node:crypto';
-import { ulid, decodeTime } from 'ulid';
+import { ulid, decodeTime, monotonicFactory } from 'ulid';
 import { now } from './clock';
 
 /**
@@ -45,6 +45,16 @@ export type IdKind = keyof typeof ID_PREFIXES;
  */
 export function newId(kind: IdKind): string {
   return `${ID_PREFIXES[kind]}_${ulid(now().getTime(), prng)}`;
+}
+
+/**
+ * Ids of one kind that all carry the instant `at`, increasing in the order they are drawn (the
+ * events of one transaction: their ids sort as they were emitted, and their time is their
+ * `created_at`).
+ */
+export function idsAt(kind: IdKind, at: Date): () => string {
+  const next = monotonicFactory(prng);
+  return () => `${ID_PREFIXES[kind]}_${next(at.getTime())}`;
 }
 
 const ULID_RE = /^[0-9A-HJKMNP-TV-Z]{26}$/;

@@ -4,7 +4,7 @@
  * stream carries every new event to the webhook dispatcher (STREAM_RULES in shared/manifest/wiring.ts).
  */
 import { keys, gsi } from './db/keys';
-import { newId } from './ids';
+import { idsAt } from './ids';
 import { now, DAY_MS } from './clock';
 import type { Tx } from './db/tx';
 import type { Env } from './types';
@@ -56,8 +56,10 @@ export interface EmitInput {
 
 /** Add an event to `tx`; returns the envelope exactly as it will be delivered. */
 export function emit(tx: Tx, input: EmitInput): EventEnvelope {
-  const id = newId('event');
+  // The id's time is the event's `created_at` (listing with `created_after` compares ids), and the
+  // events of one commit sort as they were emitted.
   const at = (tx.eventTime ??= now());
+  const id = (tx.eventIds ??= idsAt('event', at))();
   const envelope: EventEnvelope = {
     id,
     object: 'event',

@@ -31,6 +31,8 @@ export class Tx {
    * approval that completed it).
    */
   eventTime?: Date;
+  /** The ids of this transaction's events: all carry `eventTime`, ordered as they are emitted. */
+  eventIds?: () => string;
 
   get size(): number {
     return this.items.length;

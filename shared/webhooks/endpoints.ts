@@ -179,11 +179,16 @@ export async function updateEndpoint(
       next.disabled_reason = null;
     } else if (endpoint.status !== 'disabled') next.disabled_reason = 'disabled_by_user';
   }
+  // The failure window is the dispatcher's (it writes failing_since without touching updated_at):
+  // only re-enabling writes it (a fresh window), so an edit never puts back a window a delivery
+  // has closed, nor clears one it has opened.
+  const health =
+    input.status === 'enabled' ? ', failing_since = :fs, disabled_reason = :dr' : next.disabled_reason !== endpoint.disabled_reason ? ', disabled_reason = :dr' : '';
   const tx = new Tx();
   tx.update(
     'webhook_endpoint',
     keys.webhookEndpoint(p.orgId, p.env, endpoint.id as string),
-    'SET #url = :url, description = :d, events = :ev, #status = :st, updated_at = :u, failing_since = :fs, disabled_reason = :dr',
+    `SET #url = :url, description = :d, events = :ev, #status = :st, updated_at = :u${health}`,
     {
       condition: 'attribute_exists(PK) AND updated_at = :prev',
       names: { '#url': 'url', '#status': 'status' },
@@ -193,8 +198,8 @@ export async function updateEndpoint(
         ':ev': next.events,
         ':st': next.status,
         ':u': next.updated_at,
-        ':fs': next.failing_since ?? null,
-        ':dr': next.disabled_reason ?? null,
+        ...(health.includes(':fs') ? { ':fs': null } : {}),
+        ...(health.includes(':dr') ? { ':dr': next.disabled_reason ?? null } : {}),
         ':prev': endpoint.updated_at,
       },
     },

@@ -5,6 +5,8 @@
 import { queryPage, listBody } from '../db/query';
 import { indexKeys } from '../db/keys';
 import { ulidFloor } from '../ids';
+import { now } from '../clock';
+import { EVENT_RETENTION_MS } from '../outbox';
 import type { BuyerPrincipal } from '../types';
 
 type Item = Record<string, unknown>;
@@ -32,7 +34,9 @@ export async function listEvents(
   const page = await queryPage<Item>({
     index: ix.index,
     pk: ix.pk,
-    ...(q.created_after ? { skAfter: ulidFloor('event', new Date(Date.parse(q.created_after) + 1)) } : {}),
+    // Events are kept 30 days (D38): older ones are left out here, not only once DynamoDB's TTL
+    // (which may take days) has deleted them.
+    skAfter: ulidFloor('event', new Date(Math.max(q.created_after ? Date.parse(q.created_after) + 1 : 0, now().getTime() - EVENT_RETENTION_MS))),
     ...(q.delivery_status
       ? { filter: { expression: '#ds = :ds', names: { '#ds': 'delivery_status' }, values: { ':ds': q.delivery_status } } }
       : {}),

@@ -15,7 +15,7 @@ import { clock, DAY_MS, HOUR_MS } from '../../shared/clock';
 import type { Env } from '../../shared/types';
 import { getEvent } from '../../shared/webhooks/dispatcher';
 import { presentEvent } from '../../shared/webhooks/events';
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '../../shared/db/client';
 import { keys } from '../../shared/db/keys';
 
@@ -114,6 +114,35 @@ describe('webhook endpoints (D36)', () => {
     expect((await rt.request('GET', `/v1/webhook_endpoints/${ep.id}`, { key: b.testKey })).status).toBe(404);
     expect((await rt.request('GET', `/v1/webhook_endpoints/${ep.id}`, { key: other.key })).status).toBe(404);
     expect((await rt.request('GET', '/v1/webhook_endpoints/we_nope', { key: b.key })).status).toBe(404);
+  });
+
+  it("D37: a PATCH that leaves the status alone never puts back a failure window a delivery closed meanwhile", async () => {
+    const b = await signup();
+    const ep = await createEndpoint(b, path());
+    const key = keys.webhookEndpoint(b.orgId, 'live', ep.id);
+    const item = async () => (await db().send(new GetCommand({ TableName: tableName(), Key: key, ConsistentRead: true }))).Item!;
+    // The dispatcher's failures opened a window (it writes failing_since, not updated_at).
+    await db().send(new UpdateCommand({ TableName: tableName(), Key: key, UpdateExpression: 'SET failing_since = :t', ExpressionAttributeValues: { ':t': new Date(Date.now() - 4 * DAY_MS).toISOString() } }));
+    // Between the PATCH's read and its write, a delivery succeeds and closes it.
+    let interfere = true;
+    const name = 'closeWindowMeanwhile';
+    db().middlewareStack.add(
+      (next, context) => async (args) => {
+        if (interfere && /^TransactWrite(Items)?Command$/.test(String(context.commandName)) && JSON.stringify(args.input).includes(ep.id)) {
+          interfere = false;
+          await db().send(new UpdateCommand({ TableName: tableName(), Key: key, UpdateExpression: 'SET failing_since = :n', ExpressionAttributeValues: { ':n': null } }));
+        }
+        return next(args);
+      },
+      { step: 'initialize', name },
+    );
+    try {
+      expect((await rt.request('PATCH', `/v1/webhook_endpoints/${ep.id}`, { key: b.key, body: { description: 'renamed' } })).status).toBe(200);
+    } finally {
+      db().middlewareStack.remove(name);
+    }
+    expect(interfere).toBe(false);
+    expect((await item()).failing_since).toBeNull();
   });
 
   it('D36: PATCH changes url, description, events and status; unknown fields are 400', async () => {
@@ -239,6 +268,24 @@ describe('webhook delivery (D37, D38, D48)', () => {
       expect(v.delivery_status).toBe('delivered');
       expect(v.deliveries[0]).toMatchObject({ status: 'delivered', attempts: 3, last_status_code: 200 });
     });
+  });
+
+  it('D38: an event older than 30 days is neither listed nor replayable, though DynamoDB has not deleted it yet', async () => {
+    const b = await signup();
+    clock.set(new Date(Date.now() - 31 * DAY_MS));
+    let old: { id: string };
+    try {
+      old = await emitEvent(b, 'job.created');
+    } finally {
+      clock.reset();
+    }
+    const recent = await emitEvent(b, 'job.cancelled');
+    expect(await getEvent(old.id)).toBeDefined(); // still in the table: the TTL deletes late
+    const listed = await rt.request('GET', '/v1/webhook_events?limit=100', { key: b.key });
+    expect(listed.json.data.map((e: { id: string }) => e.id)).toEqual([recent.id]);
+    const since = await rt.request('GET', `/v1/webhook_events?limit=100&created_after=${new Date(Date.now() - 40 * DAY_MS).toISOString()}`, { key: b.key });
+    expect(since.json.data.map((e: { id: string }) => e.id)).toEqual([recent.id]);
+    expect((await post(`/v1/webhook_events/${old.id}/replay`, b.key)).status).toBe(404);
   });
 
   it('D38: while retrying, the delivery is pending with its attempts, last status code and next attempt', async () => {

@@ -10,6 +10,7 @@ import { db, tableName } from '../../db/client';
 import { keys, type Key } from '../../db/keys';
 import { errors } from '../../errors';
 import { isId, type IdKind } from '../../ids';
+import { now } from '../../clock';
 import { state, type ApiState } from '../state';
 import { decodePathParam } from '../params';
 import type { ResourceKind, RouteDef } from '../../manifest/routes';
@@ -41,7 +42,8 @@ const LOADERS: Record<ResourceKind, Loader> = {
     visible: (item, p) => sameTenant(item, p) && !(WORKER_ONLY_STATUSES as readonly unknown[]).includes(item.status),
   },
   export: { idKind: 'export', noun: 'export', key: (id) => keys.export(id), visible: sameTenant },
-  webhook_event: { idKind: 'event', noun: 'event', key: (id) => keys.event(id), visible: sameTenant },
+  // D38: kept 30 days; past its `ttl` an event is gone, whether or not DynamoDB has deleted it yet.
+  webhook_event: { idKind: 'event', noun: 'event', key: (id) => keys.event(id), visible: (item, p) => sameTenant(item, p) && !(Number(item.ttl) * 1000 <= now().getTime()) },
   webhook_endpoint: {
     idKind: 'webhookEndpoint',
     noun: 'webhook endpoint',
