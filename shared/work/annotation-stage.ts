@@ -27,7 +27,9 @@ import type { StageOutcome } from './stage-message';
 
 /** Annotation stage for one object (D55 encodings; spec Keyframe for video). */
 export async function annotateObject(key: string): Promise<StageOutcome> {
-  const found = await locate(key);
+  // A submission a pre-check rejected before this stage finished is annotated all the same: the
+  // buyer may approve it by override, and its File must carry its annotations (D54, D71).
+  const found = await locate(key, { rejected: true });
   if (!found) return 'ignored';
   const { sub, upload, part } = found;
   if (part.annotations !== undefined) {

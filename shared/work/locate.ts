@@ -10,11 +10,16 @@ export interface Located {
   part: FilePart;
 }
 
-/** The submission and planned file of an upload, or null (unknown, stale round, decided). */
-export async function locateFile(ref: { subId: string; round: string; fileId: string }): Promise<Located | null> {
+/**
+ * The submission and planned file of an upload, or null (unknown, stale round, decided). With
+ * `rejected`, also a rejected submission no override has decided yet: the annotation stage still
+ * annotates it, since an override may deliver it and a File carries its annotations (D54, D71).
+ */
+export async function locateFile(ref: { subId: string; round: string; fileId: string }, opts: { rejected?: boolean } = {}): Promise<Located | null> {
   const sub = await getSubmissionItem(ref.subId);
   if (!sub || sub.round !== ref.round) return null;
-  if (!['awaiting_upload', 'pending_score', 'retry_pending'].includes(sub.status)) return null;
+  const overridable = opts.rejected === true && sub.status === 'rejected' && !sub.override;
+  if (!overridable && !['awaiting_upload', 'pending_score', 'retry_pending'].includes(sub.status)) return null;
   const upload = sub.uploads.find((u) => u.file_id === ref.fileId);
   if (!upload) return null;
   return { sub, upload, part: sub.parts?.[ref.fileId] ?? {} };

@@ -52,6 +52,11 @@ export function overrideConflict(sub: SubmissionItem, job: JobItem | undefined, 
           : "This submission's retry never completed, so its files were never judged; they cannot be approved.",
       );
     }
+    // A File is created with its annotations and never changes (D54): a file the annotation stage
+    // has not finished (a pre-check rejected it first; the stage goes on) cannot be approved yet.
+    if (sub.uploads.some((u) => sub.parts?.[u.file_id]?.annotations === undefined)) {
+      return conflict('invalid_state', 'A file of this submission is still being annotated, and a File is delivered with its annotations; retry in a minute.');
+    }
     // A file whose bytes the annotation stage could not decode has no annotations to deliver (D54:
     // a File always carries them): it cannot be approved.
     if (sub.uploads.some((u) => (sub.parts?.[u.file_id] as { annotation_error?: unknown } | undefined)?.annotation_error)) {

@@ -100,8 +100,17 @@ export async function prechecks(ctx: PrecheckContext): Promise<{ rejection: Scor
   return { rejection, attrs: trust.attrs, job };
 }
 
-/** Where the file's speech stands: already known, or started now (D65). */
-/** Scoring stage for one object. */
+/**
+ * An audio file or video a pre-check rejected is never heard (D65): its speech fields say so, should
+ * an override deliver it (D58: null with the reason, runtime or not).
+ */
+function notHeard(upload: Located['upload'], metadata: MediaMetadata, pre: ScoreResult): TranscriptionState | undefined {
+  const category = categoryOf(upload.content_type);
+  if (category !== 'audio' && category !== 'video') return undefined;
+  if (category === 'video' && metadata.has_audio === false) return undefined; // nothing to hear: the annotations say so
+  return { status: 'unavailable', reason: `not transcribed: the file was rejected by a check (${pre.reason_codes.join(', ')}) before its recording was heard` };
+}
+
 /** The recording's mean volume (dBFS), or null when it has no decodable audio; a tool that cannot run fails the step. */
 async function meanVolumeOf(bytes: Buffer): Promise<number | null> {
   const { loudness } = await import('../media/frames');
@@ -111,6 +120,7 @@ async function meanVolumeOf(bytes: Buffer): Promise<number | null> {
   })).mean_volume_db;
 }
 
+/** Scoring stage for one object. */
 export async function scoreObject(key: string): Promise<StageOutcome> {
   const found = await locate(key);
   if (!found) {
@@ -201,7 +211,7 @@ async function scoreBytes({ sub, upload, part }: Located): Promise<StageOutcome>
     const pre = checked.rejection;
     // D65: audio and video sound tracks are scored with their transcript; the provider waits for it.
     const heard = pre ? undefined : await transcriptForScoring(sub, upload, part, metadata);
-    transcription = heard;
+    transcription = heard ?? (pre ? notHeard(upload, metadata, pre) : undefined);
     if (pre || !heard) score = pre!;
     else if (heard.status === 'failed' && categoryOf(upload.content_type) === 'audio') {
       // D65: audio is judged from what it says; a recording Transcribe cannot read cannot be heard

@@ -14,9 +14,9 @@ import { locateFile, type Located } from './locate';
 import type { SubmissionItem } from './model';
 
 /** The submission and planned file an object belongs to, or null (unknown, stale round, decided). */
-export async function locate(key: string): Promise<Located | null> {
+export async function locate(key: string, opts: { rejected?: boolean } = {}): Promise<Located | null> {
   const ref = parseUploadKey(key);
-  return ref ? locateFile(ref) : null;
+  return ref ? locateFile(ref, opts) : null;
 }
 
 /**

@@ -2,7 +2,8 @@
  * D71 buyer override, end to end on the local runtime (real pipeline, DynamoDB Local, S3 emulator):
  * each rule, each conflict code, idempotency, and 20 concurrent overrides moving money once.
  */
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { annotateObject } from '../../shared/work/annotation-stage';
 import { db, tableName } from '../../shared/db/client';
 import { COMMIT_ATTEMPTS, CONTENTION_BUDGET_MS } from '../../shared/db/conflicts';
 import { keys } from '../../shared/db/keys';
@@ -13,7 +14,7 @@ import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness'
 import { clock, DAY_MS } from '../../shared/clock';
 import { idemKey } from '../support/buyers';
 import { cancelTransactionsWhile } from '../support/transaction-conflicts';
-import { accept, createJob, detailedJpeg, flatPng, liveBuyer, multipart, signupWorker, uploadFile, waitForVerdict } from '../pipeline/support';
+import { accept, annotationsRecorded, createJob, detailedJpeg, flatPng, liveBuyer, multipart, signupWorker, uploadFile, waitForVerdict } from '../pipeline/support';
 import { GetObjectTaggingCommand, S3Client } from '@aws-sdk/client-s3';
 import { S3_LOCAL_CREDENTIALS } from '../../local/s3';
 
@@ -37,7 +38,10 @@ describe('D71: POST /v1/submissions/{id}/override', () => {
     const a = await accept(rt, w.token, jobId);
     expect(a.status).toBe(201);
     expect((await uploadFile(rt, w.token, a.json.id, bytes, contentType, contentType === 'image/png' ? 'p.png' : 'p.jpg')).status).toBe(202);
-    return { sub: await verdictOf(w.token, a.json.id), worker: w };
+    const sub = await verdictOf(w.token, a.json.id);
+    // A pre-check rejects before the annotation stage has finished: an approval waits for it.
+    if (sub.status === 'rejected' || sub.status === 'retry_pending') await annotationsRecorded(a.json.id);
+    return { sub, worker: w };
   };
   const tagsOf = async (key: string) => {
     const s3 = new S3Client({ endpoint: rt.s3Endpoint, forcePathStyle: true, region: 'us-east-1', credentials: S3_LOCAL_CREDENTIALS, requestChecksumCalculation: 'WHEN_REQUIRED' });
@@ -141,6 +145,27 @@ describe('D71: POST /v1/submissions/{id}/override', () => {
     const ev = await waitFor(async () => (await events(buyer.live, 'submission.overridden'))[0]);
     expect(ev.data).toMatchObject({ decision: 'approve', previous_status: 'rejected', status: 'approved', amount_cents: 10 });
     expect(await events(buyer.live, 'submission.approved')).toHaveLength(1);
+  });
+
+  it('D54: approving a rejection whose annotation was not recorded yet is 409 until the annotation stage, which still annotates it, has; the File then carries them', async () => {
+    const buyer = await liveBuyer(rt);
+    const j = await createJob(rt, buyer.live, { files_needed: 2, price_per_file_cents: 10, min_width: 1000 });
+    const { sub } = await submit(j.id, await detailedJpeg(214)); // 640 px wide: pre-check rejection
+    expect(sub.status).toBe('rejected');
+    // As when the annotation message comes after the rejection committed.
+    const item = (await db().send(new GetCommand({ TableName: tableName(), Key: keys.submission(sub.id), ConsistentRead: true }))).Item!;
+    const upload = item.uploads[0] as { file_id: string; key: string };
+    await db().send(
+      new UpdateCommand({ TableName: tableName(), Key: keys.submission(sub.id), UpdateExpression: 'REMOVE #p.#f.annotations', ExpressionAttributeNames: { '#p': 'parts', '#f': upload.file_id } }),
+    );
+    const early = await override(buyer.live, sub.id, { decision: 'approve', reason_code: 'other' });
+    expect([early.status, early.json.error.details[0].code]).toEqual([409, 'invalid_state']);
+    expect(early.json.error.message).toMatch(/still being annotated/);
+    expect(await annotateObject(upload.key)).toBe('stored');
+    const r = await override(buyer.live, sub.id, { decision: 'approve', reason_code: 'other' });
+    expect(r.status).toBe(200);
+    const [file] = (await rt.request('GET', `/v1/jobs/${j.id}/files?min_score=1`, { key: buyer.live })).json.data;
+    expect(file.annotations).toMatchObject({ type: 'image' });
   });
 
   it('approving a retry_pending submission ends its retry window and approves it', async () => {

@@ -145,7 +145,11 @@ export function submissionItem(job: JobItem, submissionId: string, files: number
     parts: Object.fromEntries(
       uploads.map((u) => [
         u.file_id,
-        { metadata: { content_type: 'image/jpeg', size_bytes: 100, content_hash: `sha256:${randomBytes(32).toString('hex')}` }, score: { ai_star_rating: stars, dimensions: { relevance: stars, quality: stars, instruction_compliance: stars }, ai_reasoning: 'fixture', provider: 'local' } },
+        {
+          metadata: { content_type: 'image/jpeg', size_bytes: 100, content_hash: `sha256:${randomBytes(32).toString('hex')}` },
+          score: { ai_star_rating: stars, dimensions: { relevance: stars, quality: stars, instruction_compliance: stars }, ai_reasoning: 'fixture', provider: 'local' },
+          annotations: { type: 'image', annotation_model: 'fixture' },
+        },
       ]),
     ),
     category: 'image',

@@ -1,7 +1,7 @@
 import { GetObjectTaggingCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { S3_LOCAL_CREDENTIALS } from '../../local/s3';
 import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
-import { accept, createJob, detailedJpeg, flatPng, liveBuyer, signupWorker, uploadFile, waitForVerdict } from './support';
+import { accept, annotationsRecorded, createJob, detailedJpeg, flatPng, liveBuyer, signupWorker, uploadFile, waitForVerdict } from './support';
 import { scoreObject } from '../../shared/work/scoring-stage';
 import { StsClient } from '../../shared/aws/sts';
 
@@ -47,6 +47,7 @@ describe('pipeline: rejected bytes are tagged for the lifecycle rule, approved o
       return tags.length === 1 && tags[0]!.verdict === 'rejected' ? tags : null;
     });
     expect(rejected).toEqual([{ verdict: 'rejected' }]);
+    await annotationsRecorded(a.json.id);
 
     const o = await rt.request('POST', `/v1/submissions/${a.json.id}/override`, {
       key: b.live,

@@ -110,6 +110,23 @@ export async function accept(rt: TestRuntime, token: string, jobId: string) {
 }
 
 /** Polls the worker's view of a submission until it has a verdict (approved, rejected or retry_pending). */
+/**
+ * Until every file of the submission has its annotations recorded: a pre-check rejection does not
+ * wait for them (D54), and an override cannot approve a file before they are (a File carries them).
+ */
+export async function annotationsRecorded(subId: string, timeoutMs = 90_000): Promise<void> {
+  const { GetCommand } = await import('@aws-sdk/lib-dynamodb');
+  const { db, tableName } = await import('../../shared/db/client');
+  const { keys } = await import('../../shared/db/keys');
+  await waitFor(
+    async () => {
+      const it = (await db().send(new GetCommand({ TableName: tableName(), Key: keys.submission(subId), ConsistentRead: true }))).Item;
+      return it && (it.uploads as { file_id: string }[]).every((u) => it.parts?.[u.file_id]?.annotations !== undefined) ? true : null;
+    },
+    { timeoutMs, intervalMs: 300 },
+  );
+}
+
 export function waitForVerdict(rt: TestRuntime, token: string, subId: string, timeoutMs = 90_000) {
   return waitFor(
     async () => {

@@ -11,7 +11,7 @@ import { parseTranscribeEvent, transcriptionDone } from '../../shared/work/trans
 import { transcriptKeyFor } from '../../shared/speech';
 import { RULES, matchesPattern } from '../../shared/manifest/wiring';
 import { audioFixtures, hasFfmpeg, videoFixtures } from '../fixtures/media';
-import { accept, createJob, liveBuyer, signupWorker, standInSpeechProviders, uploadFile, type SpeechStandIns } from './support';
+import { accept, annotationsRecorded, createJob, liveBuyer, signupWorker, standInSpeechProviders, uploadFile, type SpeechStandIns } from './support';
 
 
 // D65 as deployed, run on the local stack with the two services that cannot run here stood in for
@@ -130,6 +130,25 @@ describe('pipeline: audio is scored and annotated with its Amazon Transcribe tra
     expect(f.annotations).toMatchObject({ type: 'audio', speaker_count: 2, language: 'en', topics: ['bakery order'] });
     expect(f.annotations.transcript.segments.map((s: any) => s.speaker)).toEqual(['spk_0', 'spk_1']);
     for (const k of ['transcript', 'language', 'speaker_count', 'topics']) expect(f.annotations.unavailable?.[k]).toBeUndefined();
+  });
+
+  it('audio a pre-check rejected is never heard: approved by override, its File says so in its speech fields, null with that reason (D58)', async () => {
+    const buyer = await liveBuyer(rt);
+    const job = await createJob(rt, buyer.live, { files_needed: 1, accepted_formats: ['audio/wav'], price_per_file_cents: 30, min_duration_seconds: 10 });
+    const w = await signupWorker(rt);
+    const a = await accept(rt, w.token, job.id);
+    const started = speech.started.length;
+    expect((await uploadFile(rt, w.token, a.json.id, audioFixtures.wav(2), 'audio/wav', 'short.wav')).status).toBe(202);
+    expect(await settled(a.json.id, w.token)).toMatchObject({ status: 'rejected' });
+    expect(speech.started).toHaveLength(started); // never sent to Transcribe
+    await annotationsRecorded(a.json.id);
+    const o = await rt.request('POST', `/v1/submissions/${a.json.id}/override`, { key: buyer.live, body: { decision: 'approve', reason_code: 'other' }, headers: { 'Idempotency-Key': `ovr-${a.json.id}` } });
+    expect(o.status).toBe(200);
+    const f = (await rt.request('GET', `/v1/jobs/${job.id}/files?min_score=1`, { key: buyer.live })).json.data[0];
+    for (const k of ['transcript', 'language', 'speaker_count']) {
+      expect(f.annotations[k]).toBeNull();
+      expect(f.annotations.unavailable[k]).toMatch(/^not transcribed: the file was rejected by a check \(.+\) before its recording was heard$/);
+    }
   });
 
   /** A FAILED job state change, as EventBridge delivers it. */
