@@ -163,7 +163,18 @@ function scoredEvent(tx: Tx, sub: SubmissionItem, status: string, c: Combined) {
     env: sub.environment,
     type: 'submission.scored',
     jobId: sub.job_id,
-    data: { submission_id: sub.id, job_id: sub.job_id, status, ai_star_rating: c.stars, dimensions: c.dimensions, reason_codes: c.reasonCodes, annotations: c.annotations },
+    // The annotations are the first file's (the event stays small whatever the files' transcripts);
+    // `annotations_file_id` names it. Every approved file's are on its File.
+    data: {
+      submission_id: sub.id,
+      job_id: sub.job_id,
+      status,
+      ai_star_rating: c.stars,
+      dimensions: c.dimensions,
+      reason_codes: c.reasonCodes,
+      annotations: c.annotations,
+      annotations_file_id: c.annotations ? sub.uploads[0]!.file_id : null,
+    },
   });
 }
 

@@ -129,6 +129,7 @@ describe('pipeline: recordings hours long get a bounded, marked transcript', () 
     // and the stream record EventBridge receives (the item in DynamoDB JSON) are far from their limits.
     const scored = ((await rt.request('GET', '/v1/webhook_events?type=submission.scored&limit=100', { key: buyer.live })).json.data as any[]).find((e) => e.data?.submission_id === subId);
     expect(scored.data.annotations.transcript).toMatchObject({ truncated: true, total_segments: whole[0]!.segments.length });
+    expect(scored.data.annotations_file_id).toBe(sub.uploads[0].file_id); // which of the three files they are
     const eventItem = (await db().send(new GetCommand({ TableName: tableName(), Key: keys.event(scored.id) }))).Item!;
     expect(jsonBytes(eventItem)).toBeLessThan(TRANSCRIPT_MAX_BYTES + 16 * 1024);
     expect(jsonBytes({ NewImage: marshall(eventItem, { removeUndefinedValues: true }) })).toBeLessThan(Math.min(EVENT_MAX_BYTES, ITEM_MAX_BYTES) / 4);
