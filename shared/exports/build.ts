@@ -101,7 +101,7 @@ function filePages(jobId: string, minScore: number, listed: { files: number }) {
         ScanIndexForward: true,
       },
     );
-    listed.files = 0; // a format may read the pages more than once (COCO): count the last reading
+    listed.files = 0; // a format may read the pages more than once (COCO: it checks that both readings agree); count the last
     for await (const page of pages) {
       listed.files += page.ScannedCount ?? 0;
       if (page.Items?.length) yield page.Items;
@@ -135,12 +135,13 @@ export async function buildExport(exportId: string): Promise<BuildOutcome> {
       const approved = await filesApproved(running.job_id);
       const chunks = encoder(running.format, running, filePages(running.job_id, Number(running.min_score), listed), count);
       ({ sizeBytes } = await putObjectStream(key, exportContentType(running.format), chunks, { partSize: PART_SIZE, queueSize: QUEUE_SIZE }));
-      if (approved === null || listed.files === approved) break;
+      const consistent = !count.changedBetweenReadings;
+      if (approved === null || (listed.files === approved && consistent)) break;
       if (pass >= INDEX_PASSES) {
-        logger.warn('export: the job index still disagrees with its approved count; keeping the last build', { export_id: exportId, listed: listed.files, approved });
+        logger.warn('export: the job index still disagrees with its approved count; keeping the last build', { export_id: exportId, listed: listed.files, approved, consistent });
         break;
       }
-      logger.info('export: the job index lags its approved count; building again', { export_id: exportId, listed: listed.files, approved, pass });
+      logger.info('export: the job index lags its approved count, or changed while it was read; building again', { export_id: exportId, listed: listed.files, approved, consistent, pass });
       await new Promise((r) => setTimeout(r, INDEX_LAG_WAIT_MS));
     }
   } catch (err) {

@@ -23,6 +23,11 @@ export type FilePages = () => AsyncIterable<Item[]>;
 
 export interface Counter {
   files: number;
+  /**
+   * A format that reads the files twice (COCO: images, then their annotations) found the two
+   * readings different (a File approved or withdrawn in between): the build is made again.
+   */
+  changedBetweenReadings?: boolean;
 }
 
 export function encoder(format: ExportFormat, exp: ExportItem, pages: FilePages, count: Counter): AsyncGenerator<Buffer> {
@@ -142,11 +147,17 @@ async function* coco(exp: ExportItem, pages: FilePages, count: Counter): AsyncGe
   yield buf('],"annotations":[');
   const categories = new Map<string, number>();
   let annId = 0;
+  const seen = new Set<string>();
   for await (const page of pages()) {
     const parts: string[] = [];
     for (const f of page) {
+      if (!isImage(f)) continue;
       const imageId = imageIds.get(f.id as string);
-      if (imageId === undefined) continue; // not an image, or approved after the first pass
+      if (imageId === undefined) {
+        count.changedBetweenReadings = true; // approved after the first reading: not in `images`
+        continue;
+      }
+      seen.add(f.id as string);
       const objects = ((f.annotations as { objects?: AnnotatedObject[] | null } | null)?.objects ?? []) as AnnotatedObject[];
       for (const o of objects) {
         if (!Array.isArray(o.bbox)) continue; // the model gave no box (e.g. positions only)
@@ -158,6 +169,7 @@ async function* coco(exp: ExportItem, pages: FilePages, count: Counter): AsyncGe
     }
     if (parts.length) yield buf(`${annId > parts.length ? ',' : ''}${parts.join(',')}`);
   }
+  if (seen.size !== imageIds.size) count.changedBetweenReadings = true; // one withdrawn in between: still in `images`
   const cats = [...categories].map(([name, id]) => ({ id, name, supercategory: 'object' }));
   yield buf(`],"categories":${JSON.stringify(cats)}}\n`);
 }

@@ -307,6 +307,38 @@ describe('COCO from object detections', () => {
   });
 });
 
+describe('COCO reads the files twice (images, then their annotations)', () => {
+  test('a File the job index lists only from the second reading on is not left out of images: the build is made again', async () => {
+    const job = await newJob(b.test);
+    await seedFiles(job, b.orgId, 'test', [{ stars: 5, filename: 'first.jpg' }]);
+    const [lateId] = await seedFiles(job, b.orgId, 'test', [{ stars: 5, filename: 'late.jpg' }]);
+    // The index lags: the late File (already counted on the job) is not listed yet ...
+    await db().send(new UpdateCommand({ TableName: config().tableName, Key: keys.file(lateId!), UpdateExpression: 'REMOVE GSI1PK, GSI1SK' }));
+    // ... until the second reading of the job's files begins.
+    const pk = gsi.file(job, lateId!).GSI1PK as string;
+    let readings = 0;
+    const name = 'indexCatchesUpBetweenReadings';
+    db().middlewareStack.add(
+      (next, context) => async (args) => {
+        if (String(context.commandName) === 'QueryCommand' && JSON.stringify(args.input).includes(pk) && ++readings === 2) {
+          await db().send(new UpdateCommand({ TableName: config().tableName, Key: keys.file(lateId!), UpdateExpression: 'SET GSI1PK = :pk, GSI1SK = :sk', ExpressionAttributeValues: { ':pk': pk, ':sk': lateId } }));
+        }
+        return next(args);
+      },
+      { step: 'initialize', name },
+    );
+    try {
+      const exp = await exportAndWait(b.test, job, { format: 'coco' });
+      expect(exp).toMatchObject({ status: 'succeeded', file_count: 2 });
+      const coco = JSON.parse(await download(exp.download_url));
+      expect(coco.images.map((i: { file_name: string }) => i.file_name).sort()).toEqual(['first.jpg', 'late.jpg']);
+    } finally {
+      db().middlewareStack.remove(name);
+    }
+    expect(readings).toBeGreaterThan(2); // built again
+  });
+});
+
 describe('JSONL lines stay whole', () => {
   test('a line separator in a worker\'s file name is escaped: one record per line for every line reader', async () => {
     const job = await newJob(b.test);
