@@ -32,8 +32,7 @@ export async function acceptJob(ctx: MutationContext, worker: WorkerPrincipal, j
   const since = Date.now(); // the rebuilds here and in a release below count from here
   return withJobRetry(jobId, async (job) => {
     const fps = Number(job.files_per_submission ?? 1);
-    if (job.status === 'filled') throw noSlots(job, fps);
-    if (job.status !== 'open' && job.status !== 'in_progress') {
+    if (job.status !== 'open' && job.status !== 'in_progress' && job.status !== 'filled') {
       throw errors.conflict(`This job is ${job.status} and takes no new submissions.`, [
         { field: 'job_id', message: `job is ${job.status}`, code: `job_${job.status}` },
       ]);
@@ -53,6 +52,8 @@ export async function acceptJob(ctx: MutationContext, worker: WorkerPrincipal, j
       }
       throw new ConditionFailed(['job']);
     }
+    // Filled: no slot is free, unless one of them is the worker's own expired reservation (above).
+    if (job.status === 'filled') throw noSlots(job, fps);
     // D23: a submission reserves files_per_submission slots; when fewer are left (files_needed not a
     // multiple of it, or a submission that sent fewer files), the last one takes what is left, so
     // the job can still be completed.

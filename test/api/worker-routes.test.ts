@@ -96,6 +96,24 @@ describe('worker routes: job board, accept, withdraw, flag, reservation expiry',
     expect((await accept(rt, w.token, j.id)).status).toBe(201);
   });
 
+  it("D23: a worker whose own reservation filled the job and expired may accept again before any sweep: the expired one is released first", async () => {
+    const buyer = await liveBuyer(rt);
+    const j = await createJob(rt, buyer.live, { files_needed: 1 });
+    const w = await signupWorker(rt);
+    const first = await accept(rt, w.token, j.id);
+    expect((await job(buyer.live, j.id)).status).toBe('filled');
+    clock.advance(HOUR_MS + 60_000);
+    try {
+      const again = await accept(rt, w.token, j.id);
+      expect(again.status).toBe(201);
+      expect(again.json.id).not.toBe(first.json.id);
+    } finally {
+      clock.reset();
+    }
+    expect((await rt.request('GET', `/internal/worker/submissions/${first.json.id}`, { key: w.token })).json.status).toBe('expired');
+    expect((await job(buyer.live, j.id)).status).toBe('filled');
+  });
+
   it('D23: when fewer slots are left than files_per_submission, the last acceptance takes the slots left (the job can still be completed)', async () => {
     const buyer = await liveBuyer(rt);
     const j = await createJob(rt, buyer.live, { files_needed: 3, files_per_submission: 2 });
