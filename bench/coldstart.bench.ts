@@ -47,7 +47,6 @@ const LAMBDA_ENV: Record<string, string> = {
   PUBLIC_BASE_URL: 'https://api.example.com',
   LONG_POLL_MAX_SECONDS: '25',
   SANDBOX_DELAY_SECONDS: '15',
-  WORKER_PRIORITY_WINDOW_SECONDS: '0',
   PAYMENTS_PROVIDER: 'stripe',
   SECRET_ARN_CURSOR: 'arn:aws:secretsmanager:us-east-1:000000000000:secret:cursor-AbCdEf',
   SECRET_ARN_STRIPE: 'arn:aws:secretsmanager:us-east-1:000000000000:secret:stripe-AbCdEf',

@@ -7,7 +7,7 @@ import { MarketplaceStack } from '../lib/stack';
  * Context (cdk.json or `-c key=value`):
  *   longPollSeconds              D20 long-poll budget, 1..60 (default 25; 60 needs the
  *                                API Gateway integration-timeout quota increase, see lib/api.ts)
- *   workerPriorityWindowSeconds  D45 (default 0)
+ *   workerPriorityWindowSeconds  D45: 0, the only value (no ranking of workers to favour)
  *   publicBaseUrl                base URL for links when a custom domain fronts the API
  *   ffmpegLayerArn               arm64 layer version with /opt/bin/ffmpeg and ffprobe (required
  *                                for the scoring and annotation consumers; docs/deploying.md)

@@ -22,7 +22,11 @@ import { limitsFromContext, modelsFromContext } from './settings';
 export interface MarketplaceStackProps extends StackProps {
   /** D20 long-poll budget in seconds, 1..60 (context `longPollSeconds`, default 25). */
   longPollSeconds?: number;
-  /** D45 priority window (context `workerPriorityWindowSeconds`, default 0). */
+  /**
+   * D45 priority window (context `workerPriorityWindowSeconds`): 0, every worker sees every job at
+   * once. The service keeps no ranking of workers that a window could favour, so another value is
+   * refused rather than accepted and ignored.
+   */
   workerPriorityWindowSeconds?: number;
   /** Public base URL for links, e.g. a custom domain (context `publicBaseUrl`). */
   publicBaseUrl?: string;
@@ -62,6 +66,11 @@ export class MarketplaceStack extends Stack {
     super(scope, id, props);
     assertHandlerModulesExist();
     const ctx = (key: string): string | undefined => (this.node.tryGetContext(key) as string | undefined) || undefined;
+    if ((props.workerPriorityWindowSeconds ?? 0) !== 0) {
+      throw new Error(
+        `context workerPriorityWindowSeconds must be 0 (got ${props.workerPriorityWindowSeconds}): every worker sees every job at once; the service keeps no ranking of workers a window could favour (docs/deploying.md)`,
+      );
+    }
 
     // Before anything else: a stack that cannot probe videos must not half-synthesize.
     const ffmpeg = ffmpegLayer(this, 'FfmpegLayer', {
@@ -103,7 +112,6 @@ export class MarketplaceStack extends Stack {
       POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
       // D40: the simulated worker's delay is the sandbox queue's delivery delay.
       SANDBOX_DELAY_SECONDS: String(queueByName('sandbox').deliveryDelaySeconds ?? 15),
-      WORKER_PRIORITY_WINDOW_SECONDS: String(props.workerPriorityWindowSeconds ?? 0),
     };
     for (const domain of DOMAINS) {
       const nested = new DomainStack(this, `${routeLogicalName({ id: domain })}Functions`, {

@@ -34,7 +34,6 @@ export interface Config {
   longPollMaxWaitsPerOrg: number;
   localFixedOtp?: string;
   sandboxDelaySeconds: number;
-  workerPriorityWindowSeconds: number;
 }
 
 let cached: Config | null = null;
@@ -66,7 +65,6 @@ export function config(): Config {
     longPollMaxWaitsPerOrg: Math.max(1, Number(e.LONG_POLL_MAX_WAITS_PER_ORG ?? 5)),
     localFixedOtp: runtime === 'local' ? e.LOCAL_FIXED_OTP || undefined : undefined,
     sandboxDelaySeconds: Number(e.SANDBOX_DELAY_SECONDS ?? 15),
-    workerPriorityWindowSeconds: Number(e.WORKER_PRIORITY_WINDOW_SECONDS ?? 0),
   };
   return cached;
 }

@@ -121,6 +121,10 @@ describe('limits', () => {
     }
   });
 
+  test('a worker priority window other than 0 is refused, not accepted and ignored (D45)', () => {
+    expect(() => synthesize({}, { workerPriorityWindowSeconds: 30 })).toThrow(/workerPriorityWindowSeconds must be 0/);
+  });
+
   test('the retired context longPollReservedConcurrency is refused with what replaced it', () => {
     expect(() => synthesize({ longPollReservedConcurrency: 20 })).toThrow(/longPollMaxWaits/);
   });
