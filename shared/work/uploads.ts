@@ -101,10 +101,17 @@ function countCheck(n: number, max: number, field: 'file' | 'files') {
   }
 }
 
+/**
+ * The submission's media type in the job's summary (by_type): its first round's. A retry in another
+ * type (an image retried as a video) stays counted where the submission was counted when it came
+ * in, so each type's approved and scored never exceed its total.
+ */
+const submissionCategory = (sub: SubmissionItem, uploads: PlannedUpload[]) => (sub.status === 'retry_pending' && sub.category) || categoryOf(uploads[0]!.content_type);
+
 /** Writes the plan: a new round, its file ids and keys, empty parts; only while the window holds. */
 async function writePlan(sub: SubmissionItem, w: ReservationItem, uploads: PlannedUpload[], round: string, device: DeviceFields) {
   const tx = new Tx();
-  const category = categoryOf(uploads[0]!.content_type);
+  const category = submissionCategory(sub, uploads);
   tx.update(
     'submission',
     keys.submission(sub.id),
@@ -167,7 +174,7 @@ export async function uploadDirect(ctx: MutationContext, sub: SubmissionItem, mo
     throw err;
   }
   // What was read and written so far is the state the completion starts from (no re-read).
-  const planned: SubmissionItem = { ...sub, round, uploads, parts: Object.fromEntries(uploads.map((u) => [u.file_id, {}])), device, category: categoryOf(uploads[0]!.content_type) };
+  const planned: SubmissionItem = { ...sub, round, uploads, parts: Object.fromEntries(uploads.map((u) => [u.file_id, {}])), device, category: submissionCategory(sub, uploads) };
   const done = await completeUpload(ctx, sub.id, round, { checkObjects: false, known: { sub: planned, window: w, job } });
   if (!done) throw errors.internal();
   return done;

@@ -3,6 +3,7 @@ import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness'
 import { clock, HOUR_MS } from '../../shared/clock';
 import { handler as sweep } from '../../functions/scheduled/reservation-sweep';
 import { accept, createJob, detailedJpeg, flatPng, liveBuyer, multipart, signupWorker, uploadFile } from './support';
+import { audioFixtures } from '../fixtures/media';
 
 // End to end on the local runtime: upload → S3 → EventBridge rule → scoring + annotation queues →
 // fan-in verdict (D24-D30, D54), with the `local` scorer (D28).
@@ -155,6 +156,21 @@ describe('pipeline: from a worker upload to a delivered, charged File', () => {
     // D47: retry_pending emitted submission.scored only; the final rejection emitted both kinds.
     await waitFor(async () => (await eventsOf(buyer.live, 'submission.scored')).length === 2);
     expect(await eventsOf(buyer.live, 'submission.rejected')).toHaveLength(1);
+  });
+
+  it("D27: a retry in another media type stays counted under the submission's first type, so no type shows more approved than submitted", async () => {
+    const buyer = await liveBuyer(rt);
+    const job = await createJob(rt, buyer.live, { files_needed: 1, min_star_rating: 2, accepted_formats: ['image/png', 'image/jpeg', 'audio/wav'], price_per_file_cents: 30 });
+    const w = await signupWorker(rt);
+    const a = await accept(rt, w.token, job.id);
+    expect((await uploadFile(rt, w.token, a.json.id, await flatPng(), 'image/png', 'flat.png')).status).toBe(202);
+    expect(await verdictOf(w.token, a.json.id)).toMatchObject({ status: 'retry_pending' });
+    expect((await uploadFile(rt, w.token, a.json.id, audioFixtures.wav(3), 'audio/wav', 'take.wav', 'retry')).status).toBe(202);
+    const second = await verdictOf(w.token, a.json.id, ['approved', 'rejected']);
+    const byType = (await rt.request('GET', `/v1/jobs/${job.id}`, { key: buyer.live })).json.submission_summary.by_type as { type: string; total: number; approved: number }[];
+    const image = byType.find((t) => t.type === 'image')!;
+    expect(image).toMatchObject({ total: 1, approved: second.status === 'approved' ? 1 : 0 });
+    for (const t of byType) expect(t.approved).toBeLessThanOrEqual(t.total);
   });
 
   it('D24/D27: a retry sent as pre-signed uploads completes when its files land and gets its own verdict', async () => {
