@@ -1,6 +1,6 @@
 /** Billing routes over HTTP (spec "Billing", D31-D34) on the local runtime. */
 import { confirmCheckout } from '../../shared/billing';
-import { db } from '../../shared/db/client';
+import { beforeFirstTransaction } from '../support/transaction-conflicts';
 import { createJob } from '../../shared/jobs';
 import { systemContext } from '../../shared/context';
 import { listEvents } from '../domain/ledger-fixtures';
@@ -96,24 +96,16 @@ test("D34: the crossing's credits.low_balance carries the balance after it, thou
   const refunded = await post(rt, b.live, '/v1/jobs', jobBody({ files_needed: 1, price_per_file_cents: 20 })); // 980
   // Just before the crossing creation (980 → 500 as read) commits, the other job is cancelled and
   // its 20 go back (980 → 1000): the crossing leaves 520, not 500.
-  let interfere = true;
-  const name = 'lowBalanceInterference';
-  db().middlewareStack.add(
-    (next, context) => async (args) => {
-      if (interfere && /^TransactWrite(Items)?Command$/.test(String(context.commandName)) && JSON.stringify(args.input).includes('Escrow for job')) {
-        interfere = false;
-        expect((await post(rt, b.live, `/v1/jobs/${refunded.json.id}/cancel`, {})).status).toBe(200);
-      }
-      return next(args);
-    },
-    { step: 'initialize', name },
+  const refund = beforeFirstTransaction(
+    (input) => JSON.stringify(input).includes('Escrow for job'),
+    async () => expect((await post(rt, b.live, `/v1/jobs/${refunded.json.id}/cancel`, {})).status).toBe(200),
   );
   try {
     expect((await post(rt, b.live, '/v1/jobs', jobBody({ files_needed: 48, price_per_file_cents: 10 }))).status).toBe(201);
   } finally {
-    db().middlewareStack.remove(name);
+    refund.remove();
   }
-  expect(interfere).toBe(false);
+  expect(refund.fired()).toBe(true);
   const credits = await rt.request('GET', '/v1/billing/credits', { key: b.live });
   expect(credits.json.available_cents).toBe(520);
   const events = await rt.request('GET', '/v1/webhook_events?type=credits.low_balance', { key: b.live }).then((r) => r.json.data);

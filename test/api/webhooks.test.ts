@@ -18,6 +18,7 @@ import { presentEvent } from '../../shared/webhooks/events';
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '../../shared/db/client';
 import { keys } from '../../shared/db/keys';
+import { beforeFirstTransaction } from '../support/transaction-conflicts';
 
 /** Polls until `fn` passes: a void assertion callback is done once it stops throwing. */
 const waitFor = <T>(fn: () => Promise<T> | T, opts?: WaitOptions): Promise<T> =>
@@ -124,24 +125,16 @@ describe('webhook endpoints (D36)', () => {
     // The dispatcher's failures opened a window (it writes failing_since, not updated_at).
     await db().send(new UpdateCommand({ TableName: tableName(), Key: key, UpdateExpression: 'SET failing_since = :t', ExpressionAttributeValues: { ':t': new Date(Date.now() - 4 * DAY_MS).toISOString() } }));
     // Between the PATCH's read and its write, a delivery succeeds and closes it.
-    let interfere = true;
-    const name = 'closeWindowMeanwhile';
-    db().middlewareStack.add(
-      (next, context) => async (args) => {
-        if (interfere && /^TransactWrite(Items)?Command$/.test(String(context.commandName)) && JSON.stringify(args.input).includes(ep.id)) {
-          interfere = false;
-          await db().send(new UpdateCommand({ TableName: tableName(), Key: key, UpdateExpression: 'SET failing_since = :n', ExpressionAttributeValues: { ':n': null } }));
-        }
-        return next(args);
-      },
-      { step: 'initialize', name },
+    const delivery = beforeFirstTransaction(
+      (input) => JSON.stringify(input).includes(ep.id),
+      () => db().send(new UpdateCommand({ TableName: tableName(), Key: key, UpdateExpression: 'SET failing_since = :n', ExpressionAttributeValues: { ':n': null } })),
     );
     try {
       expect((await rt.request('PATCH', `/v1/webhook_endpoints/${ep.id}`, { key: b.key, body: { description: 'renamed' } })).status).toBe(200);
     } finally {
-      db().middlewareStack.remove(name);
+      delivery.remove();
     }
-    expect(interfere).toBe(false);
+    expect(delivery.fired()).toBe(true);
     expect((await item()).failing_since).toBeNull();
   });
 

@@ -20,3 +20,23 @@ export function cancelTransactionsWhile(when: (input: unknown) => boolean, name 
   );
   return () => db().middlewareStack.remove(name);
 }
+
+/**
+ * Another writer between a read and its commit: `action` runs once, just before the first
+ * TransactWriteItems of the shared client whose input `when` matches is sent (the commit then meets
+ * what `action` changed). Returns whether it ran and the function that takes it out again.
+ */
+export function beforeFirstTransaction(when: (input: unknown) => boolean, action: () => Promise<unknown>, name = 'writerInBetween'): { fired(): boolean; remove(): void } {
+  let fired = false;
+  db().middlewareStack.add(
+    (next, context) => async (args) => {
+      if (!fired && /^TransactWrite(Items)?Command$/.test(String(context.commandName)) && when(args.input)) {
+        fired = true;
+        await action();
+      }
+      return next(args);
+    },
+    { step: 'initialize', name },
+  );
+  return { fired: () => fired, remove: () => db().middlewareStack.remove(name) };
+}
