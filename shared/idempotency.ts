@@ -123,7 +123,7 @@ export type AcquireResult = { kind: 'acquired'; handle: IdempotencyHandle } | { 
  * FormData), so it is left out: the same files and fields resent with the same key are the same
  * request (D11), and get the stored answer.
  */
-export function fingerprint(method: string, path: string, rawBody: string | null, contentType?: string): string {
+export function fingerprint(method: string, path: string, rawBody: string | null, contentType?: string, query?: Record<string, string> | null): string {
   let canonical = rawBody ?? '';
   const boundary = multipartBoundary(contentType);
   if (boundary) canonical = canonical.split(`--${boundary}`).join('--<boundary>');
@@ -134,7 +134,10 @@ export function fingerprint(method: string, path: string, rawBody: string | null
       /* not JSON: the raw bytes are the body */
     }
   }
-  return sha256hex(`${method.toUpperCase()} ${path}\n${canonical}`);
+  // The query string too, when there is one (sorted): `POST /v1/jobs?x=1` is another request than
+  // `POST /v1/jobs`. Without one the fingerprint is what it always was.
+  const q = query && Object.keys(query).length ? `?${new URLSearchParams(Object.entries(query).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))).toString()}` : '';
+  return sha256hex(`${method.toUpperCase()} ${path}${q}\n${canonical}`);
 }
 
 function multipartBoundary(contentType: string | undefined): string | null {

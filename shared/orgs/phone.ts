@@ -189,12 +189,14 @@ export async function confirmVerification(ctx: MutationContext, p: BuyerPrincipa
     await tx.commit();
   } catch (e) {
     if (e instanceof ConditionFailed) {
+      // First: this organization verified meanwhile (a concurrent confirm of its own, which also
+      // claimed the phone, so the claim's condition fails too: not another organization's).
+      if (e.reasons.includes('organization')) throw alreadyVerified();
       if (e.reasons.includes('phone_claim')) {
         throw errors.conflict('This phone number already verified another organization.', [
           { field: 'phone', message: 'already used by another organization', code: 'phone_taken' },
         ]);
       }
-      if (e.reasons.includes('organization')) throw alreadyVerified();
       // A new start replaced the code between the guess and the commit.
       if (e.reasons.includes('verification')) throw wrongCode('A newer code was sent; use the latest code.');
     }

@@ -60,6 +60,15 @@ test('the same key on another path is 409 idempotency_conflict (D11)', async () 
   expect(r.json.error.type).toBe('idempotency_conflict');
 });
 
+test('the same key with another query string is 409 idempotency_conflict, never the other request\'s stored answer (D11)', async () => {
+  const k = idemKey();
+  const refused = await rt.request('POST', '/v1/api_keys?x=1', { key: a.live, body: { name: 'q' }, headers: { 'Idempotency-Key': k } });
+  expect(refused.status).toBe(400);
+  const r = await rt.request('POST', '/v1/api_keys', { key: a.live, body: { name: 'q' }, headers: { 'Idempotency-Key': k } });
+  expect(r.status).toBe(409);
+  expect(r.json.error.type).toBe('idempotency_conflict');
+});
+
 test('keys are scoped per organization and environment (D10)', async () => {
   const k = idemKey();
   const live = await rt.request('POST', '/v1/api_keys', { key: a.live, body: { name: 'scoped' }, headers: { 'Idempotency-Key': k } });

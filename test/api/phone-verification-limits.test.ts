@@ -5,6 +5,7 @@
 import { startTestRuntime, type TestRuntime } from '../support/harness';
 import { signupBuyer, idemKey, randomPhone } from '../support/buyers';
 import { clock, HOUR_MS } from '../../shared/clock';
+import { beforeFirstTransaction } from '../support/transaction-conflicts';
 
 let rt: TestRuntime;
 
@@ -48,6 +49,28 @@ describe('concurrent confirmations', () => {
     const answers = await Promise.all(Array.from({ length: 8 }, () => confirm(org.live, phone, '123456')));
     expect(answers.map((r) => r.status).filter((s) => s >= 500)).toEqual([]);
     expect(answers.filter((r) => r.status === 200)).toHaveLength(1);
+  });
+
+  test("a confirm that loses to the organization's own concurrent confirm is told the organization is verified, not that the phone is another's", async () => {
+    const org = await signupBuyer(rt);
+    const phone = randomPhone();
+    expect((await start(org.live, phone)).status).toBe(202);
+    let winner: { status: number } | undefined;
+    // The other confirm commits between this one's checks and its commit.
+    const other = beforeFirstTransaction(
+      (input) => JSON.stringify(input).includes(org.orgId) && JSON.stringify(input).includes('PHONE#'),
+      async () => void (winner = await confirm(org.live, phone, '123456')),
+    );
+    let loser;
+    try {
+      loser = await confirm(org.live, phone, '123456');
+    } finally {
+      other.remove();
+    }
+    expect(winner?.status).toBe(200);
+    expect(loser.status).toBe(409);
+    expect(detailCode(loser)).not.toBe('phone_taken');
+    expect(loser.json.error.message).toMatch(/organization has already verified/);
   });
 });
 

@@ -114,4 +114,9 @@ describe('idempotency fingerprint (D11)', () => {
     expect(fingerprint('POST', '/v1/jobs', '{"a":1}')).not.toBe(fingerprint('POST', '/v1/jobs', '{"a":2}'));
     expect(fingerprint('POST', '/v1/a', '{}')).not.toBe(fingerprint('POST', '/v1/b', '{}'));
   });
+  test('a query string makes another request; its order does not', () => {
+    expect(fingerprint('POST', '/v1/jobs', '{}', undefined, { x: '1' })).not.toBe(fingerprint('POST', '/v1/jobs', '{}'));
+    expect(fingerprint('POST', '/v1/jobs', '{}', undefined, { a: '1', b: '2' })).toBe(fingerprint('POST', '/v1/jobs', '{}', undefined, { b: '2', a: '1' }));
+    expect(fingerprint('POST', '/v1/jobs', '{}', undefined, {})).toBe(fingerprint('POST', '/v1/jobs', '{}'));
+  });
 });

@@ -103,7 +103,8 @@ export function envelope(route: RouteDef): middy.MiddlewareObj<APIGatewayProxyEv
           headers: {
             ...s.responseHeaders,
             ...(s.replay.headers ?? {}),
-            'Content-Type': 'application/json',
+            // As the first answer: a 204 had no body, so no Content-Type.
+            ...(s.replay.status === 204 ? {} : { 'Content-Type': 'application/json' }),
             'X-Request-Id': s.replay.request_id,
             'Idempotent-Replayed': 'true',
           },

@@ -60,7 +60,7 @@ export function idempotency(route: RouteDef, sealer?: () => Sealer): middy.Middl
       const r = await acquire({
         scope: scopeOf(s),
         key,
-        fingerprint: fingerprint(route.method, request.event.path, s.rawBodyText, s.headers['content-type']),
+        fingerprint: fingerprint(route.method, request.event.path, s.rawBodyText, s.headers['content-type'], s.rawQuery),
         requestId: s.requestId,
         successStatus: route.successStatus ?? 200,
         sealer: sealer?.(),
