@@ -47,10 +47,15 @@ export const DEFAULT_TIMEOUTS: IntegrationTimeouts = {
   longPollMs: longPollTimeoutSeconds(60).fn * 1000,
 };
 
-/** Which limit ends a request of this kind first, and what the deployed API answers then. */
-export function requestBudget(t: IntegrationTimeouts, longPoll: boolean): { ms: number; status: 502 | 504 } {
+/**
+ * Which limit ends a request of this kind first, and what the deployed API answers then, once its
+ * function has been loaded. `initMs`: how long loading it took (a cold start, Lambda's init):
+ * API Gateway's integration time-out counts it, the function's own time-out does not.
+ */
+export function requestBudget(t: IntegrationTimeouts, longPoll: boolean, initMs = 0): { ms: number; status: 502 | 504 } {
   if (longPoll) return { ms: t.longPollMs, status: 502 };
-  return t.functionMs < t.standardMs ? { ms: t.functionMs, status: 502 } : { ms: t.standardMs, status: 504 };
+  const gatewayLeft = Math.max(0, t.standardMs - initMs);
+  return t.functionMs < gatewayLeft ? { ms: t.functionMs, status: 502 } : { ms: gatewayLeft, status: 504 };
 }
 
 /** The D4 error envelope and its headers, with a fresh request id. */

@@ -230,13 +230,18 @@ export function createHttpServer(opts: HttpServerOptions): Server {
     }
     const fnName = route.name;
     const started = Date.now();
-    const { ms: budgetMs, status: timeoutStatus } = requestBudget(timeouts, route.longPoll);
+    // The function's own time-out (what its context reports); the request's budget is set once the
+    // function is loaded, since API Gateway's clock also counts a cold start.
+    const fnTimeoutMs = requestBudget(timeouts, route.longPoll).ms;
+    let budgetMs = fnTimeoutMs;
+    let timeoutStatus: 502 | 504 = 502;
     let result: APIGatewayProxyResult;
     let timer: NodeJS.Timeout | undefined;
     const running: Invocation = { fn: fnName, stopped: false };
     try {
       const handler = grantedTo(route.id, route.access, await (opts.loadHandler ?? loadHandler)(route.handler), route.grants);
-      const invocation = Promise.resolve(runInvocation(running, () => handler(event, lambdaContext(fnName, Math.ceil(budgetMs / 1000))))) as Promise<APIGatewayProxyResult>;
+      ({ ms: budgetMs, status: timeoutStatus } = requestBudget(timeouts, route.longPoll, Date.now() - started));
+      const invocation = Promise.resolve(runInvocation(running, () => handler(event, lambdaContext(fnName, Math.ceil(fnTimeoutMs / 1000))))) as Promise<APIGatewayProxyResult>;
       const timedOut = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new IntegrationTimeout()), budgetMs);
       });

@@ -165,6 +165,12 @@ export async function startSigV4Front(opts: SigV4FrontOptions): Promise<SigV4Fro
 
     /** The body's stated hashes (and a multipart call's parts) checked, then the request goes to the emulator. */
     async function pass(verdict: Extract<SigV4Verdict, { ok: true }>): Promise<void> {
+      // S3 refuses a DeleteObjects request that states no hash of its body (Content-MD5 or an
+      // x-amz-checksum-*): "Missing required header for this request".
+      if (req.method === 'POST' && new URL(req.url ?? '/', 'http://s3').searchParams.has('delete') && !verdict.checksums.length) {
+        req.resume();
+        return refuse(req, res, { ok: false, status: 400, code: 'InvalidRequest', message: 'Missing required header for this request: Content-MD5 OR x-amz-checksum-*' });
+      }
       const mp = multipart ? multipartCall(req.method ?? 'GET', req.url ?? '/') : null;
       if (mp && mp.kind !== 'complete') {
         if (mp.kind === 'abort') {

@@ -7,6 +7,12 @@ import { REQUEST_COUNT_ATTRIBUTES, REQUEST_COUNT_PARTITIONS, WAIT_SLOT_ATTRIBUTE
 import { AccessDenied, type Grants } from './grants-model';
 
 const TABLE_READS = new Set(['GetItemCommand', 'BatchGetItemCommand', 'QueryCommand', 'ScanCommand', 'TransactGetItemsCommand', 'DescribeTableCommand']);
+/**
+ * What `write` adds, as the deployed role's grantReadWriteData allows it: the item writes (a
+ * transaction needs the actions of its parts). Not the table's own settings (UpdateTable,
+ * UpdateTimeToLive, DeleteTable…) nor PartiQL (ExecuteStatement), which the role does not hold.
+ */
+const TABLE_WRITES = new Set(['PutItemCommand', 'UpdateItemCommand', 'DeleteItemCommand', 'BatchWriteItemCommand', 'TransactWriteItemsCommand']);
 
 /** A key attribute as the document client (a string) or the raw client (`{S: …}`) passes it. */
 const keyString = (v: unknown): string | null => (typeof v === 'string' ? v : typeof (v as { S?: unknown })?.S === 'string' ? (v as { S: string }).S : null);
@@ -44,7 +50,7 @@ export function attributesNamed(input: UpdateInput): Set<string> {
 }
 
 export function checkTable(g: Grants, command: string, input: { Key?: { PK?: unknown } } & UpdateInput): void {
-  if (g.table === 'write' || TABLE_READS.has(command)) {
+  if (TABLE_READS.has(command) || (g.table === 'write' && TABLE_WRITES.has(command))) {
     if (!g.table) throw new AccessDenied(`${g.fn} has no access to the table (${command})`);
     return;
   }

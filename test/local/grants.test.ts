@@ -9,7 +9,8 @@ import { ENCRYPTION_CONTEXT, kmsClient } from '../../shared/secrets/kms';
 import { DEFAULT_BEDROCK_MODEL_ID } from '../../shared/scoring/bedrock-reply';
 import { resetSealer, sealer } from '../../shared/secrets/sealer';
 import { localOutbox, sms } from '../../shared/sms';
-import { db, tableName } from '../../shared/db/client';
+import { db, dynamo, tableName } from '../../shared/db/client';
+import { ExecuteStatementCommand, UpdateTimeToLiveCommand } from '@aws-sdk/client-dynamodb';
 import { queueUrl, sendToQueueUrl } from '../../shared/queues';
 import { routeById } from '../../shared/manifest/routes';
 import { queueByName, SCHEDULES, TRANSCRIBE_JOB_PREFIX } from '../../shared/manifest/wiring';
@@ -107,6 +108,15 @@ describe('local runtime: a function makes only the calls its manifest entry gran
     await expect(asRoute('jobs.get', () => update('JOB#grants'))).rejects.toThrow(/may update only the request-count partitions/);
     await expect(asRoute('jobs.get', () => db().send(new PutCommand({ TableName: tableName(), Item: { PK: 'JOB#grants2', SK: 'JOB' } })))).rejects.toMatchObject({ name: 'AccessDenied' });
     await expect(asRoute('jobs.create', () => db().send(new PutCommand({ TableName: tableName(), Item: { PK: 'JOB#grants3', SK: 'JOB' } })))).resolves.toBeDefined();
+  });
+
+  it("a write route may write items, not change the table itself (the deployed role's grantReadWriteData)", async () => {
+    await expect(
+      asRoute('jobs.create', () => dynamo().send(new UpdateTimeToLiveCommand({ TableName: tableName(), TimeToLiveSpecification: { AttributeName: 'ttl', Enabled: true } }))),
+    ).rejects.toThrow(/not authorized to perform dynamodb:UpdateTimeToLive/);
+    await expect(asRoute('jobs.create', () => dynamo().send(new ExecuteStatementCommand({ Statement: `SELECT * FROM "${tableName()}" WHERE PK = 'JOB#grants'` })))).rejects.toThrow(
+      /not authorized to perform dynamodb:ExecuteStatement/,
+    );
   });
 
   it('a long-poll route updates its wait slots, naming nothing else; another read route may not touch them', async () => {

@@ -80,6 +80,35 @@ describe('local HTTP front: the function time-out ends a request before the inte
     expect(requestBudget(DEFAULT_TIMEOUTS, true)).toEqual({ ms: 63_000, status: 502 });
   });
 
+  it("API Gateway's 29 s counts a cold start, the function's 28 s does not: after a 3 s init, the gateway's clock ends first (504)", () => {
+    expect(requestBudget(DEFAULT_TIMEOUTS, false, 500)).toEqual({ ms: 28_000, status: 502 });
+    expect(requestBudget(DEFAULT_TIMEOUTS, false, 3_000)).toEqual({ ms: 26_000, status: 504 });
+  });
+
+  it('a function slow to load and then to answer meets the integration time-out (504), though each part is within its own limit', async () => {
+    const server = createHttpServer({
+      log: silentLog,
+      timeouts: { standardMs: 900, functionMs: 700, longPollMs: 1_500 },
+      loadHandler: async () => {
+        await new Promise((r) => setTimeout(r, 500)); // init
+        return async () => {
+          await new Promise((r) => setTimeout(r, 600)); // within the function's 700 ms
+          return { statusCode: 200, body: '{}' };
+        };
+      },
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    try {
+      const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/me`);
+      expectGatewayAnswer({ status: res.status, headers: Object.fromEntries(res.headers), json: await res.json() }, 504, GATEWAY_RESPONSES.integrationTimeout);
+    } finally {
+      await new Promise<void>((r) => {
+        server.close(() => r());
+        server.closeAllConnections();
+      });
+    }
+  });
+
   it('a handler slower than its function time-out is the Default5xx gateway response (502) at that time-out', async () => {
     const server = createHttpServer({
       log: silentLog,

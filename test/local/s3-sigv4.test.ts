@@ -8,6 +8,7 @@ import { HttpRequest } from '@smithy/core/protocols';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { Sha256 } from '@smithy/core/checksum';
 import { checksumOf } from '../../local/s3-checksums';
+import { createHash } from 'node:crypto';
 import { startTestRuntime, type TestRuntime } from '../support/harness';
 
 // D61: the local S3 checks Signature Version 4 as S3 does (local/s3-front.ts in front of s3rver,
@@ -268,6 +269,32 @@ describe('local S3 verifies SigV4 like S3', () => {
       const k2 = key();
       await expectS3Error(await signedPut(k2, body, { [`x-amz-checksum-${algorithm.toLowerCase()}`]: wrong }), 400, 'BadDigest');
       expect(await exists(k2)).toBe(false);
+    });
+
+    it('a DeleteObjects request that states no hash of its body is 400, as S3 requires Content-MD5 or a checksum; with one it deletes', async () => {
+      const k = key();
+      await s3.send(new PutObjectCommand({ Bucket: rt.bucketName, Key: k, Body: body }));
+      const xml = Buffer.from(`<Delete><Object><Key>${k}</Key></Object><Quiet>true</Quiet></Delete>`);
+      const u = new URL(rt.s3Endpoint);
+      const post = async (headers: Record<string, string>) => {
+        const request = new HttpRequest({
+          protocol: u.protocol,
+          hostname: u.hostname,
+          port: Number(u.port),
+          method: 'POST',
+          path: `/${rt.bucketName}`,
+          query: { delete: '' },
+          headers: { host: u.host, 'content-length': String(xml.length), 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD', ...headers },
+          body: xml,
+        });
+        const signer = new SignatureV4({ credentials: { accessKeyId: 'local', secretAccessKey: 'local' }, region: 'us-east-1', service: 's3', sha256: Sha256, uriEscapePath: false, applyChecksum: false });
+        const signed = await signer.sign(request);
+        return fetch(`${rt.s3Endpoint}${signed.path}?delete`, { method: 'POST', headers: signed.headers, body: xml });
+      };
+      await expectS3Error(await post({}), 400, 'InvalidRequest', 'Missing required header for this request: Content-MD5 OR x-amz-checksum-*');
+      expect(await exists(k)).toBe(true);
+      expect((await post({ 'content-md5': createHash('md5').update(xml).digest('base64') })).status).toBe(200);
+      expect(await exists(k)).toBe(false);
     });
 
     it('a checksum algorithm S3 does not know is 400 and stores nothing', async () => {
