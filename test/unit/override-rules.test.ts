@@ -8,7 +8,8 @@ import type { JobItem } from '../../shared/jobs/model';
 
 const at = new Date('2026-11-20T12:00:00Z');
 const job = { id: 'job_1', status: 'open', files_needed: 3, files_approved: 0, files_pending: 1, slots_reserved: 0 } as unknown as JobItem;
-const scored = { score: { star_rating: 1 } };
+/** A file the pipeline scored and annotated (an approval needs both). */
+const scored = { score: { star_rating: 1 }, annotations: { type: 'image' } };
 
 /** A submission decided on round r1 (1 star) whose worker then planned a retry as round r2. */
 function sub(over: Partial<SubmissionItem>): SubmissionItem {
@@ -24,6 +25,13 @@ function sub(over: Partial<SubmissionItem>): SubmissionItem {
   } as unknown as SubmissionItem;
 }
 const codeOf = (e: unknown) => (e as { details?: { code: string }[] } | null)?.details?.[0]?.code ?? null;
+
+describe('D54/D71: an approval delivers Files with their annotations', () => {
+  it('a file whose annotations are not recorded yet is refused, to retry once they are', () => {
+    const e = overrideConflict(sub({ parts: { file_a: { score: { star_rating: 1 } } } as never }), job, 'approve', at);
+    expect([codeOf(e), (e as Error | null)?.message]).toEqual(['invalid_state', expect.stringMatching(/still being annotated/)]);
+  });
+});
 
 describe('D71/D27: an override never approves a retry that did not complete', () => {
   it('a retry_pending submission with no retry planned may be approved', () => {
