@@ -156,7 +156,7 @@ function operation(r: RouteDef, comps: Components): Json | null {
       status,
       {
         description: why,
-        headers: EDGE_STATUSES.has(status) ? {} : { ...requestIdHeader, ...(status === '429' || status === '409' ? { 'Retry-After': { $ref: '#/components/headers/Retry-After' } } : {}) },
+        headers: EDGE_STATUSES.has(status) ? {} : { ...requestIdHeader, ...(status === '429' || status === '409' || status === '503' ? { 'Retry-After': { $ref: '#/components/headers/Retry-After' } } : {}) },
         content: { 'application/json': { schema: errorSchema(status) } },
       },
     ]),
@@ -167,7 +167,7 @@ function operation(r: RouteDef, comps: Components): Json | null {
     const c: Json = {};
     if (schemas.body) Object.assign(c, content(schemas.body, comps, 'input'));
     if (doc.extraRequestContent) Object.assign(c, content(doc.extraRequestContent, comps, 'input'));
-    requestBody = { required: r.method !== 'GET' && !doc.extraRequestContent ? true : false, content: c };
+    requestBody = { required: r.method !== 'GET' && !doc.extraRequestContent && !doc.bodyOptional, content: c };
   }
 
   return {

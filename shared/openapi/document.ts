@@ -6,6 +6,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { config } from '../config';
 
 let text: Promise<string> | null = null;
 
@@ -14,7 +15,9 @@ const documentPath = () => process.env.OPENAPI_DOCUMENT ?? join(__dirname, 'open
 
 export function openApiDocumentText(): Promise<string> {
   text ??= readFile(documentPath(), 'utf8')
-    .then((raw) => JSON.stringify(JSON.parse(raw) as unknown))
+    // Its server is this deployment's base URL (deployed, it ends with the API's stage, `/api`): a
+    // tool that resolves paths against it (Swagger UI, Postman, a generated SDK) calls this API.
+    .then((raw) => JSON.stringify({ ...(JSON.parse(raw) as Record<string, unknown>), servers: [{ url: config().publicBaseUrl, description: 'This service' }] }))
     .catch((e: unknown) => {
       text = null; // a failed read is retried by the next request
       throw e;

@@ -35,6 +35,8 @@ export interface OperationDoc {
   errors?: Record<number, string>;
   /** Request bodies that are not (only) the route's zod JSON body, e.g. multipart uploads. */
   extraRequestContent?: Content;
+  /** The body may be left out (the route reads none as `{}`). */
+  bodyOptional?: boolean;
 }
 
 const ok = (body: z.ZodType, description = 'OK'): Record<number, Success> => ({ 200: { description, body } });
@@ -172,18 +174,25 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   },
   'webhook_endpoints.list': { summary: 'List webhook endpoints', tag: 'Webhooks', success: ok(list(endpoint)) },
   'webhook_endpoints.get': { summary: 'Get a webhook endpoint', tag: 'Webhooks', success: ok(endpoint) },
-  'webhook_endpoints.update': { summary: 'Change url, description, events or status', tag: 'Webhooks', success: ok(endpoint) },
+  'webhook_endpoints.update': {
+    summary: 'Change url, description, events or status',
+    tag: 'Webhooks',
+    success: ok(endpoint),
+    errors: { 409: 'The endpoint changed (another update, a secret rotation) or was deleted while this update was applied: fetch it and send the change again.' },
+  },
   'webhook_endpoints.delete': { summary: 'Delete a webhook endpoint', tag: 'Webhooks', success: { 204: { description: 'Deleted' } } },
   'webhook_endpoints.rotate_secret': {
     summary: 'New signing secret; both sign for 24 hours',
     tag: 'Webhooks',
     success: ok(endpoint),
+    bodyOptional: true,
   },
   'webhook_events.list': { summary: 'List events with their deliveries', tag: 'Webhooks', success: ok(list(event)) },
   'webhook_events.replay': {
     summary: 'Deliver an event again, with the same event id',
     tag: 'Webhooks',
     success: { 202: { description: 'Queued', body: event } },
+    bodyOptional: true,
   },
 
   'billing.credits': { summary: 'The balance of the key’s environment', tag: 'Billing', success: ok(balance) },

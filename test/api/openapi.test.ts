@@ -4,6 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { Validator } from '@seriousme/openapi-schema-validator';
+import { config } from '../../shared/config';
 import { ROUTES } from '../../shared/manifest/routes';
 import { renderDocument, DOCUMENT_PATH } from '../../shared/openapi/generate';
 import { startTestRuntime, type TestRuntime } from '../support/harness';
@@ -23,6 +24,13 @@ describe('GET /v1/openapi.json', () => {
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
     expect(res.json.openapi).toBe('3.1.0');
+  });
+
+  test("D72: its server is this deployment's base URL, so a tool resolving the paths against it reaches this API", async () => {
+    const doc = (await rt.request('GET', '/v1/openapi.json')).json;
+    expect(doc.servers).toEqual([{ url: config().publicBaseUrl, description: 'This service' }]);
+    const res = await fetch(`${doc.servers[0].url}${'/v1/openapi.json'}`);
+    expect(res.status).toBe(200);
   });
 
   test('D72: the document says what the spec says: a buyer sees four submission statuses, integer durations, every balance field', async () => {
