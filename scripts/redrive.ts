@@ -23,8 +23,12 @@ export async function redriveMessages(client: SQSClient, dlqUrl: string, queueUr
     );
     const ok = new Set((sent.Successful ?? []).map((s) => s.Id));
     const done = Messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })).filter((e) => ok.has(e.Id));
-    if (done.length) await client.send(new DeleteMessageBatchCommand({ QueueUrl: dlqUrl, Entries: done }));
-    moved += done.length;
+    if (done.length) {
+      // A message sent back but not deleted stays in the dead-letter queue: the next run sends it
+      // again (a duplicate the consumers absorb, never a loss); it is not counted as moved.
+      const deleted = await client.send(new DeleteMessageBatchCommand({ QueueUrl: dlqUrl, Entries: done }));
+      moved += deleted.Successful?.length ?? 0;
+    }
     if (sent.Failed?.length) throw new Error(`${sent.Failed.length} messages could not be sent back: ${sent.Failed.map((f) => f.Message).join('; ')}`);
   }
 }

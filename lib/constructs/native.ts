@@ -225,7 +225,7 @@ export function ffmpegLayer(scope: Construct, id: string, opts: FfmpegLayerOptio
       `${who.charAt(0).toUpperCase()}${who.slice(1)} run${opts.neededBy.length === 1 ? 's' : ''} ffprobe/ffmpeg, which Lambda does not provide. Deploy with ` +
         '-c ffmpegLayerArn=arn:aws:lambda:<region>:<account>:layer:<name>:<version> (an arm64 layer with ' +
         '/opt/bin/ffmpeg and /opt/bin/ffprobe), or knowingly without it with -c allowMissingFfmpeg=true ' +
-        '(videos are then refused as undecodable). See docs/deploying.md.',
+        '(video uploads then fail their scoring step, are retried and wait in the dead-letter queues for a redrive once a stack with the layer is deployed). See docs/deploying.md.',
     );
   }
   const m = LAYER_VERSION_ARN.exec(arn);

@@ -91,7 +91,9 @@ export function tableThrottleAlarm(scope: Construct, id: string, action: cloudwa
   }
   return alarm(scope, id, action, {
     alarmDescription: 'DynamoDB throttled reads or writes of the table or its indexes in 5 minutes',
-    metric: new cloudwatch.MathExpression({ expression: Object.keys(metrics).join(' + '), usingMetrics: metrics, period: FIVE_MINUTES, label: 'throttle events' }),
+    // DynamoDB publishes a throttle metric only when it is non-zero: each term is filled with 0, or
+    // the sum would be empty (the alarm OK) unless every one of them throttled at once.
+    metric: new cloudwatch.MathExpression({ expression: Object.keys(metrics).map((k) => `FILL(${k}, 0)`).join(' + '), usingMetrics: metrics, period: FIVE_MINUTES, label: 'throttle events' }),
     threshold: 1,
     evaluationPeriods: 1,
   });

@@ -181,8 +181,8 @@ export const QUEUES: readonly QueueDef[] = [
     // sendTo scoring: a transcription job started again after a provider failure gets a fresh
     // scoring message to wait for it (shared/work/transcript-gate.ts).
     access: { table: 'write', bucket: 'score', bedrock: true, transcribe: true, sendTo: ['scoring'] },
-    // measure(): sharp for images, ffprobe for video (without it every video reads as undecodable
-    // and is refused); the local scorer's middle frame and loudness need ffmpeg.
+    // measure(): sharp for images, ffprobe for video (without it a video's scoring step fails and is
+    // retried, never decided: docs/deploying.md); the local scorer's middle frame and loudness need ffmpeg.
     // music-metadata (audio) and exifr (image EXIF) are read by path too, loaded by the first file
     // of their kind: a consumer's cold start does not parse the decoder of every kind.
     native: {

@@ -91,6 +91,14 @@ describe('alarms reach someone', () => {
     expect(JSON.stringify(throttle.Properties.Metrics)).toContain('ReadThrottleEvents');
   });
 
+  test('the table throttle alarm fills every missing throttle metric with 0 (DynamoDB publishes them only when non-zero), so one throttled index alone fires it', () => {
+    const throttle = alarms.find((a) => JSON.stringify(a.Properties.Metrics ?? []).includes('WriteThrottleEvents'))!;
+    const metrics = throttle.Properties.Metrics as { Id: string; Expression?: string; MetricStat?: unknown }[];
+    const terms = metrics.filter((m) => m.MetricStat).map((m) => m.Id);
+    const sum = metrics.find((m) => m.Expression)!.Expression!;
+    expect(sum.split(' + ').sort()).toEqual(terms.map((t) => `FILL(${t}, 0)`).sort());
+  });
+
   test('every dead-letter queue (queues, rules, stream rules, the pipe, schedules) has a depth alarm, and every queue an age alarm', () => {
     const dlqs = ofType('AWS::SQS::Queue').filter(([id]) => /Dlq/.test(id));
     expect(dlqs).toHaveLength(QUEUES.length + RULES.length + STREAM_RULES.length + 1 + SCHEDULES.length);
