@@ -1302,12 +1302,50 @@ export interface components {
             worker_id: string;
             /** @enum {string} */
             status: "awaiting_upload" | "pending_score" | "approved" | "rejected" | "retry_pending" | "withdrawn" | "expired" | "cancelled";
+            /** @description 1, or 2 for the retry of a `retry_pending` verdict */
+            attempt: number;
             files_expected: number;
             reserved_until: string | null;
+            /** @description The files of the current upload round, as planned or sent */
+            files: ({
+                /** @description `file_` followed by a 26-character ULID */
+                file_id: string;
+                filename?: string | null;
+                content_type: string;
+                size_bytes?: number | null;
+            } & {
+                [key: string]: unknown;
+            })[];
+            /** @description Files of the round refused after they landed (e.g. bytes that are not the declared type); empty when none */
+            upload_errors: ({
+                /** @description `file_` followed by a 26-character ULID */
+                file_id: string;
+                code: string;
+                message: string;
+            } & {
+                [key: string]: unknown;
+            })[];
             ai_star_rating?: number | null;
             ai_reasoning?: string | null;
-            /** @description Why the verdict is what it is: [] when approved; what fell short otherwise; null while there is no verdict, and for a submission that the cancellation of its job ended before any verdict */
-            reason_codes?: ("low_relevance" | "low_quality" | "instructions_not_followed" | "resolution_too_low" | "duration_out_of_bounds" | "duplicate" | "near_duplicate" | "location_mismatch" | "policy_violation" | "unreadable_media")[] | null;
+            /** @description relevance, quality and instruction_compliance (1..5) as a model judged them; null before a verdict and when no model judged the files */
+            dimensions?: {
+                [key: string]: unknown;
+            } | null;
+            reason_codes?: (("low_relevance" | "low_quality" | "instructions_not_followed" | "resolution_too_low" | "duration_out_of_bounds" | "duplicate" | "near_duplicate" | "location_mismatch" | "policy_violation" | "unreadable_media")[] | null) | null;
+            /** @description What the approval paid the worker; null until approved */
+            payout_cents?: number | null;
+            submitted_at?: string | null;
+            scored_at?: string | null;
+            /** @description The buyer's override of the verdict, or null (the buyer's note is not shown) */
+            override?: ({
+                /** @enum {string} */
+                decision: "approve" | "reject";
+                reason_code?: string | null;
+                /** @description ISO 8601 UTC timestamp with milliseconds, e.g. 2026-11-21T12:00:00.000Z */
+                overridden_at?: string;
+            } & {
+                [key: string]: unknown;
+            }) | null;
             /** @description ISO 8601 UTC timestamp with milliseconds, e.g. 2026-11-21T12:00:00.000Z */
             created_at?: string;
         } & {
