@@ -17,6 +17,10 @@ export function presentEvent(item: Item) {
     status: d.status,
     attempts: d.attempts ?? 0,
     last_status_code: d.last_status_code ?? null,
+    last_attempt_at: d.last_attempt_at ?? null,
+    // Why the last attempt failed, or why the delivery ended without one (endpoint_disabled,
+    // endpoint_deleted, endpoint_unsubscribed): a short code, null after a success.
+    last_error: d.last_error ?? null,
     next_attempt_at: d.next_attempt_at ?? null,
   }));
   return {

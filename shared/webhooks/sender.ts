@@ -103,7 +103,7 @@ export async function postWebhook(
       finish(outcome);
     }, Math.max(0, started + timeoutMs - Date.now()));
     req.on('error', (e: NodeJS.ErrnoException) =>
-      finish({ ok: false, statusCode: null, error: e.code ?? e.message ?? 'network_error', retryAfter: undefined }),
+      finish({ ok: false, statusCode: null, error: e.code ?? 'network_error', retryAfter: undefined }),
     );
     req.end(body);
   });

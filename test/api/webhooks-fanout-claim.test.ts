@@ -14,6 +14,7 @@ import { postWebhook } from '../../shared/webhooks/sender';
 import { handler } from '../../functions/webhooks/dispatch';
 import { Tx } from '../../shared/db/tx';
 import { emit } from '../../shared/outbox';
+import { presentEvent } from '../../shared/webhooks/events';
 
 let rt: TestRuntime;
 let rx: DevReceiver;
@@ -103,6 +104,8 @@ it('an endpoint disabled between a crashed fan-out and its redelivery ends faile
   const { ev, delivery, received } = await crashThenChange('gone', ['*'], { status: 'disabled' });
   expect(delivery).toMatchObject({ status: 'failed', last_error: 'endpoint_disabled' });
   expect(ev.delivery_status).toBe('failed');
+  // The event list says why, and that no attempt was made.
+  expect(presentEvent(ev).deliveries).toEqual([expect.objectContaining({ status: 'failed', attempts: 0, last_attempt_at: null, last_error: 'endpoint_disabled' })]);
   expect(received).toEqual([]);
 });
 

@@ -221,7 +221,9 @@ describe('webhook delivery (D37, D38, D48)', () => {
     await waitFor(async () => {
       const v = await eventView(b, e.id);
       expect(v.delivery_status).toBe('delivered');
-      expect(v.deliveries).toEqual([{ endpoint_id: ep.id, status: 'delivered', attempts: 1, last_status_code: 200, next_attempt_at: null }]);
+      expect(v.deliveries).toEqual([
+        { endpoint_id: ep.id, status: 'delivered', attempts: 1, last_status_code: 200, last_attempt_at: expect.any(String), last_error: null, next_attempt_at: null },
+      ]);
     });
     expect(await eventViewViaApi(b, e.id)).toMatchObject({ id: e.id, delivery_status: 'delivered', deliveries: [{ endpoint_id: ep.id, attempts: 1 }] });
     const delivered = await rt.request('GET', '/v1/webhook_events?delivery_status=delivered&type=job.completed', { key: b.key });
@@ -323,6 +325,20 @@ describe('webhook delivery (D37, D38, D48)', () => {
     expect(rx.at(p)).toHaveLength(1);
     const audit = await rt.request('GET', '/v1/audit-events?event_type=webhook_endpoint.disabled', { key: b.key });
     expect(audit.json.data[0]).toMatchObject({ actor: { type: 'system' }, resource: { id: ep.id }, data: { reason: 'gone' } });
+  });
+
+  it('D38: a failed delivery says in the event list why it failed (last_error) and when its last attempt was made', async () => {
+    const b = await signup();
+    const p = path();
+    const ep = await createEndpoint(b, p);
+    rx.script(p, [410]);
+    const e = await emitEvent(b);
+    await waitFor(async () => expect((await eventView(b, e.id)).delivery_status).toBe('failed'));
+    const listed = await eventViewViaApi(b, e.id);
+    expect(listed.deliveries).toEqual([
+      { endpoint_id: ep.id, status: 'failed', attempts: 1, last_status_code: 410, last_attempt_at: expect.any(String), last_error: 'http_410', next_attempt_at: null },
+    ]);
+    expect(Date.parse(listed.deliveries[0].last_attempt_at)).toBeGreaterThanOrEqual(Date.parse(e.created_at));
   });
 
   it('D37: five days of only failures disables the endpoint', async () => {

@@ -155,4 +155,13 @@ describe('one attempt keeps to its time-out, resolving the name included (D37)',
       await new Promise((r) => server.close(r));
     }
   });
+
+  it('a receiver that refuses the connection fails the attempt with the network error code, not its message', async () => {
+    const server = http.createServer();
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as AddressInfo).port;
+    await new Promise((r) => server.close(r)); // nothing listens there now
+    const r = await postWebhook(`http://localhost:${port}/hook`, '{}', {}, { allowLoopback: true }, async () => ['127.0.0.1'], 800);
+    expect(r).toMatchObject({ ok: false, statusCode: null, error: 'ECONNREFUSED' });
+  });
 });

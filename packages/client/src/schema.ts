@@ -1161,6 +1161,10 @@ export interface components {
                 status: "pending" | "delivered" | "failed";
                 attempts: number;
                 last_status_code: number | null;
+                /** @description When the last attempt was made; null before the first. */
+                last_attempt_at: string | null;
+                /** @description Why the last attempt failed (`http_<status>`, `timeout`, `blocked_address`, `dns_failure`, `invalid_url`, or a network error code such as `ECONNREFUSED`), or why the delivery ended without an attempt (`endpoint_disabled`, `endpoint_deleted`, `endpoint_unsubscribed`); null after a success and before the first attempt. */
+                last_error: string | null;
                 next_attempt_at: string | null;
             } & {
                 [key: string]: unknown;

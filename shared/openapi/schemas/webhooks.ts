@@ -21,6 +21,13 @@ export const delivery = z.looseObject({
   status: z.enum(['pending', 'delivered', 'failed']),
   attempts: z.number().int(),
   last_status_code: z.number().int().nullable(),
+  last_attempt_at: ts.nullable().describe('When the last attempt was made; null before the first.'),
+  last_error: z
+    .string()
+    .nullable()
+    .describe(
+      'Why the last attempt failed (`http_<status>`, `timeout`, `blocked_address`, `dns_failure`, `invalid_url`, or a network error code such as `ECONNREFUSED`), or why the delivery ended without an attempt (`endpoint_disabled`, `endpoint_deleted`, `endpoint_unsubscribed`); null after a success and before the first attempt.',
+    ),
   next_attempt_at: ts.nullable(),
 });
 
