@@ -171,10 +171,13 @@ export async function updateEndpoint(
   if (input.url !== undefined) next.url = input.url;
   if (input.description !== undefined) next.description = input.description;
   if (input.events !== undefined) next.events = uniq(input.events);
+  // Re-enabling a disabled endpoint starts a fresh failure window (D37: 5 days of only failures
+  // disables); `status: 'enabled'` sent again to an enabled endpoint (a client that PATCHes the
+  // whole object back) leaves the window running.
+  const reEnabling = input.status === 'enabled' && endpoint.status !== 'enabled';
   if (input.status !== undefined) {
     next.status = input.status;
-    // Re-enabling starts a fresh failure window (D37: 5 days of only failures disables).
-    if (input.status === 'enabled') {
+    if (reEnabling) {
       next.failing_since = null;
       next.disabled_reason = null;
     } else if (endpoint.status !== 'disabled') next.disabled_reason = 'disabled_by_user';
@@ -183,7 +186,7 @@ export async function updateEndpoint(
   // only re-enabling writes it (a fresh window), so an edit never puts back a window a delivery
   // has closed, nor clears one it has opened.
   const health =
-    input.status === 'enabled' ? ', failing_since = :fs, disabled_reason = :dr' : next.disabled_reason !== endpoint.disabled_reason ? ', disabled_reason = :dr' : '';
+    reEnabling ? ', failing_since = :fs, disabled_reason = :dr' : next.disabled_reason !== endpoint.disabled_reason ? ', disabled_reason = :dr' : '';
   const tx = new Tx();
   tx.update(
     'webhook_endpoint',

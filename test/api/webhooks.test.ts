@@ -138,6 +138,21 @@ describe('webhook endpoints (D36)', () => {
     expect((await item()).failing_since).toBeNull();
   });
 
+  it("D37: status 'enabled' sent again to an enabled endpoint keeps its failure window running; re-enabling a disabled one starts a fresh one", async () => {
+    const b = await signup();
+    const ep = await createEndpoint(b, path());
+    const key = keys.webhookEndpoint(b.orgId, 'live', ep.id);
+    const item = async () => (await db().send(new GetCommand({ TableName: tableName(), Key: key, ConsistentRead: true }))).Item!;
+    const opened = new Date(Date.now() - 4 * DAY_MS).toISOString();
+    await db().send(new UpdateCommand({ TableName: tableName(), Key: key, UpdateExpression: 'SET failing_since = :t', ExpressionAttributeValues: { ':t': opened } }));
+    const patch = (body: object) => rt.request('PATCH', `/v1/webhook_endpoints/${ep.id}`, { key: b.key, body });
+    expect((await patch({ description: 'whole object sent back', status: 'enabled' })).status).toBe(200);
+    expect((await item()).failing_since).toBe(opened);
+    expect((await patch({ status: 'disabled' })).status).toBe(200);
+    expect((await patch({ status: 'enabled' })).status).toBe(200);
+    expect(await item()).toMatchObject({ status: 'enabled', failing_since: null, disabled_reason: null });
+  });
+
   it('D36: PATCH changes url, description, events and status; unknown fields are 400', async () => {
     const b = await signup();
     const ep = await createEndpoint(b, path());
