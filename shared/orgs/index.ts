@@ -116,28 +116,49 @@ export async function getSettings(orgId: string) {
   return presentSettings(orgId, out.Item, updated ?? (await organizationCreatedAt(orgId)));
 }
 
+/** Rounds of read, merge and conditional write before two PATCHes racing without end give up. */
+const SETTINGS_WRITE_ATTEMPTS = 10;
+
+/**
+ * Merges `patch` into the organization's settings. The write is conditional on the settings item
+ * read (its `updated_at`, or its absence): of two PATCHes racing, the later one merges again into
+ * what the first wrote, so neither change is lost (D52).
+ */
 export async function updateSettings(ctx: MutationContext, p: BuyerPrincipal, patch: Partial<Settings>) {
-  const current = await getSettings(p.orgId);
-  const next = { ...current, ...patch, updated_at: nowIso() };
-  const tx = new Tx();
-  tx.put('settings', {
-    ...keys.settings(p.orgId),
-    entity: 'organization_settings',
-    org_id: p.orgId,
-    auto_top_up_enabled: next.auto_top_up_enabled,
-    auto_top_up_threshold_cents: next.auto_top_up_threshold_cents,
-    auto_top_up_amount_cents: next.auto_top_up_amount_cents,
-    updated_at: next.updated_at,
-  });
-  audit(tx, {
-    orgId: p.orgId,
-    eventType: 'organization.settings_updated',
-    actor: ctx.actor,
-    env: p.env,
-    resource: { type: 'organization_settings', id: p.orgId },
-    requestId: ctx.requestId,
-    data: { changes: patch },
-  });
-  await tx.commit();
-  return presentSettings(p.orgId, next, next.updated_at);
+  for (let attempt = 1; ; attempt++) {
+    const out = await db().send(new GetCommand({ TableName: tableName(), Key: keys.settings(p.orgId), ConsistentRead: true }));
+    const prev = out.Item?.updated_at as string | undefined;
+    const current = presentSettings(p.orgId, out.Item, prev ?? (await organizationCreatedAt(p.orgId)));
+    const next = { ...current, ...patch, updated_at: nowIso() };
+    const tx = new Tx();
+    tx.put(
+      'settings',
+      {
+        ...keys.settings(p.orgId),
+        entity: 'organization_settings',
+        org_id: p.orgId,
+        auto_top_up_enabled: next.auto_top_up_enabled,
+        auto_top_up_threshold_cents: next.auto_top_up_threshold_cents,
+        auto_top_up_amount_cents: next.auto_top_up_amount_cents,
+        updated_at: next.updated_at,
+      },
+      out.Item ? { condition: 'updated_at = :prev', values: { ':prev': prev } } : { condition: 'attribute_not_exists(PK)' },
+    );
+    audit(tx, {
+      orgId: p.orgId,
+      eventType: 'organization.settings_updated',
+      actor: ctx.actor,
+      env: p.env,
+      resource: { type: 'organization_settings', id: p.orgId },
+      requestId: ctx.requestId,
+      data: { changes: patch },
+    });
+    try {
+      await tx.commit();
+    } catch (e) {
+      if (e instanceof ConditionFailed && e.reasons.includes('settings') && attempt < SETTINGS_WRITE_ATTEMPTS) continue;
+      throw e;
+    }
+    return presentSettings(p.orgId, next, next.updated_at);
+  }
 }

@@ -2,6 +2,7 @@
 import { startTestRuntime, type TestRuntime } from '../support/harness';
 import { signupBuyer, createKey, idemKey, randomPhone, uniqueEmail, type TestBuyer } from '../support/buyers';
 import { clock } from '../../shared/clock';
+import { beforeFirstTransaction } from '../support/transaction-conflicts';
 import { localOutbox, setSmsProvider } from '../../shared/sms';
 
 let rt: TestRuntime;
@@ -30,6 +31,23 @@ describe('organization settings (D34, D52)', () => {
       auto_top_up_amount_cents: 5000,
       updated_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
     });
+  });
+
+  test('two PATCHes racing each keep their change: the later one merges into what the first wrote', async () => {
+    const org = await signupBuyer(rt);
+    const patch = (body: object) => rt.request('PATCH', '/v1/organization/settings', { key: org.live, body });
+    // The second PATCH reads and commits between the first one's read and its commit.
+    const other = beforeFirstTransaction(
+      (input) => JSON.stringify(input).includes(`"auto_top_up_amount_cents":20000`),
+      () => patch({ auto_top_up_enabled: true }),
+    );
+    try {
+      expect((await patch({ auto_top_up_amount_cents: 20000 })).status).toBe(200);
+    } finally {
+      other.remove();
+    }
+    expect(other.fired()).toBe(true);
+    expect((await rt.request('GET', '/v1/organization/settings', { key: org.live })).json).toMatchObject({ auto_top_up_enabled: true, auto_top_up_amount_cents: 20000 });
   });
 
   test('PATCH changes only the given fields and is seen by either environment (D3)', async () => {
