@@ -245,12 +245,18 @@ async function annotateVideoAt(file: string, input: Buffer | string, opts: Annot
       keyframes.push({ index: f.index, timestamp_seconds: f.timestamp_seconds, width: f.width, height: f.height, annotations: ann });
     }
     if (!annotate) unavailable.keyframes = 'keyframe annotation switched off';
+    else {
+      // D58: a keyframe whose annotations are null says why (its frame did not decode).
+      const failed = keyframes.filter((k) => !k.annotations).map((k) => k.index);
+      if (failed.length) unavailable.keyframes = `keyframe ${failed.join(', ')} could not be annotated: the frame did not decode`;
+    }
   } else {
     unavailable.scenes = unavailable.keyframes = p.has_video ? 'no duration: keyframes cannot be placed' : 'no video stream';
   }
   const objects = keyframes?.some((k) => k.annotations?.objects) ? objectsAcross(keyframes) : null;
   if (!objects) unavailable.objects = 'no keyframe was annotated';
   const faces = keyframes?.map((k) => k.annotations?.face_count).filter((n): n is number => typeof n === 'number') ?? [];
+  if (!faces.length) unavailable.face_count_max = keyframes?.some((k) => k.annotations) ? 'faces were not counted on any keyframe' : 'no keyframe was annotated';
   const audio = await audioP;
   if (audioError && isMachineryFailure(audioError)) throw audioError; // D66: no verdict on the bytes
   const audioFailure = audioError ? `the sound track could not be measured: ${(audioError instanceof Error ? audioError.message : String(audioError)).slice(0, 300)}` : null;

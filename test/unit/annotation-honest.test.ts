@@ -108,6 +108,8 @@ describe('honest annotation fields (D58)', () => {
     const v = await annotateVideo(videoFixtures.mp4(2), { annotateKeyframes: false });
     expect(v.annotation_model).not.toMatch(/keyframes|local-annotator|tesseract|nsfwjs|human/);
     expect(v.unavailable.keyframes).toBe('keyframe annotation switched off');
+    expect(v.face_count_max).toBeNull();
+    expect(v.unavailable.face_count_max).toBe('no keyframe was annotated');
     expect(v.transcript).toBeNull();
     expect(v.unavailable.transcript).toMatch(/no offline speech model/);
     expect(v.actions).toBeNull();
