@@ -47,7 +47,7 @@ export async function run(): Promise<string> {
     const { BatchWriteCommand, UpdateCommand } = await import('@aws-sdk/lib-dynamodb');
     const { db, tableName } = await import('../shared/db/client');
     const { keys, gsi } = await import('../shared/db/keys');
-    const { newId } = await import('../shared/ids');
+    const { idTime, newId } = await import('../shared/ids');
     const { buildExport } = await import('../shared/exports/build');
     const { getExportItem } = await import('../shared/exports/model');
 
@@ -71,9 +71,10 @@ export async function run(): Promise<string> {
     const items = Array.from({ length: FILES }, (_, i) => {
       const id = newId('file');
       const sub = newId('submission');
+      const createdAt = idTime(id).toISOString(); // the File approved as its id was minted
       return {
         ...keys.file(id),
-        ...gsi.file(job.id, id),
+        ...gsi.file(job.id, id, createdAt),
         entity: 'file',
         id,
         org_id: orgId,
@@ -95,7 +96,7 @@ export async function run(): Promise<string> {
         ai_star_rating: 3 + (i % 3),
         annotations: annotations(i),
         keyframes: null,
-        created_at: new Date().toISOString(),
+        created_at: createdAt,
       };
     });
     let next = 0;

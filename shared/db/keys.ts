@@ -11,6 +11,7 @@
  *   partition, so one busy buyer does not funnel every write into one partition.
  */
 import type { Env } from '../types';
+import { ulidFloor } from '../ids';
 
 export type Key = { PK: string; SK: string };
 type Gsi = { [k: string]: string };
@@ -144,8 +145,16 @@ export const gsi = {
     GSI3PK: `WKR#${wkr}#SUBS`,
     GSI3SK: subId,
   }),
-  /** GSI1: a job's files. */
-  file: (jobId: string, fileId: string): Gsi => ({ GSI1PK: `JOB#${jobId}#FILES`, GSI1SK: fileId }),
+  /**
+   * GSI1: a job's files, by the File's `created_at` (its approval, which may come days after the
+   * upload that minted the id: an override). The sort key has an id's shape: the time part is
+   * the approval's, the rest the file id's random part (ties). Files written before it was so
+   * sort by their upload time, with the same shape: the two order together.
+   */
+  file: (jobId: string, fileId: string, createdAt: string): Gsi => ({
+    GSI1PK: `JOB#${jobId}#FILES`,
+    GSI1SK: ulidFloor('file', new Date(createdAt)).slice(0, -16) + fileId.slice(-16),
+  }),
   /** GSI1: a job's exports (D73), newest first. */
   export: (jobId: string, expId: string): Gsi => ({ GSI1PK: `JOB#${jobId}#EXPORTS`, GSI1SK: expId }),
   /** GSI1: a tenant's transactions by type (the `type` filter). */

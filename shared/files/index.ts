@@ -26,7 +26,7 @@ export function fileItem(sub: SubmissionItem, upload: PlannedUpload, part: FileP
   const m = (part.metadata ?? {}) as Record<string, unknown>;
   return {
     ...keys.file(upload.file_id),
-    ...gsi.file(sub.job_id, upload.file_id),
+    ...gsi.file(sub.job_id, upload.file_id, createdAt),
     entity: 'file',
     id: upload.file_id,
     org_id: sub.org_id,

@@ -10,7 +10,7 @@ import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness'
 import { idemKey, signupBuyer, type TestBuyer } from '../support/buyers';
 import { Tx } from '../../shared/db/tx';
 import { keys, gsi } from '../../shared/db/keys';
-import { newId } from '../../shared/ids';
+import { idTime, newId } from '../../shared/ids';
 import { clock } from '../../shared/clock';
 import { ObjectClient } from '../../shared/storage/object-client';
 import { AwsServiceError } from '../../shared/aws/signed-call';
@@ -89,9 +89,10 @@ async function seedFiles(jobId: string, n: number): Promise<void> {
   for (let i = 0; i < n; i++) {
     const id = newId('file');
     const subId = newId('submission');
+    const createdAt = idTime(id).toISOString(); // the File approved as its id was minted
     tx.put('file', {
       ...keys.file(id),
-      ...gsi.file(jobId, id),
+      ...gsi.file(jobId, id, createdAt),
       entity: 'file',
       id,
       org_id: a.orgId,
@@ -114,7 +115,7 @@ async function seedFiles(jobId: string, n: number): Promise<void> {
       ai_star_rating: 4,
       annotations: null,
       keyframes: null,
-      created_at: new Date().toISOString(),
+      created_at: createdAt,
     });
   }
   // The approval transaction counts its Files on the job (the export checks its index against it).

@@ -9,7 +9,7 @@ import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness'
 import { idemKey, signupBuyer, type TestBuyer } from '../support/buyers';
 import { Tx } from '../../shared/db/tx';
 import { keys, gsi } from '../../shared/db/keys';
-import { newId } from '../../shared/ids';
+import { idTime, newId } from '../../shared/ids';
 import { config } from '../../shared/config';
 import { ObjectClient } from '../../shared/storage/object-client';
 import { AwsServiceError } from '../../shared/aws/signed-call';
@@ -65,11 +65,12 @@ async function seedFiles(jobId: string, orgId: string, env: 'live' | 'test', fil
   for (const f of files) {
     const id = newId('file');
     const subId = newId('submission');
+    const createdAt = idTime(id).toISOString(); // the File approved as its id was minted
     const key = `uploads/${subId}/r1/${id}.jpg`;
     ids.push(id);
     tx.put('file', {
       ...keys.file(id),
-      ...gsi.file(jobId, id),
+      ...gsi.file(jobId, id, createdAt),
       entity: 'file',
       id,
       org_id: orgId,
@@ -92,7 +93,7 @@ async function seedFiles(jobId: string, orgId: string, env: 'live' | 'test', fil
       ai_star_rating: f.stars ?? 4,
       annotations: f.annotations ?? null,
       keyframes: null,
-      created_at: new Date().toISOString(),
+      created_at: createdAt,
     });
   }
   // The approval transaction counts its Files on the job (the export checks its index against it).
@@ -315,7 +316,7 @@ describe('COCO reads the files twice (images, then their annotations)', () => {
     // The index lags: the late File (already counted on the job) is not listed yet ...
     await db().send(new UpdateCommand({ TableName: config().tableName, Key: keys.file(lateId!), UpdateExpression: 'REMOVE GSI1PK, GSI1SK' }));
     // ... until the second reading of the job's files begins.
-    const pk = gsi.file(job, lateId!).GSI1PK as string;
+    const pk = gsi.file(job, lateId!, new Date().toISOString()).GSI1PK as string;
     let readings = 0;
     const name = 'indexCatchesUpBetweenReadings';
     db().middlewareStack.add(

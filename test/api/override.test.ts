@@ -147,6 +147,19 @@ describe('D71: POST /v1/submissions/{id}/override', () => {
     expect(await events(buyer.live, 'submission.approved')).toHaveLength(1);
   });
 
+  it("the files list is newest first by the File's created_at: a rejection approved after a later upload's approval lists first", async () => {
+    const buyer = await liveBuyer(rt);
+    const j = await createJob(rt, buyer.live, { files_needed: 2, price_per_file_cents: 10, min_width: 1000 });
+    const first = await submit(j.id, await detailedJpeg(205)); // 640 px wide: pre-check rejection
+    expect(first.sub.status).toBe('rejected');
+    const second = await submit(j.id, await detailedJpeg(206, 1200, 900));
+    expect(second.sub.status).toBe('approved');
+    expect((await override(buyer.live, first.sub.id, { decision: 'approve', reason_code: 'other' })).status).toBe(200);
+    const files = (await rt.request('GET', `/v1/jobs/${j.id}/files?min_score=1`, { key: buyer.live })).json.data as { submission_id: string; created_at: string }[];
+    expect(files.map((f) => f.submission_id)).toEqual([first.sub.id, second.sub.id]);
+    expect(Date.parse(files[0]!.created_at)).toBeGreaterThan(Date.parse(files[1]!.created_at));
+  });
+
   it('D54: approving a rejection whose annotation was not recorded yet is 409 until the annotation stage, which still annotates it, has; the File then carries them', async () => {
     const buyer = await liveBuyer(rt);
     const j = await createJob(rt, buyer.live, { files_needed: 2, price_per_file_cents: 10, min_width: 1000 });

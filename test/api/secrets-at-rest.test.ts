@@ -128,13 +128,14 @@ test('a signed download URL handed out under an Idempotency-Key is stored sealed
   const { signupBuyer } = await import('../support/buyers');
   const { Tx } = await import('../../shared/db/tx');
   const { keys, gsi } = await import('../../shared/db/keys');
-  const { newId } = await import('../../shared/ids');
+  const { idTime, newId } = await import('../../shared/ids');
   const b = await signupBuyer(rt, 'Sealed URLs');
   const fileId = newId('file');
   const jobId = newId('job');
+  const createdAt = idTime(fileId).toISOString();
   const tx = new Tx().put('file', {
     ...keys.file(fileId),
-    ...gsi.file(jobId, fileId),
+    ...gsi.file(jobId, fileId, createdAt),
     entity: 'file',
     id: fileId,
     org_id: b.orgId,
@@ -146,7 +147,7 @@ test('a signed download URL handed out under an Idempotency-Key is stored sealed
     content_type: 'image/jpeg',
     size_bytes: 10,
     ai_star_rating: 4,
-    created_at: new Date().toISOString(),
+    created_at: createdAt,
   });
   await tx.commit();
   const first = await twice(`/v1/files/${fileId}/refresh_url`, undefined, b.live);
