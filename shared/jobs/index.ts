@@ -9,8 +9,8 @@ import { keys, indexKeys } from '../db/keys';
 import { Tx } from '../db/tx';
 import { queryPage, listBody } from '../db/query';
 import { binding } from '../cursor';
-import { newId, ulidFloor } from '../ids';
-import { nowIso } from '../clock';
+import { idsAt, ulidFloor } from '../ids';
+import { now, nowIso } from '../clock';
 import { config } from '../config';
 import { emit } from '../outbox';
 import { audit } from '../audit';
@@ -83,12 +83,15 @@ export async function createJob(ctx: MutationContext, p: BuyerPrincipal, input: 
   const live = p.env === 'live';
   const first = live ? await readForCreate(p, pre) : null;
   const freeTier = live && !first!.purchased; // D18: the test environment is exempt
-  const jobId = newId('job');
   const settings = first?.settings;
   const since = Date.now();
 
   for (let attempt = 0; ; attempt++) {
-    const at = nowIso();
+    // Each try has its own id, carrying its created_at (D1: ids sort by creation time), so a
+    // creation that commits on a later try lists where its created_at says.
+    const atDate = now();
+    const at = atDate.toISOString();
+    const jobId = idsAt('job', atDate)();
     const tx = new Tx();
     const base = {
       id: jobId,

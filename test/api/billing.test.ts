@@ -1,6 +1,7 @@
 /** Billing routes over HTTP (spec "Billing", D31-D34) on the local runtime. */
 import { confirmCheckout } from '../../shared/billing';
 import { beforeFirstTransaction } from '../support/transaction-conflicts';
+import { idTime } from '../../shared/ids';
 import { createJob } from '../../shared/jobs';
 import { systemContext } from '../../shared/context';
 import { listEvents } from '../domain/ledger-fixtures';
@@ -87,6 +88,30 @@ test('D34: a drop below the threshold emits credits.low_balance once per crossin
   await post(rt, b.live, '/v1/jobs', jobBody({ files_needed: 5, price_per_file_cents: 20 })); // 950: crosses
   await post(rt, b.live, '/v1/jobs', jobBody({ files_needed: 5, price_per_file_cents: 20 })); // 850: still below
   expect((await listEvents(principal(b))).filter((e) => e === 'credits.low_balance')).toHaveLength(1);
+});
+
+test('a creation that commits on its second try has the id of that try: its created_at is the time its id carries (D1), so created_after and the list order agree', async () => {
+  const b = await newBuyer(rt, { purchaseCents: 1000 });
+  expect((await rt.request('PATCH', '/v1/organization/settings', { key: b.live, body: { auto_top_up_threshold_cents: 550 } })).status).toBe(200);
+  expect((await post(rt, b.live, '/v1/jobs', jobBody({ files_needed: 25, price_per_file_cents: 10 }))).status).toBe(201);
+  const refunded = await post(rt, b.live, '/v1/jobs', jobBody({ files_needed: 1, price_per_file_cents: 20 }));
+  // A refund just before the crossing creation commits: the balance it read is stale, it tries again.
+  const refund = beforeFirstTransaction(
+    (input) => JSON.stringify(input).includes('Escrow for job'),
+    async () => expect((await post(rt, b.live, `/v1/jobs/${refunded.json.id}/cancel`, {})).status).toBe(200),
+  );
+  let made;
+  try {
+    made = await post(rt, b.live, '/v1/jobs', jobBody({ files_needed: 48, price_per_file_cents: 10 }));
+  } finally {
+    refund.remove();
+  }
+  expect(refund.fired()).toBe(true);
+  expect(made.status).toBe(201);
+  expect(idTime(made.json.id).toISOString()).toBe(made.json.created_at);
+  const after = new Date(Date.parse(made.json.created_at) - 1).toISOString();
+  const listed = await rt.request('GET', `/v1/jobs?created_after=${after}`, { key: b.live });
+  expect(listed.json.data.map((j: { id: string }) => j.id)).toContain(made.json.id);
 });
 
 test("D34: the crossing's credits.low_balance carries the balance after it, though a refund changed the balance in between", async () => {
