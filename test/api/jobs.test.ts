@@ -309,6 +309,17 @@ describe('list and get', () => {
     expect(empty.json.error.details[0].field).toBe('job_id');
   });
 
+  test('D4: a body field sent to a route that takes no body is 400 naming it; a body that is not an object is 400 unexpected_body', async () => {
+    const job = await post(rt, b.test, '/v1/jobs', jobBody());
+    const r = await post(rt, b.test, `/v1/jobs/${job.json.id}/cancel`, { reason: 'x' });
+    expect(r.status).toBe(400);
+    expect(r.json.error).toMatchObject({ type: 'validation_error', details: [{ field: 'reason', code: 'unknown_field', message: expect.any(String) }] });
+    const list = await post(rt, b.test, `/v1/jobs/${job.json.id}/cancel`, ['x']);
+    expect(list.status).toBe(400);
+    expect(list.json.error.details).toEqual([expect.objectContaining({ code: 'unexpected_body' })]);
+    expect((await rt.request('GET', `/v1/jobs/${job.json.id}`, { key: b.test })).json.status).toBe('open');
+  });
+
   test('a query parameter given twice is 400 naming it, never silently the last value', async () => {
     const r = await rt.request('GET', '/v1/jobs?limit=1&limit=2', { key: b.test });
     expect(r.status).toBe(400);

@@ -148,7 +148,15 @@ export function validation(schemas: Schemas): middy.MiddlewareObj<APIGatewayProx
       assertSendableText(r.data);
       s.body = r.data;
     } else if (s.json !== undefined && s.json !== null && !(typeof s.json === 'object' && Object.keys(s.json as object).length === 0)) {
-      throw errors.validation('This endpoint takes no request body.', [{ message: 'unexpected body', code: 'unexpected_body' }]);
+      // D4: an unknown body field is named, as a strict body schema names it; a body that is not
+      // an object (an array, a string) has no field to name.
+      const fields = typeof s.json === 'object' && !Array.isArray(s.json) ? Object.keys(s.json as object) : [];
+      throw errors.validation(
+        'This endpoint takes no request body.',
+        fields.length
+          ? fields.map((k) => ({ field: k, code: 'unknown_field', message: `Unknown field "${k}": this endpoint takes no request body.` }))
+          : [{ message: 'unexpected body', code: 'unexpected_body' }],
+      );
     }
   }
 }
