@@ -7,7 +7,9 @@
  * - duration_seconds: music-metadata for audio (./audio-info; ffprobe fills what it misses), ffprobe for video.
  * - channels / sample_rate / codec / fps where the format has them.
  * - captured_at, device_model, device_os, latitude/longitude: EXIF for images (./exif), the
- *   container's QuickTime tags for video (./probe-fields). null when absent.
+ *   container's QuickTime tags for video (./probe-fields). null when absent. captured_at is the
+ *   instant in UTC with milliseconds (D2); a camera time that names no offset (and no GPS time to
+ *   derive one from) names no instant, and counts as absent.
  * - app_version: only when supplied by the worker's app (D24).
  * Values the worker's app sent with the upload (D24 multipart fields) fill what the bytes lack.
  */
@@ -166,7 +168,7 @@ export async function measure(input: Buffer | string, contentType: string, opts:
     md.detected_content_type = p.has_video ? (isQt ? 'video/quicktime' : ct) : p.has_audio ? 'audio/mp4' : null;
   }
 
-  md.captured_at ??= opts.captured_at ?? null;
+  md.captured_at = utcInstant(md.captured_at) ?? utcInstant(opts.captured_at);
   md.device_model ??= opts.device_model ?? null;
   md.device_os ??= opts.device_os ?? null;
   md.app_version = opts.app_version ?? null;
@@ -191,4 +193,11 @@ function imageFormatToType(format: string): string | null {
     default:
       return null;
   }
+}
+
+/** D2: an ISO 8601 time with an offset (or Z) as UTC with milliseconds; null when it names no instant. */
+function utcInstant(s: string | null | undefined): string | null {
+  if (!s || !/(Z|[+-]\d{2}:?\d{2})$/.test(s)) return null;
+  const t = Date.parse(s);
+  return Number.isNaN(t) ? null : new Date(t).toISOString();
 }

@@ -75,7 +75,7 @@ describe('pipeline: from a worker upload to a delivered, charged File', () => {
       height: 480,
       duration_seconds: null,
       content_hash: expect.stringMatching(/^sha256:[0-9a-f]{64}$/),
-      captured_at: '2024-05-17T10:11:12+02:00',
+      captured_at: '2024-05-17T08:11:12.000Z', // EXIF 10:11:12 at +02:00, in UTC (D2)
       device_info: { device_model: 'Apple iPhone 15', device_os: null, app_version: '2.3.1' },
       ai_star_rating: done.ai_star_rating,
       keyframes: null,

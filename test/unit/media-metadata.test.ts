@@ -33,14 +33,20 @@ describe('measure() on images', () => {
     expect(md).toMatchObject({ content_type: 'image/jpeg', size_bytes: bytes.length, width: 640, height: 480, duration_seconds: null, detected_content_type: 'image/jpeg' });
   });
 
-  it('EXIF captured_at keeps its offset (exifr reviveValues:false), device fields, GPS', async () => {
+  it('D2: EXIF captured_at (local time and its offset) is the instant in UTC with milliseconds; device fields, GPS', async () => {
     const md = await measure(await parisPhoto(), 'image/jpeg', { app_version: '2.3.1' });
-    expect(md.captured_at).toBe('2024-05-17T10:11:12+02:00');
+    expect(md.captured_at).toBe('2024-05-17T08:11:12.000Z');
     expect(md.device_model).toBe('Apple iPhone 15');
     expect(md.device_os).toBe('17.4.1');
     expect(md.app_version).toBe('2.3.1');
     expect(md.latitude).toBeCloseTo(48.8584, 4);
     expect(md.longitude).toBeCloseTo(2.2945, 4);
+  });
+
+  it("D2: an EXIF time with no offset names no instant: captured_at is null, or the worker app's time in UTC", async () => {
+    const zoneless = await parisPhoto(null);
+    expect((await measure(zoneless, 'image/jpeg')).captured_at).toBeNull();
+    expect((await measure(zoneless, 'image/jpeg', { captured_at: '2024-05-17T10:11:12+05:30' })).captured_at).toBe('2024-05-17T04:41:12.000Z');
   });
 
   it('no EXIF → captured_at, device and GPS null (or the worker app\'s values, D24)', async () => {
