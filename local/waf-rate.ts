@@ -10,8 +10,13 @@
  * after the limit; WAF checks the rate often but not on every request and "does not guarantee an
  * exact limit match", so it may let a burst past the limit for a few seconds: the local front is the
  * stricter of the two. The limits are the deployment's (local/deployed-settings.ts).
+ *
+ * The signup rule counts each signup route apart (its keys are the address and the path, D44:
+ * buyers' and workers' signup limits are separate), and here, as for the functions' own signup
+ * limits, a loopback address is exempt from it (D44); the rule on every route counts it.
  */
 import { SIGNUP_PATHS, WAF_RATE_LIMITED, WAF_RATE_WINDOW_SECONDS, type EdgeAnswer } from '../shared/http/edge';
+import { isLoopbackAddress } from '../shared/webhooks/ssrf';
 
 export interface WafRateLimits {
   /** Requests per address in five minutes, on every route (`wafRatePer5Min`). */
@@ -60,7 +65,8 @@ export function wafRateRules(limits: WafRateLimits, now: () => number = Date.now
     const at = now();
     // Addresses not seen for a whole window are forgotten now and then.
     if (++checks % 4096 === 0) for (const [key, w] of windows) if (w.emptyAt(at, windowMs)) windows.delete(key);
-    if (SIGNUP_PATHS.some((p) => pathname.endsWith(p)) && over('signup', ip, limits.signupPerIpPer5Min, at)) return WAF_RATE_LIMITED;
+    const signupPath = SIGNUP_PATHS.find((p) => pathname.endsWith(p));
+    if (signupPath && !isLoopbackAddress(ip) && over(`signup ${signupPath}`, ip, limits.signupPerIpPer5Min, at)) return WAF_RATE_LIMITED;
     if (over('all', ip, limits.perIpPer5Min, at)) return WAF_RATE_LIMITED;
     return null;
   };

@@ -53,7 +53,7 @@ export const BODY_AND_AGENT_RULES_COUNTED = [
 
 /**
  * A regional web ACL on the API stage:
- * 1. signup routes (manifest `rateLimit: signup_*`, unauthenticated): a tight per-IP rate;
+ * 1. signup routes (manifest `rateLimit: signup_*`, unauthenticated): a tight rate per IP and path;
  * 2. every route: a per-IP flood ceiling (the per-key limits of D13 stay in the handlers);
  * 3. AWS managed common rules (OWASP-style), except on binary upload bodies, where body
  *    signatures fire on random bytes and the 8 KB body-size rule would refuse every upload.
@@ -119,7 +119,9 @@ export function apiWaf(scope: Construct, id: string, o: { stage: apigw.Stage; li
       action: block429,
       statement: {
         rateBasedStatement: {
-          aggregateKeyType: 'IP',
+          // Per address and path: buyers' and workers' signups are counted apart (D44).
+          aggregateKeyType: 'CUSTOM_KEYS',
+          customKeys: [{ ip: {} }, { uriPath: { textTransformations: [{ priority: 0, type: 'NONE' }] } }],
           limit: o.limits.wafSignupRatePer5Min,
           evaluationWindowSec: WAF_RATE_WINDOW_SECONDS,
           scopeDownStatement: anyOf(signupPaths.map(endsWith)),

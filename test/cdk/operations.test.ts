@@ -192,8 +192,11 @@ describe('edges', () => {
     expect(signup.Statement.RateBasedStatement.Limit).toBe(WAF_RATE_DEFAULTS.signupPerIpPer5Min);
     expect(general.Statement.RateBasedStatement.Limit).toBe(WAF_RATE_DEFAULTS.perIpPer5Min);
     expect(signup.Priority).toBeLessThan(general.Priority);
+    // D44: buyers' and workers' signups are counted apart, per address and path.
+    expect(signup.Statement.RateBasedStatement).toMatchObject({ AggregateKeyType: 'CUSTOM_KEYS', CustomKeys: [{ IP: {} }, { UriPath: { TextTransformations: [{ Priority: 0, Type: 'NONE' }] } }] });
+    expect(general.Statement.RateBasedStatement.AggregateKeyType).toBe('IP');
     for (const r of rate) {
-      expect(r.Statement.RateBasedStatement).toMatchObject({ AggregateKeyType: 'IP', EvaluationWindowSec: WAF_RATE_WINDOW_SECONDS });
+      expect(r.Statement.RateBasedStatement).toMatchObject({ EvaluationWindowSec: WAF_RATE_WINDOW_SECONDS });
       const block = r.Action.Block.CustomResponse;
       expect(block.ResponseCode).toBe(WAF_RATE_LIMITED.status);
       expect(block.ResponseHeaders).toEqual([{ Name: 'Retry-After', Value: WAF_RATE_LIMITED.headers['Retry-After'] }]);

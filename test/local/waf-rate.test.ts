@@ -1,8 +1,8 @@
 /**
  * The web ACL's per-IP rate rules (lib/edges/waf.ts), as the local HTTP front applies them
- * (local/waf-rate.ts): on the signup routes 20 requests per address in five minutes, on every
- * route 6000, as a default deployment sets them; past a limit, 429 with Retry-After and WAF's fixed
- * body (no request id: the request never reached API Gateway).
+ * (local/waf-rate.ts): on each signup route 20 requests per address in five minutes (loopback
+ * exempt locally, D44), on every route 6000, as a default deployment sets them; past a limit, 429
+ * with Retry-After and WAF's fixed body (no request id: the request never reached API Gateway).
  */
 import { SIGNUP_PATHS, WAF_RATE_DEFAULTS, WAF_RATE_LIMITED, WAF_RATE_WINDOW_SECONDS } from '../../shared/http/edge';
 import { wafRateRules } from '../../local/waf-rate';
@@ -19,12 +19,23 @@ describe('the rules', () => {
     return c;
   };
 
-  test('an address past the signup limit is refused on the signup routes, and only there', () => {
+  test('an address past the signup limit is refused on that signup route, and only there: buyer and worker signups count apart (D44)', () => {
     const c = clock();
     const check = wafRateRules(limits, c.now);
     for (let i = 0; i < 3; i++) expect(check('203.0.113.7', signupPath)).toBeNull();
+    expect(check('203.0.113.7', signupPath)).toBe(WAF_RATE_LIMITED);
+    for (let i = 0; i < 3; i++) expect(check('203.0.113.7', workerSignupPath)).toBeNull();
     expect(check('203.0.113.7', workerSignupPath)).toBe(WAF_RATE_LIMITED);
     expect(check('203.0.113.7', '/v1/me')).toBeNull();
+  });
+
+  test('a loopback address is exempt from the signup rule (D44), not from the rule on every route', () => {
+    const check = wafRateRules(limits, clock().now);
+    for (const ip of ['127.0.0.1', '::1']) {
+      for (let i = 0; i < 6; i++) expect(check(ip, i % 2 ? signupPath : workerSignupPath)).toBeNull();
+      for (let i = 0; i < 6; i++) expect(check(ip, '/v1/me')).toBeNull();
+      expect(check(ip, signupPath)).toBe(WAF_RATE_LIMITED);
+    }
   });
 
   test('each address has its own count', () => {
@@ -91,26 +102,31 @@ describe('the limits npm start takes', () => {
   });
 });
 
-describe('a runtime started with the deployment\'s limits', () => {
+describe('a runtime started with the deployment\'s signup limit', () => {
   let rt: TestRuntime;
+  const perIpPer5Min = WAF_RATE_DEFAULTS.signupPerIpPer5Min + 12;
   beforeAll(async () => {
-    // The harness turns the rules off for the other suites; here they have the stack's default
-    // limits, as `npm start` has them when neither LOCAL_WAF_* nor cdk.json sets others.
-    rt = await startTestRuntime({ wafRateLimits: { ...WAF_RATE_DEFAULTS } });
+    // The harness turns the rules off for the other suites; here the signup rule has the stack's
+    // default limit, as `npm start` has it, and the rule on every route a low one.
+    rt = await startTestRuntime({ wafRateLimits: { perIpPer5Min, signupPerIpPer5Min: WAF_RATE_DEFAULTS.signupPerIpPer5Min } });
   });
   afterAll(() => rt?.stop());
 
   const signup = (i: number) => rt.request('POST', signupPath, { body: { name: `Buyer ${i}`, email: `waf-${i}-${Date.now()}@example.com` } });
 
-  test(`a signup past the first ${WAF_RATE_DEFAULTS.signupPerIpPer5Min} from one address within five minutes answers 429 with Retry-After; other routes still answer`, async () => {
-    for (let i = 0; i < WAF_RATE_DEFAULTS.signupPerIpPer5Min; i++) expect((await signup(i)).status).toBe(201);
-    const refused = await signup(WAF_RATE_DEFAULTS.signupPerIpPer5Min);
+  test(`signups from this machine past ${WAF_RATE_DEFAULTS.signupPerIpPer5Min} within five minutes are not refused (D44); past the limit on every route, 429 with Retry-After and WAF's body`, async () => {
+    for (let i = 0; i <= WAF_RATE_DEFAULTS.signupPerIpPer5Min; i++) expect((await signup(i)).status).toBe(201);
+    const worker = await rt.request('POST', workerSignupPath, { body: { name: 'Worker', email: `waf-w-${Date.now()}@example.com` } });
+    expect(worker.status).toBe(201);
+    let sent = WAF_RATE_DEFAULTS.signupPerIpPer5Min + 2;
+    while (sent < perIpPer5Min) {
+      expect((await rt.request('GET', '/v1/openapi.json')).status).toBe(200);
+      sent++;
+    }
+    const refused = await rt.request('GET', '/v1/openapi.json');
     expect(refused.status).toBe(429);
     expect(refused.headers['retry-after']).toBe(String(WAF_RATE_WINDOW_SECONDS));
     expect(refused.json).toEqual(JSON.parse(WAF_RATE_LIMITED.body));
     expect(refused.headers['x-request-id']).toBeUndefined();
-    const worker = await rt.request('POST', workerSignupPath, { body: { name: 'Worker', email: `waf-w-${Date.now()}@example.com` } });
-    expect(worker.status).toBe(429);
-    expect((await rt.request('GET', '/v1/openapi.json')).status).toBe(200);
   });
 });
