@@ -6,8 +6,8 @@
  */
 import { Tx } from '../db/tx';
 import { keys } from '../db/keys';
-import { newId } from '../ids';
-import { addMs, now, nowIso } from '../clock';
+import { idsAt } from '../ids';
+import { addMs, now } from '../clock';
 import { audit } from '../audit';
 import { ConditionFailed, errors } from '../errors';
 import { recordResponse, systemContext, type MutationContext } from '../context';
@@ -28,7 +28,6 @@ const noSlots = (job: JobItem, fps: number) =>
 
 /** POST /internal/worker/jobs/{id}/accept (D23, D24, D45): 201 with the worker view of the new submission. */
 export async function acceptJob(ctx: MutationContext, worker: WorkerPrincipal, jobId: string) {
-  const subId = newId('submission');
   const since = Date.now(); // the rebuilds here and in a release below count from here
   return withJobRetry(jobId, async (job) => {
     const fps = Number(job.files_per_submission ?? 1);
@@ -60,8 +59,12 @@ export async function acceptJob(ctx: MutationContext, worker: WorkerPrincipal, j
     const take = Math.min(fps, freeSlots(job));
     if (take < 1) throw noSlots(job, fps);
 
-    const at = nowIso();
-    const reservedUntil = addMs(now(), RESERVATION_MS).toISOString();
+    // Each try has its own id, carrying its created_at (D1), so the worker's history lists a
+    // submission whose accept committed on a later try where its created_at says.
+    const atDate = now();
+    const at = atDate.toISOString();
+    const subId = idsAt('submission', atDate)();
+    const reservedUntil = addMs(atDate, RESERVATION_MS).toISOString();
     const tx = new Tx();
     tx.create('reservation', reservationItem({ job_id: job.id, worker_id: worker.workerId, submission_id: subId, slots: take, phase: 'upload', reserved_until: reservedUntil }));
     addSlotChange(tx, job, { reserved: take });

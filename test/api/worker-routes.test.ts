@@ -2,7 +2,8 @@ import { startTestRuntime, type TestRuntime } from '../support/harness';
 import { accept, createJob, liveBuyer, signupWorker } from '../pipeline/support';
 import { clock, HOUR_MS } from '../../shared/clock';
 import { handler as sweep } from '../../functions/scheduled/reservation-sweep';
-import { cancelTransactionsWhile } from '../support/transaction-conflicts';
+import { beforeFirstTransaction, cancelTransactionsWhile } from '../support/transaction-conflicts';
+import { idTime } from '../../shared/ids';
 import { keys } from '../../shared/db/keys';
 
 // Worker routes without the pipeline: the job board, slots and reservations (D23, D24, D45), flags (D35).
@@ -51,6 +52,26 @@ describe('worker routes: job board, accept, withdraw, flag, reservation expiry',
     const mine = await rt.request('GET', '/internal/worker/submissions', { key: w.token });
     expect(mine.json.data.map((s: any) => s.id)).toEqual([a.json.id]);
     expect((await rt.request('GET', `/internal/worker/submissions/${a.json.id}`, { key: w.token })).json.status).toBe('awaiting_upload');
+  });
+
+  it("D1: an accept that commits on its second try has that try's id: its created_at is the time its id carries", async () => {
+    const buyer = await liveBuyer(rt);
+    const j = await createJob(rt, buyer.live, { files_needed: 3 });
+    const [w1, w2] = [await signupWorker(rt), await signupWorker(rt)];
+    // Another worker's accept commits between this accept's read of the job and its commit.
+    const other = beforeFirstTransaction(
+      (input) => JSON.stringify(input).includes(w1.id),
+      async () => expect((await accept(rt, w2.token, j.id)).status).toBe(201),
+    );
+    let a;
+    try {
+      a = await accept(rt, w1.token, j.id);
+    } finally {
+      other.remove();
+    }
+    expect(other.fired()).toBe(true);
+    expect(a.status).toBe(201);
+    expect(idTime(a.json.id).toISOString()).toBe(a.json.created_at);
   });
 
   it('D23: the last free slot taken moves open → filled and hides the job; withdraw frees it (filled → open)', async () => {
