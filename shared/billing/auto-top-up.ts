@@ -88,8 +88,10 @@ export async function runAutoTopUp(orgId: string, env: Env, eventId: string): Pr
     if (!settings.auto_top_up_enabled) return cancelTopUp(session, 'disabled');
     if (!testMode) {
       if (!pm) return failTopUp(session, 'no_payment_method', null, { beforeCharge: true }); // removed since the session opened
-      chargePm = await startCharge(id, pm);
-      if (!chargePm) return null; // settled meanwhile by a concurrent run
+      const started = await startCharge(id, orgId, pm);
+      if (started === 'disabled') return cancelTopUp(session, 'disabled');
+      if (!started) return null; // settled meanwhile by a concurrent run
+      chargePm = started;
     }
   }
   const provider = paymentProvider();
@@ -106,7 +108,9 @@ export async function runAutoTopUp(orgId: string, env: Env, eventId: string): Pr
     // The payment is on the session before it is applied: a later run applies it without charging
     // again, even after the processor's idempotency key has expired (24 hours for Stripe).
     if (!testMode && !charged) await recordRef(id, 'charged_ref', charge.providerRef);
-    outcome = (await confirmCheckout(id, { paymentMethod: pm ?? null, providerRef: charge.providerRef, alreadyCharged: true })).outcome;
+    // The card on file is left as it is: this charge learnt nothing new about it, and the buyer may
+    // have saved another one meanwhile (a hosted checkout), which must not be put back.
+    outcome = (await confirmCheckout(id, { paymentMethod: null, providerRef: charge.providerRef, alreadyCharged: true })).outcome;
   } else if (charge.pending) {
     if (!pending) await recordRef(id, 'pending_charge_ref', charge.providerRef);
     logger.info('auto top-up charge not settled yet; asked again later', { org_id: orgId, amount_cents: amount, provider_ref: charge.providerRef });
@@ -137,29 +141,29 @@ const str = (v: unknown) => (typeof v === 'string' && v ? v : null);
 
 /**
  * Marks the charge as started, with the card it goes to (a concurrent run's, if it marked it
- * first). Null when the session is no longer open.
+ * first), in one transaction with a check that auto top-up is still enabled: a buyer who turned it
+ * off after this run read the settings is never charged (D34). 'disabled' when it was turned off;
+ * null when the session is no longer open.
  */
-async function startCharge(id: string, pm: string): Promise<string | null> {
+async function startCharge(id: string, orgId: string, pm: string): Promise<string | 'disabled' | null> {
+  const tx = new Tx();
+  // Idempotent (if_not_exists, only while open): a concurrent run's transaction is retried by commit.
+  tx.update('checkout_session', keys.checkoutSession(id), 'SET charge_payment_method = if_not_exists(charge_payment_method, :pm), charge_started_at = if_not_exists(charge_started_at, :t)', {
+    condition: '#s = :open',
+    names: { '#s': 'status' },
+    values: { ':pm': pm, ':t': nowIso(), ':open': 'open' },
+  });
+  tx.check('settings', keys.settings(orgId), { condition: 'auto_top_up_enabled = :on', values: { ':on': true } });
   try {
-    // Idempotent (if_not_exists, only while open): tried again when a concurrent run's transaction holds the session.
-    const out = await retryingConflicts(() =>
-      db().send(
-        new UpdateCommand({
-          TableName: tableName(),
-          Key: keys.checkoutSession(id),
-          UpdateExpression: 'SET charge_payment_method = if_not_exists(charge_payment_method, :pm), charge_started_at = if_not_exists(charge_started_at, :t)',
-          ConditionExpression: '#s = :open',
-          ExpressionAttributeNames: { '#s': 'status' },
-          ExpressionAttributeValues: { ':pm': pm, ':t': nowIso(), ':open': 'open' },
-          ReturnValues: 'ALL_NEW',
-        }),
-      ),
-    );
-    return str(out.Attributes?.charge_payment_method);
+    await tx.commit();
   } catch (e) {
-    if ((e as Error).name === 'ConditionalCheckFailedException') return null;
-    throw e;
+    if (!(e instanceof ConditionFailed)) throw e;
+    if (e.reasons.includes('checkout_session')) return null;
+    // Turned off: unless a concurrent run started the charge before (then it is finished).
+    const started = str((await getSession(id))?.charge_payment_method);
+    return started ?? 'disabled';
   }
+  return str((await getSession(id))?.charge_payment_method);
 }
 
 async function recordRef(id: string, attribute: 'charged_ref' | 'pending_charge_ref', providerRef: string): Promise<void> {

@@ -22,6 +22,8 @@ import { newId } from '../../shared/ids';
 import { systemContext } from '../../shared/context';
 import { createCheckoutSession } from '../../shared/billing/checkout';
 import { addSession } from '../../shared/billing/checkout-session';
+import { getOrganization } from '../../shared/billing/checkout';
+import { beforeFirstTransaction } from '../support/transaction-conflicts';
 import { runAutoTopUp, topUpSessionId } from '../../shared/billing/auto-top-up';
 import { getSession } from '../../shared/billing/checkout-session';
 import { RetryLater } from '../../shared/work/stage-message';
@@ -199,6 +201,24 @@ test('an accepted off-session top-up charges the saved card of the customer and 
   await post(rt, b.live, '/v1/jobs', jobBody({ files_needed: 15, price_per_file_cents: 20 }));
   expect(await waitFor(async () => ((await credits(b.live)) !== 950 ? credits(b.live) : null))).toBe(950 + 2_625);
   expect((await listEvents(principal(b))).filter((e) => e === 'credits.auto_topped_up')).toHaveLength(1);
+  await expectIdentities(b);
+});
+
+test('a top-up leaves the card on file as it is: a card the buyer saved while it was charging is not replaced by the one it charged', async () => {
+  const b = await buyerWithCard();
+  const eventId = newId('event');
+  // The buyer pays a hosted checkout with a new card while the top-up charges the old one.
+  const newCard = beforeFirstTransaction(
+    (input) => JSON.stringify(input).includes(topUpSessionId(eventId)) && JSON.stringify(input).includes('has_purchased'),
+    () => db().send(new UpdateCommand({ TableName: tableName(), Key: keys.organization(b.orgId), UpdateExpression: 'SET payment_method = :pm', ExpressionAttributeValues: { ':pm': 'pm_card_new' } })),
+  );
+  try {
+    expect(await runAutoTopUp(b.orgId, 'live', eventId)).toBe('paid');
+  } finally {
+    newCard.remove();
+  }
+  expect(newCard.fired()).toBe(true);
+  expect((await getOrganization(b.orgId))?.payment_method).toBe('pm_card_new');
   await expectIdentities(b);
 });
 
@@ -458,6 +478,27 @@ describe('auto top-up turned off after the crossing', () => {
     const events = await listEvents(principal(b));
     expect(events).not.toContain('credits.auto_topped_up');
     expect(events).not.toContain('credits.auto_top_up_failed');
+  });
+
+  test('turned off after the run read the settings and before it started the charge: no PaymentIntent reaches Stripe, the session is cancelled', async () => {
+    const b = await buyerWithCard();
+    const before = await credits(b.live);
+    const eventId = newId('event');
+    // The buyer turns auto top-up off just as the run opens its session (after its read of the settings).
+    const off = beforeFirstTransaction(
+      (input) => JSON.stringify(input).includes(topUpSessionId(eventId)),
+      async () => expect((await rt.request('PATCH', '/v1/organization/settings', { key: b.live, body: { auto_top_up_enabled: false } })).status).toBe(200),
+    );
+    stripe.requests.length = 0;
+    try {
+      expect(await runAutoTopUp(b.orgId, 'live', eventId)).toBeNull();
+    } finally {
+      off.remove();
+    }
+    expect(off.fired()).toBe(true);
+    expect(stripe.requests.filter((r) => r.path.startsWith('/v1/payment_intents'))).toEqual([]);
+    expect(await getSession(topUpSessionId(eventId))).toMatchObject({ status: 'cancelled', cancel_reason: 'disabled' });
+    expect(await credits(b.live)).toBe(before);
   });
 
   test('a charge already started before auto top-up was turned off is finished (same card, same idempotency key) and applied once', async () => {
