@@ -18,10 +18,13 @@ const endpointKey = (ep: Item) => keys.webhookEndpoint(ep.org_id as string, ep.e
 export async function disableEndpoint(ep: Item, reason: 'gone' | 'failing_for_5_days'): Promise<void> {
   const tx = new Tx();
   const at = now().toISOString();
+  // Five days of only failures are judged on the failure window read: a delivery that succeeded
+  // (or a re-enable) since has closed or restarted it, and the endpoint stays enabled.
+  const window = reason === 'failing_for_5_days';
   tx.update('webhook_endpoint', endpointKey(ep), 'SET #st = :d, disabled_reason = :r, updated_at = :u', {
-    condition: 'attribute_exists(PK) AND #st = :e',
+    condition: `attribute_exists(PK) AND #st = :e${window ? ' AND failing_since = :fs' : ''}`,
     names: { '#st': 'status' },
-    values: { ':d': 'disabled', ':r': reason, ':u': at, ':e': 'enabled' },
+    values: { ':d': 'disabled', ':r': reason, ':u': at, ':e': 'enabled', ...(window ? { ':fs': ep.failing_since ?? null } : {}) },
   });
   audit(tx, {
     orgId: ep.org_id as string,

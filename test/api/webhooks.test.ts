@@ -18,6 +18,7 @@ import { presentEvent } from '../../shared/webhooks/events';
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '../../shared/db/client';
 import { keys } from '../../shared/db/keys';
+import { disableEndpoint, trackHealth } from '../../shared/webhooks/endpoint-health';
 import { beforeFirstTransaction } from '../support/transaction-conflicts';
 
 /** Polls until `fn` passes: a void assertion callback is done once it stops throwing. */
@@ -151,6 +152,26 @@ describe('webhook endpoints (D36)', () => {
     expect((await patch({ status: 'disabled' })).status).toBe(200);
     expect((await patch({ status: 'enabled' })).status).toBe(200);
     expect(await item()).toMatchObject({ status: 'enabled', failing_since: null, disabled_reason: null });
+  });
+
+  it('D37: an endpoint whose delivery succeeded while a failing attempt was in flight is not disabled for five days of only failures', async () => {
+    const b = await signup();
+    const ep = await createEndpoint(b, path());
+    const key = keys.webhookEndpoint(b.orgId, 'live', ep.id);
+    const item = async () => (await db().send(new GetCommand({ TableName: tableName(), Key: key, ConsistentRead: true }))).Item!;
+    await db().send(new UpdateCommand({ TableName: tableName(), Key: key, UpdateExpression: 'SET failing_since = :t', ExpressionAttributeValues: { ':t': new Date(Date.now() - 6 * DAY_MS).toISOString() } }));
+    const read = await item(); // what the failing attempt read before its receiver timed out
+    const success = beforeFirstTransaction(
+      (input) => JSON.stringify(input).includes('failing_for_5_days'),
+      () => trackHealth(read, true, new Date()),
+    );
+    try {
+      await disableEndpoint(read, 'failing_for_5_days');
+    } finally {
+      success.remove();
+    }
+    expect(success.fired()).toBe(true);
+    expect(await item()).toMatchObject({ status: 'enabled', failing_since: null });
   });
 
   it('D36: PATCH changes url, description, events and status; unknown fields are 400', async () => {
