@@ -117,9 +117,12 @@ async function writePlan(sub: SubmissionItem, w: ReservationItem, uploads: Plann
     keys.submission(sub.id),
     `SET #r = :r, uploads = :u, parts = :p, device = :d, category = :c, updated_at = :t${sub.status === 'retry_pending' ? ', retry_round = :r' : ''}`,
     {
-      condition: '#s = :st AND attempt = :a',
+      // On the round read, too: a plan another request wrote since (whose bytes may be landing)
+      // is never replaced unseen, which would leave its objects untagged.
+      condition: `#s = :st AND attempt = :a AND ${sub.round ? '#r = :read' : '(attribute_not_exists(#r) OR attribute_type(#r, :nullType))'}`,
       names: { '#r': 'round', '#s': 'status' },
       values: {
+        ...(sub.round ? { ':read': sub.round } : { ':nullType': 'NULL' }),
         ':r': round,
         ':u': uploads,
         ':p': Object.fromEntries(uploads.map((u) => [u.file_id, {}])),

@@ -4,6 +4,8 @@ import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness'
 import { accept, annotationsRecorded, createJob, detailedJpeg, flatPng, liveBuyer, signupWorker, uploadFile, waitForVerdict } from './support';
 import { scoreObject } from '../../shared/work/scoring-stage';
 import { StsClient } from '../../shared/aws/sts';
+import { beforeFirstTransaction } from '../support/transaction-conflicts';
+import { getSubmissionItem } from '../../shared/work/reservations';
 
 // Issue 13 lifecycle: a rejected submission's bytes carry `verdict=rejected`, which the bucket's
 // lifecycle rule expires after the override window (D71 keeps them 7 days); an override that
@@ -105,6 +107,25 @@ describe('pipeline: rejected bytes are tagged for the lifecycle rule, approved o
     const replan = await rt.request('POST', `/internal/worker/submissions/${subId}/upload`, { key: w.token, body: { files: [{ filename: 'c.jpg', content_type: 'image/jpeg', size_bytes: bytes.length }] } });
     expect(replan.status).toBe(200);
     expect(await tagsOf(subId)).toEqual([{ verdict: 'rejected' }]); // the old round's object; the new one has none yet
+  });
+
+  it('a plan made on a stale read of the submission (another plan was written meanwhile) is 409: the other plan is never replaced unseen', async () => {
+    const { w, subId, bytes } = await halfSentPlan();
+    const planOf = (filename: string) => rt.request('POST', `/internal/worker/submissions/${subId}/upload`, { key: w.token, body: { files: [{ filename, content_type: 'image/jpeg', size_bytes: bytes.length }] } });
+    const other = beforeFirstTransaction(
+      (input) => JSON.stringify(input).includes('stale.jpg'),
+      async () => expect((await planOf('meanwhile.jpg')).status).toBe(200),
+    );
+    let stale;
+    try {
+      stale = await planOf('stale.jpg');
+    } finally {
+      other.remove();
+    }
+    expect(other.fired()).toBe(true);
+    expect([stale.status, stale.json.error?.details?.[0]?.code]).toEqual([409, 'submission_changed']);
+    const sub = await getSubmissionItem(subId);
+    expect(sub!.uploads.map((u) => u.filename)).toEqual(['meanwhile.jpg']);
   });
 
   it('a late or repeated event of a delivered file never tags it: only bytes no submission delivers are tagged', async () => {
