@@ -23,12 +23,35 @@ export interface ErrorDetail {
   code?: string;
 }
 
+/** At most this many details are listed (a body with 100,000 unknown fields gets 50 and a count). */
+export const MAX_ERROR_DETAILS = 50;
+/** A field name or message in a detail is cut to this many characters (a field name may be a megabyte). */
+const MAX_DETAIL_TEXT = 300;
+
+const cut = (s: string) => (s.length > MAX_DETAIL_TEXT ? `${s.slice(0, MAX_DETAIL_TEXT - 1)}…` : s);
+
+/**
+ * The details an error answers with, bounded: the answer must fit in a function's response (6 MB)
+ * and its stored copy in an idempotency record (DynamoDB's 400 KB item), however large the input.
+ */
+function boundedDetails(details: ErrorDetail[] | undefined): ErrorDetail[] | undefined {
+  if (!details) return details;
+  const listed = details.slice(0, details.length > MAX_ERROR_DETAILS ? MAX_ERROR_DETAILS - 1 : MAX_ERROR_DETAILS).map((d) => ({
+    ...d,
+    ...(d.field !== undefined ? { field: cut(d.field) } : {}),
+    message: cut(d.message),
+  }));
+  if (details.length > listed.length) listed.push({ message: `${details.length - listed.length} more errors are not listed.`, code: 'more_errors' });
+  return listed;
+}
+
 export class ApiError extends Error {
+  readonly details?: ErrorDetail[];
   constructor(
     readonly status: number,
     readonly type: ErrorType,
     message: string,
-    readonly details?: ErrorDetail[],
+    details?: ErrorDetail[],
     /** Extra fields placed inside `error` (D41), e.g. floor_cents. */
     readonly extra?: Record<string, unknown>,
     /** Extra response headers, e.g. Retry-After. */
@@ -36,6 +59,7 @@ export class ApiError extends Error {
   ) {
     super(message);
     this.name = 'ApiError';
+    this.details = boundedDetails(details);
   }
 }
 

@@ -320,6 +320,23 @@ describe('list and get', () => {
     expect((await rt.request('GET', `/v1/jobs/${job.json.id}`, { key: b.test })).json.status).toBe('open');
   });
 
+  test('D4/D11: a body with 100,000 unknown fields is 400 listing the first 49 and a count (no 502); the same Idempotency-Key replays that 400', async () => {
+    const body: Record<string, unknown> = jobBody();
+    for (let i = 0; i < 100_000; i++) body[`k${i}`] = 0;
+    body['x'.repeat(5_000)] = 0; // a field name longer than any detail shows
+    const idem = newKey();
+    const r = await post(rt, b.test, '/v1/jobs', body, idem);
+    expect(r.status).toBe(400);
+    expect(r.headers['x-request-id']).toEqual(expect.any(String));
+    expect(r.json.error.details).toHaveLength(50);
+    expect(r.json.error.details.slice(0, 2)).toEqual([expect.objectContaining({ field: 'k0', code: 'unknown_field' }), expect.objectContaining({ field: 'k1', code: 'unknown_field' })]);
+    expect(r.json.error.details[49]).toEqual({ message: '99952 more errors are not listed.', code: 'more_errors' });
+    const again = await post(rt, b.test, '/v1/jobs', body, idem);
+    expect([again.status, again.json.error.details]).toEqual([400, r.json.error.details]);
+    const long = await post(rt, b.test, '/v1/jobs', { ...jobBody(), ['y'.repeat(5_000)]: 0 });
+    expect(long.json.error.details[0].field.length).toBeLessThanOrEqual(300);
+  });
+
   test('a query parameter given twice is 400 naming it, never silently the last value', async () => {
     const r = await rt.request('GET', '/v1/jobs?limit=1&limit=2', { key: b.test });
     expect(r.status).toBe(400);
