@@ -10,7 +10,7 @@
  * `config(en())` is what the full `zod` entry does when it is imported; the mini entry leaves the
  * messages to the caller, so the issues a client reads are the same words either way.
  */
-import { config } from 'zod/mini';
+import { config, refine } from 'zod/mini';
 import { en } from 'zod/locales';
 
 config(en());
@@ -18,3 +18,9 @@ config(en());
 // Re-exported name by name (`export *`), never as one namespace object, so a bundle keeps only
 // what a module uses. Import it as `import * as z from '…/shared/zod'`.
 export * from 'zod/mini';
+
+/**
+ * DynamoDB stores no non-zero number closer to zero than 1e-130 ("Number underflow"): such a
+ * value is refused on its field, never left to fail the write as a 500.
+ */
+export const storable = () => refine<number>((n) => n === 0 || Math.abs(n) >= 1e-130, { message: 'This number is too close to zero to store; send 0 instead.' });

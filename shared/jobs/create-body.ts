@@ -12,8 +12,8 @@ const optional = <T extends z.core.SomeType>(t: T) => z.optional(z.nullable(t));
 const location = z.strictObject({
   city: optional(z.string().check(z.trim(), z.minLength(1), z.maxLength(100))),
   state: optional(z.string().check(z.trim(), z.minLength(1), z.maxLength(100))),
-  latitude: optional(z.number().check(z.gte(-90), z.lte(90))),
-  longitude: optional(z.number().check(z.gte(-180), z.lte(180))),
+  latitude: optional(z.number().check(z.gte(-90), z.lte(90), z.storable())),
+  longitude: optional(z.number().check(z.gte(-180), z.lte(180), z.storable())),
   radius_km: optional(z.number().check(z.gte(0.1), z.lte(500))),
   description: optional(z.string().check(z.maxLength(500))),
 });

@@ -21,7 +21,7 @@ function decimalField(min: number, max: number) {
       z.string(),
       z.transform((v) => (v.trim() === '' ? undefined : v.trim())),
     ),
-    z.optional(z.pipe(z.string().check(z.regex(/^-?\d+(\.\d+)?$/, { message: 'Expected decimal degrees, such as 48.8584.' })), z.pipe(z.transform(Number), z.number().check(z.gte(min), z.lte(max))))),
+    z.optional(z.pipe(z.string().check(z.regex(/^-?\d+(\.\d+)?$/, { message: 'Expected decimal degrees, such as 48.8584.' })), z.pipe(z.transform(Number), z.number().check(z.gte(min), z.lte(max), z.storable())))),
   );
 }
 
@@ -56,8 +56,8 @@ export const presignRequestSchema = z.strictObject({
   device_model: z.optional(z.string().check(z.trim(), z.minLength(1), z.maxLength(200))),
   device_os: z.optional(z.string().check(z.trim(), z.minLength(1), z.maxLength(200))),
   app_version: z.optional(z.string().check(z.trim(), z.minLength(1), z.maxLength(100))),
-  latitude: z.optional(z.number().check(z.gte(-90), z.lte(90))),
-  longitude: z.optional(z.number().check(z.gte(-180), z.lte(180))),
+  latitude: z.optional(z.number().check(z.gte(-90), z.lte(90), z.storable())),
+  longitude: z.optional(z.number().check(z.gte(-180), z.lte(180), z.storable())),
 });
 export type PresignRequest = z.infer<typeof presignRequestSchema>;
 

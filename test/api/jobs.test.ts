@@ -337,6 +337,13 @@ describe('list and get', () => {
     expect(long.json.error.details[0].field.length).toBeLessThanOrEqual(300);
   });
 
+  test('a coordinate too close to zero for the table (1e-300) is 400 on its field, never a 500 at the write', async () => {
+    const r = await post(rt, b.test, '/v1/jobs', jobBody({ location: { latitude: 1e-300, longitude: 2 } }));
+    expect(r.status).toBe(400);
+    expect(r.json.error.details).toEqual([expect.objectContaining({ field: 'location.latitude' })]);
+    expect((await post(rt, b.test, '/v1/jobs', jobBody({ location: { latitude: 0, longitude: 2 } }))).status).toBe(201);
+  });
+
   test('a query parameter given twice is 400 naming it, never silently the last value', async () => {
     const r = await rt.request('GET', '/v1/jobs?limit=1&limit=2', { key: b.test });
     expect(r.status).toBe(400);

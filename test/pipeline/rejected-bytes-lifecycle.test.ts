@@ -128,6 +128,17 @@ describe('pipeline: rejected bytes are tagged for the lifecycle rule, approved o
     expect(sub!.uploads.map((u) => u.filename)).toEqual(['meanwhile.jpg']);
   });
 
+  it('a worker coordinate too close to zero for the table (1e-300) is 400 on its field, never a 500 at the write', async () => {
+    const b = await liveBuyer(rt);
+    const job = await createJob(rt, b.live, { files_needed: 1 });
+    const w = await signupWorker(rt);
+    const a = await accept(rt, w.token, job.id);
+    const body = { files: [{ filename: 'a.jpg', content_type: 'image/jpeg', size_bytes: 1234 }], latitude: 1e-300, longitude: 1 };
+    const r = await rt.request('POST', `/internal/worker/submissions/${a.json.id}/upload`, { key: w.token, body });
+    expect(r.status).toBe(400);
+    expect(r.json.error.details).toEqual([expect.objectContaining({ field: 'latitude' })]);
+  });
+
   it('a late or repeated event of a delivered file never tags it: only bytes no submission delivers are tagged', async () => {
     const b = await liveBuyer(rt);
     const job = await createJob(rt, b.live, { files_needed: 1 });
