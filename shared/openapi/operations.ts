@@ -171,6 +171,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     summary: 'Register a webhook endpoint (the `whsec_` secret is shown once)',
     tag: 'Webhooks',
     success: { 201: { description: 'Created', body: endpoint } },
+    errors: { 409: 'The environment already has 100 endpoints, the most it can have (`details[0].code` `endpoint_limit_reached`): delete one first.' },
   },
   'webhook_endpoints.list': { summary: 'List webhook endpoints', tag: 'Webhooks', success: ok(list(endpoint)) },
   'webhook_endpoints.get': { summary: 'Get a webhook endpoint', tag: 'Webhooks', success: ok(endpoint) },

@@ -13,7 +13,7 @@ import { TABLE_DEF } from '../db/table';
 import { newId } from '../ids';
 import { now, addMs, DAY_MS } from '../clock';
 import { audit } from '../audit';
-import { errors } from '../errors';
+import { ConditionFailed, errors } from '../errors';
 import { recordResponse, type MutationContext } from '../context';
 import { EVENT_TYPES, type EventType } from '../outbox';
 import { newWebhookSecret, openEndpointSecret, sealEndpointSecret } from './secrets';
@@ -67,6 +67,21 @@ export async function assertSafeUrl(url: string): Promise<void> {
 
 const uniq = (events: string[]) => [...new Set(events)];
 
+/**
+ * Endpoints per organization and environment. Every event lists a delivery per endpoint on one
+ * item and in the events list: past a few hundred, a page of events would outgrow a function's
+ * 6 MB answer, and past about 1,900 an event's item would outgrow DynamoDB's 400 KB.
+ */
+export const MAX_ENDPOINTS = 100;
+
+/** Counts the endpoint in, only while the tenant has fewer than MAX_ENDPOINTS. */
+function countEndpoint(tx: Tx, p: BuyerPrincipal, delta: 1 | -1) {
+  tx.update('endpoint_count', keys.webhookEndpointCount(p.orgId, p.env), 'ADD endpoints :d', {
+    ...(delta > 0 ? { condition: 'attribute_not_exists(endpoints) OR endpoints < :max' } : {}),
+    values: { ':d': delta, ...(delta > 0 ? { ':max': MAX_ENDPOINTS } : {}) },
+  });
+}
+
 export async function createEndpoint(
   ctx: MutationContext,
   p: BuyerPrincipal,
@@ -97,6 +112,7 @@ export async function createEndpoint(
   };
   const tx = new Tx();
   tx.create('webhook_endpoint', item);
+  countEndpoint(tx, p, 1);
   audit(tx, {
     orgId: p.orgId,
     eventType: 'webhook_endpoint.created',
@@ -108,7 +124,16 @@ export async function createEndpoint(
   });
   const view = presentEndpoint(item, secret);
   recordResponse(ctx, tx, view, 201);
-  await tx.commit();
+  try {
+    await tx.commit();
+  } catch (e) {
+    if (e instanceof ConditionFailed && e.reasons.includes('endpoint_count')) {
+      throw errors.conflict(`This environment already has ${MAX_ENDPOINTS} webhook endpoints, the most it can have; delete one first.`, [
+        { message: `at most ${MAX_ENDPOINTS} endpoints`, code: 'endpoint_limit_reached' },
+      ]);
+    }
+    throw e;
+  }
   return view;
 }
 
@@ -225,6 +250,7 @@ export async function updateEndpoint(
 export async function deleteEndpoint(ctx: MutationContext, p: BuyerPrincipal, endpoint: Item): Promise<void> {
   const tx = new Tx();
   tx.delete('webhook_endpoint', keys.webhookEndpoint(p.orgId, p.env, endpoint.id as string), { condition: 'attribute_exists(PK)' });
+  countEndpoint(tx, p, -1);
   audit(tx, {
     orgId: p.orgId,
     eventType: 'webhook_endpoint.deleted',

@@ -1,9 +1,9 @@
 /**
- * An organization with more endpoints than one page of a list (100) still gets every event at every
- * endpoint. The fan-out and the replay read all endpoints without a signed list cursor: the webhooks
- * consumer and the replay route are not granted the `cursor` secret deployed. Here the local
- * secrets file is rewritten without it while they run, so the test sees what they see deployed.
- * (The spec sets no maximum number of endpoints per organization.)
+ * An organization with as many endpoints as it may have (100 per environment) gets every event at
+ * every endpoint, and no more can be added. The fan-out and the replay read all endpoints without a
+ * signed list cursor: the webhooks consumer and the replay route are not granted the `cursor` secret
+ * deployed. Here the local secrets file is rewritten without it while they run, so the test sees
+ * what they see deployed.
  */
 import { copyFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
 import { signupBuyer, idemKey, type TestBuyer } from '../support/buyers';
 import { startDevReceiver, type DevReceiver } from '../../shared/webhooks/dev-receiver';
-import { allEndpoints, createEndpoint } from '../../shared/webhooks/endpoints';
+import { allEndpoints, createEndpoint, MAX_ENDPOINTS } from '../../shared/webhooks/endpoints';
 import { getEvent, type DeliveryEntry } from '../../shared/webhooks/dispatcher';
 import { systemContext } from '../../shared/context';
 import { getSecret, resetSecrets } from '../../shared/secrets';
@@ -20,9 +20,9 @@ import { Tx } from '../../shared/db/tx';
 import { emit } from '../../shared/outbox';
 import type { BuyerPrincipal } from '../../shared/types';
 
-const ENDPOINTS = 101;
+const ENDPOINTS = MAX_ENDPOINTS;
 /**
- * Time allowed for the 101 (or 202) deliveries. Not a performance bar (that is the webhooks
+ * Time allowed for the 100 (or 200) deliveries. Not a performance bar (that is the webhooks
  * benchmark's job). Alone this suite takes about 23 s. Late in a full `npm test` run it took
  * 48–104 s, until each test file's AsyncLocalStorage stores were released at its end
  * (shared/context-store.ts); now about 28 s there.
@@ -41,7 +41,7 @@ beforeAll(async () => {
   secretsFile = process.env.LOCAL_SECRETS_FILE!;
   copyFileSync(secretsFile, backup);
   buyer = await signupBuyer(rt, 'Many Endpoints Co');
-  // Straight through the domain function: 101 API calls would spend the route's rate limit.
+  // Straight through the domain function: 100 API calls would spend the route's rate limit.
   const principal: BuyerPrincipal = { kind: 'api_key', orgId: buyer.orgId, keyId: buyer.liveKeyId, env: 'live', scopes: [], previousSecret: false };
   for (let i = 0; i < ENDPOINTS; i++) await createEndpoint(systemContext('test'), principal, { url: `${rx.url}/ep-${i}`, events: ['*'] });
 }, 120_000);
@@ -73,7 +73,7 @@ async function newEvent(): Promise<string> {
 
 const reached = (eventId: string) => new Set(rx.received.filter((r) => r.event.id === eventId).map((r) => r.path));
 
-it('every endpoint of an organization with more than 100 is read without the cursor secret', async () => {
+it('every endpoint of an organization with 100 is read without the cursor secret', async () => {
   withoutCursorSecret();
   await expect(getSecret('cursor')).rejects.toThrow(/cursor/); // the setting works
   const all = await allEndpoints(buyer.orgId, 'live');
@@ -81,7 +81,7 @@ it('every endpoint of an organization with more than 100 is read without the cur
   expect(new Set(all.map((e) => e.id)).size).toBe(ENDPOINTS);
 });
 
-it('one event reaches all 101 endpoints of an organization', async () => {
+it('one event reaches all 100 endpoints of an organization', async () => {
   withoutCursorSecret();
   const id = await newEvent();
   await waitFor(() => reached(id).size === ENDPOINTS, { timeoutMs: 60_000 });
@@ -90,7 +90,7 @@ it('one event reaches all 101 endpoints of an organization', async () => {
   expect(Object.values(deliveries).filter((d) => d.status === 'delivered')).toHaveLength(ENDPOINTS);
 }, DELIVERY_BUDGET_MS);
 
-it('a replay of an event reaches all 101 endpoints again', async () => {
+it('a replay of an event reaches all 100 endpoints again', async () => {
   const id = await newEvent();
   await waitFor(async () => (await getEvent(id))?.delivery_status === 'delivered', { timeoutMs: 60_000 });
   withoutCursorSecret();
@@ -109,3 +109,17 @@ it('a replay of an event reaches all 101 endpoints again', async () => {
   }, { timeoutMs: 60_000, what: 'the replay reaching every endpoint again' });
   expect(reached(id).size).toBe(ENDPOINTS);
 }, DELIVERY_BUDGET_MS);
+
+it('an environment with 100 endpoints takes no more (409 endpoint_limit_reached) until one is deleted', async () => {
+  const create = () => rt.request('POST', '/v1/webhook_endpoints', { key: buyer.live, body: { url: `${rx.url}/ep-extra`, events: ['*'] }, headers: { 'Idempotency-Key': idemKey() } });
+  const refused = await create();
+  expect(refused.status).toBe(409);
+  expect(refused.json.error.details).toEqual([expect.objectContaining({ code: 'endpoint_limit_reached' })]);
+  expect(await allEndpoints(buyer.orgId, 'live')).toHaveLength(ENDPOINTS);
+  // The test environment has its own count.
+  expect((await rt.request('POST', '/v1/webhook_endpoints', { key: buyer.test, body: { url: `${rx.url}/ep-test`, events: ['*'] }, headers: { 'Idempotency-Key': idemKey() } })).status).toBe(201);
+  const [first] = await allEndpoints(buyer.orgId, 'live');
+  expect((await rt.request('DELETE', `/v1/webhook_endpoints/${first!.id as string}`, { key: buyer.live })).status).toBe(204);
+  expect((await create()).status).toBe(201);
+  expect((await create()).status).toBe(409);
+});

@@ -4363,7 +4363,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] | components["schemas"]["EdgeError"];
                 };
             };
-            /** @description Same Idempotency-Key with another body (`idempotency_conflict`), or while the first request runs (`details[0].code = idempotency_key_in_use`, with Retry-After). */
+            /** @description The environment already has 100 endpoints, the most it can have (`details[0].code` `endpoint_limit_reached`): delete one first. Same Idempotency-Key with another body (`idempotency_conflict`), or while the first request runs (`details[0].code = idempotency_key_in_use`, with Retry-After). */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
