@@ -11,7 +11,7 @@
  *   partition, so one busy buyer does not funnel every write into one partition.
  */
 import type { Env } from '../types';
-import { ulidFloor } from '../ids';
+import { ulidFloor, type IdKind } from '../ids';
 
 export type Key = { PK: string; SK: string };
 type Gsi = { [k: string]: string };
@@ -122,6 +122,13 @@ export const keys = {
 
 // ---------------------------------------------------------------- GSI attribute builders
 /** Secondary-index attributes per entity; each returns the GSI attributes to store on the item. */
+/**
+ * An index sort key in an id's shape whose time is `at` (not the id's) and whose rest is the id's
+ * random part (ties): the item lists by the time the list shows, and range keys (`ulidFloor`) and
+ * items keyed by their id before still order with it.
+ */
+const keyAt = (kind: IdKind, at: string, id: string) => ulidFloor(kind, new Date(at)).slice(0, -16) + id.slice(-16);
+
 export const gsi = {
   /** GSI1: all jobs of a tenant; GSI2: jobs of a tenant by status (status filter, D21). */
   job: (org: string, env: Env, jobId: string, status: string): Gsi => ({
@@ -138,12 +145,16 @@ export const gsi = {
     GSI3PK: `AVAILABLE#${env}`,
     GSI3SK: `${String(payoutCents).padStart(10, '0')}#${jobId}`,
   }),
-  /** GSI1: a job's submissions; GSI2: a tenant's submissions; GSI3: a worker's history. */
-  submission: (org: string, env: Env, jobId: string, wkr: string, subId: string): Gsi => ({
+  /**
+   * GSI1: a job's submissions; GSI2: a tenant's submissions (the buyer's lists, from the upload: by
+   * `submitted_at`, the time the buyer sees, in an id's shape); GSI3: a worker's history (by the
+   * accept, the submission's `created_at`: its id).
+   */
+  submission: (org: string, env: Env, jobId: string, wkr: string, subId: string, submittedAt: string | null = null): Gsi => ({
     GSI1PK: `JOB#${jobId}#SUBS`,
-    GSI1SK: subId,
+    GSI1SK: submittedAt ? keyAt('submission', submittedAt, subId) : subId,
     GSI2PK: `${tenant(org, env)}#SUBS`,
-    GSI2SK: subId,
+    GSI2SK: submittedAt ? keyAt('submission', submittedAt, subId) : subId,
     GSI3PK: `WKR#${wkr}#SUBS`,
     GSI3SK: subId,
   }),
@@ -153,10 +164,7 @@ export const gsi = {
    * the approval's, the rest the file id's random part (ties). Files written before it was so
    * sort by their upload time, with the same shape: the two order together.
    */
-  file: (jobId: string, fileId: string, createdAt: string): Gsi => ({
-    GSI1PK: `JOB#${jobId}#FILES`,
-    GSI1SK: ulidFloor('file', new Date(createdAt)).slice(0, -16) + fileId.slice(-16),
-  }),
+  file: (jobId: string, fileId: string, createdAt: string): Gsi => ({ GSI1PK: `JOB#${jobId}#FILES`, GSI1SK: keyAt('file', createdAt, fileId) }),
   /** GSI1: a job's exports (D73), newest first. */
   export: (jobId: string, expId: string): Gsi => ({ GSI1PK: `JOB#${jobId}#EXPORTS`, GSI1SK: expId }),
   /** GSI1: a tenant's transactions by type (the `type` filter). */

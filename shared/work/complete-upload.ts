@@ -91,7 +91,7 @@ export async function completeUpload(
     });
     if (job) addSlotChange(tx, job, { reserved: -Number(w.slots), pending: n, extra: summaryClauses(cat, 'submitted') });
     else if (mode === 'upload') addFreeNeutralMove(tx, s.job_id, { reserved: -n, pending: n, extra: summaryClauses(cat, 'submitted') });
-    const idx = submissionIndexes(s).buyer;
+    const idx = submissionIndexes(s, at).buyer; // listed by submitted_at (this upload's)
     const view = presentWorkerSubmission({
       ...s,
       status: 'pending_score',

@@ -99,9 +99,12 @@ export type SubmissionItem = Record<string, unknown> & {
 export const retryInFlight = (s: Pick<SubmissionItem, 'retry_round' | 'round' | 'attempt'>): boolean =>
   s.retry_round != null && s.retry_round === s.round && Number(s.attempt) < 2;
 
-/** GSI attributes by audience: the worker's history from the accept, the buyer's lists from the upload. */
-export function submissionIndexes(s: Pick<SubmissionItem, 'org_id' | 'environment' | 'job_id' | 'worker_id' | 'id'>) {
-  const all = gsi.submission(s.org_id, s.environment, s.job_id, s.worker_id, s.id);
+/**
+ * GSI attributes by audience: the worker's history from the accept, the buyer's lists from the
+ * upload, by its `submitted_at` (`submittedAt`, the upload that puts it in them).
+ */
+export function submissionIndexes(s: Pick<SubmissionItem, 'org_id' | 'environment' | 'job_id' | 'worker_id' | 'id'>, submittedAt: string | null = null) {
+  const all = gsi.submission(s.org_id, s.environment, s.job_id, s.worker_id, s.id, submittedAt);
   return {
     worker: { GSI3PK: all.GSI3PK!, GSI3SK: all.GSI3SK! },
     buyer: { GSI1PK: all.GSI1PK!, GSI1SK: all.GSI1SK!, GSI2PK: all.GSI2PK!, GSI2SK: all.GSI2SK! },

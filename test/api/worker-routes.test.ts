@@ -1,5 +1,5 @@
 import { startTestRuntime, type TestRuntime } from '../support/harness';
-import { accept, createJob, liveBuyer, signupWorker } from '../pipeline/support';
+import { accept, createJob, detailedJpeg, liveBuyer, signupWorker, uploadFile } from '../pipeline/support';
 import { clock, HOUR_MS } from '../../shared/clock';
 import { handler as sweep } from '../../functions/scheduled/reservation-sweep';
 import { beforeFirstTransaction, cancelTransactionsWhile } from '../support/transaction-conflicts';
@@ -72,6 +72,25 @@ describe('worker routes: job board, accept, withdraw, flag, reservation expiry',
     expect(other.fired()).toBe(true);
     expect(a.status).toBe(201);
     expect(idTime(a.json.id).toISOString()).toBe(a.json.created_at);
+  });
+
+  it("the buyer's submission lists are newest first by submitted_at, and start_date reads it: a reservation accepted first and uploaded last lists first", async () => {
+    const buyer = await liveBuyer(rt);
+    const j = await createJob(rt, buyer.live, { files_needed: 2 });
+    const [w1, w2] = [await signupWorker(rt), await signupWorker(rt)];
+    const first = await accept(rt, w1.token, j.id);
+    const second = await accept(rt, w2.token, j.id);
+    expect((await uploadFile(rt, w2.token, second.json.id, await detailedJpeg(301))).status).toBe(202);
+    await new Promise((r) => setTimeout(r, 5));
+    expect((await uploadFile(rt, w1.token, first.json.id, await detailedJpeg(302))).status).toBe(202);
+    const listed = async (path: string) => (await rt.request('GET', path, { key: buyer.live })).json.data as { id: string; submitted_at: string }[];
+    const all = await listed('/v1/submissions');
+    const ours = all.filter((x) => x.id === first.json.id || x.id === second.json.id);
+    expect(ours.map((x) => x.id)).toEqual([first.json.id, second.json.id]);
+    expect((await listed(`/v1/jobs/${j.id}/submissions`)).map((x) => x.id)).toEqual([first.json.id, second.json.id]);
+    // Polling from the upload the buyer saw last: the one uploaded after it is there, though accepted before.
+    const since = new Date(Date.parse(ours[1]!.submitted_at) + 1).toISOString();
+    expect((await listed(`/v1/submissions?start_date=${since}`)).map((x) => x.id)).toEqual([first.json.id]);
   });
 
   it('D23: the last free slot taken moves open → filled and hides the job; withdraw frees it (filled → open)', async () => {
