@@ -11,6 +11,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ROUTES } from '../../shared/manifest/routes';
+import { EXIT } from '../../packages/client/src/cli';
 import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
 import { idemKey, signupBuyer, type TestBuyer } from '../support/buyers';
 
@@ -98,6 +99,18 @@ describe('jobs', () => {
     expect(down.code).toBe(6);
     expect(down.stderr).toMatch(/^error: cannot reach http:\/\/127\.0\.0\.1:9/);
   });
+
+  test('jobs wait / exports create --timeout that is not a number of seconds, 0 or more, is a usage error (exit 2)', async () => {
+    for (const bad of ['abc', '-5', '']) {
+      const r = await run(['jobs', 'wait', 'job_01ARZ3NDEKTSV4RRFFQ69G5FAV', '--timeout', bad]);
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toMatch(/^error: option '--timeout <seconds>' argument '.*' is invalid/);
+    }
+    const out = join(tmp, 'never.jsonl');
+    const ex = await run(['exports', 'create', 'job_01ARZ3NDEKTSV4RRFFQ69G5FAV', '--out', out, '--timeout', 'soon']);
+    expect(ex.code).toBe(2);
+  });
 });
 
 describe('files download', () => {
@@ -128,6 +141,16 @@ describe('files download', () => {
     expect(r.stderr).toMatch(/\d+\.\d\d MB of \d+\.\d\d MB/);
     expect(JSON.parse(r.stdout)).toMatchObject({ job_id: jobId, files: 3, downloaded: 3, skipped: 0 });
     verifyFolder(out);
+  });
+
+  test('--concurrency that is not a whole number above 0 is a usage error (exit 2) and downloads nothing', async () => {
+    for (const bad of ['x', '0', '-2', '1.5']) {
+      const out = join(tmp, `concurrency-${bad}`);
+      const r = await run(['files', 'download', jobId, '--out', out, '--concurrency', bad]);
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toMatch(/^error: option '--concurrency <n>' argument '.*' is invalid/);
+    }
   });
 
   test('an interrupted download resumes: files whose sha256 matches are skipped, the rest fetched and verified', async () => {
@@ -180,6 +203,17 @@ function freePort(): Promise<number> {
     });
   });
 }
+
+test("the README's exit-code table is what the CLI does: 8 is a download's integrity, and a forged webhook is answered 400 while listen runs on", () => {
+  const readme = readFileSync(resolve(__dirname, '../../README.md'), 'utf8');
+  const rows = [...readme.matchAll(/^\| (\d+) \| (.+) \|$/gm)].map((m) => [Number(m[1]), m[2]!] as const);
+  const table = new Map(rows);
+  expect([...table.keys()].sort()).toEqual(Object.values(EXIT).sort());
+  expect(table.get(EXIT.integrity)).toMatch(/hash/);
+  expect(table.get(EXIT.integrity)).not.toMatch(/webhook|signature/);
+  expect(table.get(EXIT.usage)).toMatch(/bad option value/);
+  expect(readme).toMatch(/`webhooks listen` never exits 8[^\n]*\n?[^\n]*400/);
+});
 
 describe('webhooks listen', () => {
   test('verifies each delivery and prints the event; a forged one is refused with 400 and one stderr line', async () => {

@@ -5,7 +5,8 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Marketplace, NotFoundError, RateLimitError, ValidationError, type ApiKey } from '../../packages/client/src';
+import { ConnectionError, Marketplace, NotFoundError, RateLimitError, ValidationError, type ApiKey } from '../../packages/client/src';
+import { parallel } from '../../packages/client/src/download';
 import { startTestRuntime, type TestRuntime } from '../support/harness';
 import { signupBuyer, type TestBuyer } from '../support/buyers';
 import { contractFetch } from './support';
@@ -59,11 +60,11 @@ test('two logical calls get two different keys', async () => {
 describe('retries against a server speaking the wire format', () => {
   let server: Server;
   let url: string;
-  const seen: { key: string | undefined; at: number }[] = [];
+  const seen: { key: string | undefined; prefer: string | undefined; at: number }[] = [];
   let script: { status: number; headers?: Record<string, string>; body: unknown }[] = [];
   beforeAll(async () => {
     server = createServer((req, res) => {
-      seen.push({ key: req.headers['idempotency-key'] as string | undefined, at: Date.now() });
+      seen.push({ key: req.headers['idempotency-key'] as string | undefined, prefer: req.headers.prefer as string | undefined, at: Date.now() });
       const next = script.shift() ?? { status: 500, body: { error: { type: 'internal_error', message: 'script ran out', request_id: 'req_x' } } };
       res.writeHead(next.status, { 'Content-Type': 'application/json', ...next.headers }).end(JSON.stringify(next.body));
     });
@@ -141,12 +142,140 @@ describe('retries against a server speaking the wire format', () => {
     expect(seen).toHaveLength(1);
   });
 
+  test('a fractional timeoutMs or waitSeconds is rounded, not a RangeError retried into ConnectionError', async () => {
+    script = [{ status: 200, body: { object: 'job', id: 'job_5', status: 'open' } }];
+    const retries: string[] = [];
+    const mm = new Marketplace({ apiKey: 'k', baseUrl: url, retryBaseMs: 1, timeoutMs: 1500.5, onRetry: (r) => retries.push(r.reason) });
+    expect((await mm.jobs.get('job_5', { waitSeconds: 2.5 })).id).toBe('job_5');
+    expect(retries).toEqual([]);
+    expect(seen.map((s) => s.prefer)).toEqual(['wait=3']);
+  });
+
+  test('a non-finite or negative time-out or wait is an argument error, thrown before anything is sent', async () => {
+    expect(() => new Marketplace({ apiKey: 'k', baseUrl: url, timeoutMs: Number.NaN })).toThrow(/timeoutMs must be a finite number/);
+    expect(() => new Marketplace({ apiKey: 'k', baseUrl: url, timeoutMs: -1 })).toThrow(RangeError);
+    const mm = new Marketplace({ apiKey: 'k', baseUrl: url, retryBaseMs: 1, timeoutMs: undefined });
+    for (const waitSeconds of [Number.NaN, Number.POSITIVE_INFINITY, -1]) {
+      const e = await mm.jobs.get('job_1', { waitSeconds }).catch((x: unknown) => x);
+      expect(e).toBeInstanceOf(RangeError);
+      expect(e).not.toBeInstanceOf(ConnectionError);
+      expect((e as Error).message).toMatch(/waitSeconds must be a finite number/);
+    }
+    await expect(mm.jobs.waitForJob('job_1', { timeoutMs: Number.NaN })).rejects.toThrow(/timeoutMs must be a finite number/);
+    await expect(mm.exports.wait('exp_1', { timeoutMs: -5 })).rejects.toThrow(RangeError);
+    expect(seen).toHaveLength(0);
+  });
+
+  test('a DELETE retried after a 5xx that then answers 404 succeeded (the first attempt removed it); a 404 at once is still NotFoundError', async () => {
+    script = [
+      { status: 503, body: err('internal_error') },
+      { status: 404, body: err('not_found') },
+    ];
+    const mm = new Marketplace({ apiKey: 'k', baseUrl: url, retryBaseMs: 1 });
+    await expect(mm.webhookEndpoints.delete('we_1')).resolves.toBeUndefined();
+    expect(seen).toHaveLength(2);
+    script = [{ status: 404, body: err('not_found') }];
+    await expect(mm.webhookEndpoints.delete('we_2')).rejects.toBeInstanceOf(NotFoundError);
+    expect(seen).toHaveLength(3);
+  });
+
   test('retries stop after maxRetries and the last error is thrown', async () => {
     script = [500, 502, 503].map((status) => ({ status, body: err('internal_error') }));
     const mm = new Marketplace({ apiKey: 'k', baseUrl: url, retryBaseMs: 1, maxRetries: 2 });
     await expect(mm.jobs.get('job_1')).rejects.toMatchObject({ name: 'InternalError', status: 503 });
     expect(seen).toHaveLength(3);
   });
+});
+
+describe('a connection lost while the answer is read', () => {
+  let server: Server;
+  let url: string;
+  const seen: (string | undefined)[] = [];
+  let modes: ('cut' | 'stall' | 'ok')[] = [];
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      seen.push(req.headers['idempotency-key'] as string | undefined);
+      const mode = modes.shift() ?? 'cut';
+      if (mode === 'ok') {
+        res.writeHead(201, { 'Content-Type': 'application/json' }).end(JSON.stringify({ object: 'job', id: 'job_1' }));
+        return;
+      }
+      // The status line, headers and part of the body arrive; then the connection drops (or hangs).
+      res.writeHead(201, { 'Content-Type': 'application/json', 'Content-Length': '1000' });
+      res.write('{"object":"job","id":"jo');
+      if (mode === 'cut') setTimeout(() => res.destroy(), 20);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(() => {
+    server.closeAllConnections();
+    return new Promise<void>((r) => server.close(() => r()));
+  });
+  beforeEach(() => {
+    seen.length = 0;
+  });
+
+  test('a body cut off mid-answer is retried like a lost connection, with the same Idempotency-Key', async () => {
+    modes = ['cut', 'ok'];
+    const retries: string[] = [];
+    const mm = new Marketplace({ apiKey: 'k', baseUrl: url, retryBaseMs: 1, onRetry: (r) => retries.push(r.reason) });
+    expect((await mm.jobs.create(jobBody)).id).toBe('job_1');
+    expect(retries).toEqual(['connection lost while reading the answer']);
+    expect(seen).toHaveLength(2);
+    expect(seen[0]).toBeTruthy();
+    expect(seen[1]).toBe(seen[0]);
+  });
+
+  test('the per-attempt time-out firing while the body is read is retried too', async () => {
+    modes = ['stall', 'ok'];
+    const retries: string[] = [];
+    const mm = new Marketplace({ apiKey: 'k', baseUrl: url, retryBaseMs: 1, timeoutMs: 300, onRetry: (r) => retries.push(r.reason) });
+    expect((await mm.jobs.create(jobBody)).id).toBe('job_1');
+    expect(retries).toEqual(['connection lost while reading the answer']);
+    expect(seen[1]).toBe(seen[0]);
+  });
+
+  test('every attempt cut off: a ConnectionError carrying the method, path, status seen and the Idempotency-Key to retry with', async () => {
+    modes = ['cut', 'cut', 'cut'];
+    const mm = new Marketplace({ apiKey: 'k', baseUrl: url, retryBaseMs: 1, maxRetries: 2 });
+    const e = await mm.jobs.create(jobBody).catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(ConnectionError);
+    expect(seen).toHaveLength(3);
+    expect(new Set(seen).size).toBe(1);
+    expect(e).toMatchObject({ method: 'POST', path: '/v1/jobs', idempotencyKey: seen[0], answeredStatus: 201, status: 0 });
+    expect((e as Error).message).toContain(`Idempotency-Key ${seen[0]}`);
+    expect((e as Error).message).toMatch(/^lost the connection to .* while reading the HTTP 201 answer/);
+  });
+});
+
+test('webhookEndpoints.delete whose answer is lost resolves: the retry\'s 404 means the first attempt deleted it', async () => {
+  const plain = new Marketplace({ apiKey: buyer.test, baseUrl: rt.url });
+  const ep = await plain.webhookEndpoints.create({ url: 'http://127.0.0.1:9/hooks', events: ['job.completed'] } as never);
+  const inner = contractFetch(rt.url);
+  let dropped = 0;
+  const lossy: typeof fetch = async (input, init) => {
+    const res = await inner(input, init);
+    if (init?.method === 'DELETE' && dropped++ === 0) throw new TypeError('fetch failed', { cause: { code: 'ECONNRESET' } });
+    return res;
+  };
+  const retries: string[] = [];
+  const mm = new Marketplace({ apiKey: buyer.test, baseUrl: rt.url, fetch: lossy, retryBaseMs: 1, onRetry: (r) => retries.push(r.reason) });
+  await expect(mm.webhookEndpoints.delete(ep.id)).resolves.toBeUndefined();
+  expect(retries).toEqual(['connection failed']);
+  await expect(plain.webhookEndpoints.get(ep.id)).rejects.toBeInstanceOf(NotFoundError);
+  await expect(plain.webhookEndpoints.delete(ep.id)).rejects.toBeInstanceOf(NotFoundError);
+});
+
+test('parallel refuses a concurrency that is not a whole number above 0, instead of running no lanes and resolving', async () => {
+  for (const c of [Number.NaN, 0, -1, 1.5]) {
+    const done: number[] = [];
+    await expect(parallel([1, 2, 3], c, async (n) => void done.push(n))).rejects.toThrow(/concurrency must be a whole number/);
+    expect(done).toEqual([]);
+  }
+  const done: number[] = [];
+  await parallel([1, 2, 3], 2, async (n) => void done.push(n));
+  expect(done.sort()).toEqual([1, 2, 3]);
 });
 
 test('pagination visits every item exactly once, across pages', async () => {

@@ -2,8 +2,9 @@
  * `media-marketplace`: the command-line tool on the client. Exit codes (scripts can rely on them):
  *   0 success · 2 usage error · 3 authentication or permission (401, 403) · 4 not found (404)
  *   5 other request error (400, 402, 409, 422, …) · 6 service unreachable or failing (5xx after
- *   retries, connection refused) · 7 a wait timed out · 8 integrity failure (a hash or signature
- *   did not match) · 1 anything else.
+ *   retries, connection refused) · 7 a wait timed out · 8 integrity failure (a downloaded file's
+ *   hash, or an export's size, did not match) · 1 anything else. `webhooks listen` does not exit
+ *   on a delivery whose signature does not match: it answers 400, logs one line and keeps running.
  * Errors are one line on stderr: `error: <message> [<type>, HTTP <status>, request <id>]`.
  */
 import { createWriteStream } from 'node:fs';
@@ -12,7 +13,7 @@ import { createServer } from 'node:http';
 import { dirname } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { Command, CommanderError, Option } from 'commander';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import * as cliProgress from 'cli-progress';
 import { Marketplace, WaitTimeoutError, type File } from './index';
 import { ConnectionError, MarketplaceError } from './errors';
@@ -80,6 +81,20 @@ function parseJsonArg(text: string, what: string): unknown {
   }
 }
 
+/** `--timeout <seconds>`: a number, 0 or more (anything else is a usage error, exit 2). */
+function seconds(v: string): number {
+  const n = Number(v);
+  if (v.trim() === '' || !Number.isFinite(n) || n < 0) throw new InvalidArgumentError('expected a number of seconds, 0 or more.');
+  return n;
+}
+
+/** A count such as `--concurrency <n>`: a whole number, 1 or more (anything else is a usage error, exit 2). */
+function positiveInt(v: string): number {
+  const n = Number(v);
+  if (!/^\s*\d+\s*$/.test(v) || !Number.isSafeInteger(n) || n < 1) throw new InvalidArgumentError('expected a whole number, 1 or more.');
+  return n;
+}
+
 export function buildProgram(): Command {
   const program = new Command('media-marketplace')
     .description('Command-line tool for the media marketplace API')
@@ -130,7 +145,7 @@ export function buildProgram(): Command {
   jobs
     .command('wait <job_id>')
     .description('long-poll until the job is completed or cancelled, then print it')
-    .option('--timeout <seconds>', 'give up after (exit 7)', (v) => Number(v), 600)
+    .option('--timeout <seconds>', 'give up after (exit 7)', seconds, 600)
     .action(async (id: string, o) => {
       const bar = progressBar(g(), 'job {status} |{bar}| {value}/{total} files');
       let started = false;
@@ -157,7 +172,7 @@ export function buildProgram(): Command {
     .command('download <job_id>')
     .description('download every approved file into DIR, verified against content_hash; rerun to resume')
     .requiredOption('--out <dir>', 'target folder (created if missing)')
-    .option('--concurrency <n>', 'parallel downloads', (v) => Number(v), 4)
+    .option('--concurrency <n>', 'parallel downloads', positiveInt, 4)
     .option('--min-score <n>', 'only files rated at least n stars (default: every approved file, 1)', (v) => Number(v))
     .action(async (jobId: string, o) => {
       const mm = client(g());
@@ -197,7 +212,7 @@ export function buildProgram(): Command {
     .addOption(new Option('--format <format>', 'jsonl, coco or csv').choices(['jsonl', 'coco', 'csv']).default('jsonl'))
     .requiredOption('--out <file>', 'where to write the export')
     .option('--min-score <n>', 'only files rated at least n stars', (v) => Number(v))
-    .option('--timeout <seconds>', 'give up waiting after (exit 7)', (v) => Number(v), 600)
+    .option('--timeout <seconds>', 'give up waiting after (exit 7)', seconds, 600)
     .action(async (jobId: string, o) => {
       const mm = client(g());
       const created = await mm.exports.create(jobId, { format: o.format, ...(o.minScore ? { min_score: o.minScore } : {}) });

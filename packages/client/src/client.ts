@@ -70,13 +70,26 @@ const sleep = (ms: number, signal?: AbortSignal) =>
     }, { once: true });
   });
 
+/** The longest delay a Node timer holds (a longer one would fire at once). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 export class HttpClient {
   readonly baseUrl: string;
   private readonly opts: Required<Pick<ClientOptions, 'maxRetries' | 'retryBaseMs' | 'retryMaxMs' | 'timeoutMs'>> & ClientOptions;
 
   constructor(opts: ClientOptions = {}) {
     this.baseUrl = (opts.baseUrl ?? process.env.MARKETPLACE_BASE_URL ?? 'http://127.0.0.1:3000').replace(/\/+$/, '');
-    this.opts = { maxRetries: 3, retryBaseMs: 500, retryMaxMs: 20_000, timeoutMs: 30_000, ...opts };
+    // An option passed as undefined keeps its default (a spread alone would let it erase it).
+    this.opts = {
+      ...opts,
+      maxRetries: opts.maxRetries ?? 3,
+      retryBaseMs: opts.retryBaseMs ?? 500,
+      retryMaxMs: opts.retryMaxMs ?? 20_000,
+      timeoutMs: opts.timeoutMs ?? 30_000,
+    };
+    if (!(Number.isFinite(this.opts.timeoutMs) && this.opts.timeoutMs > 0)) {
+      throw new RangeError(`timeoutMs must be a finite number of milliseconds above 0 (got ${String(opts.timeoutMs)})`);
+    }
   }
 
   /**
@@ -121,7 +134,14 @@ export class HttpClient {
     const headers: Record<string, string> = { Accept: 'application/json', ...o.headers };
     if (this.opts.apiKey) headers.Authorization = `Bearer ${this.opts.apiKey}`;
     if (key) headers['Idempotency-Key'] = key;
-    if (o.waitSeconds) headers.Prefer = `wait=${Math.max(1, Math.min(60, Math.round(o.waitSeconds)))}`;
+    if (o.waitSeconds !== undefined && !(Number.isFinite(o.waitSeconds) && o.waitSeconds >= 0)) {
+      throw new RangeError(`waitSeconds must be a finite number of seconds, 0 or more (got ${String(o.waitSeconds)})`);
+    }
+    // The wait the service is asked for (whole seconds, 1 to 60), and each attempt's time-out:
+    // whole milliseconds (AbortSignal.timeout takes nothing else), within what a timer can hold.
+    const waitSeconds = o.waitSeconds ? Math.max(1, Math.min(60, Math.round(o.waitSeconds))) : 0;
+    if (waitSeconds) headers.Prefer = `wait=${waitSeconds}`;
+    const attemptTimeoutMs = Math.min(MAX_TIMER_MS, Math.ceil(this.opts.timeoutMs) + waitSeconds * 1000);
     let body: string | undefined;
     if (o.body !== undefined) {
       body = JSON.stringify(o.body);
@@ -130,22 +150,32 @@ export class HttpClient {
     const url = this.url(path, o.query);
     for (let attempt = 0; ; attempt++) {
       let res: globalThis.Response;
+      let text: string;
+      let answered: number | null = null;
       try {
-        const signal = o.signal
-          ? AbortSignal.any([o.signal, AbortSignal.timeout(this.opts.timeoutMs + (o.waitSeconds ?? 0) * 1000)])
-          : AbortSignal.timeout(this.opts.timeoutMs + (o.waitSeconds ?? 0) * 1000);
+        const timeout = AbortSignal.timeout(attemptTimeoutMs);
+        const signal = o.signal ? AbortSignal.any([o.signal, timeout]) : timeout;
         res = await doFetch(url, { method, headers, body, signal });
+        answered = res.status;
+        // The body is part of the answer: a connection lost (or the time-out firing) while it is
+        // read is a lost connection like any other. The service may have acted, so a POST is
+        // retried with the same key, and the final error carries that key.
+        text = await res.text();
       } catch (err) {
         if (o.signal?.aborted) throw err;
         if (attempt >= this.opts.maxRetries) {
           const cause = (err as { cause?: { code?: string; message?: string } }).cause;
           const why = cause?.code ?? cause?.message ?? (err as Error).message ?? String(err);
-          throw new ConnectionError(`cannot reach ${this.baseUrl} (${why}) for ${method} ${path}`, err);
+          const safe = key ? `; send it again with Idempotency-Key ${key} to retry safely` : '';
+          const message =
+            answered === null
+              ? `cannot reach ${this.baseUrl} (${why}) for ${method} ${path}${safe}`
+              : `lost the connection to ${this.baseUrl} while reading the HTTP ${answered} answer (${why}) to ${method} ${path}${safe}`;
+          throw new ConnectionError(message, err, { method, path, idempotencyKey: key, answeredStatus: answered });
         }
-        await this.retry(attempt + 1, method, path, key, 'connection failed', undefined, o.signal);
+        await this.retry(attempt + 1, method, path, key, answered === null ? 'connection failed' : 'connection lost while reading the answer', undefined, o.signal);
         continue;
       }
-      const text = await res.text();
       let parsed: unknown = null;
       try {
         parsed = text ? JSON.parse(text) : null;
@@ -154,6 +184,10 @@ export class HttpClient {
       }
       const resHeaders = Object.fromEntries(res.headers);
       if (res.ok) return { status: res.status, headers: resHeaders, body: parsed as T, idempotencyKey: key };
+      // A DELETE is only retried when an earlier attempt's outcome is unknown (a lost connection
+      // or a 5xx). A 404 then most likely means that attempt removed it: the call did what it
+      // asked, so it answers the 404 with a null body instead of throwing NotFoundError.
+      if (method === 'DELETE' && res.status === 404 && attempt > 0) return { status: res.status, headers: resHeaders, body: null as T };
       const reason = HttpClient.retryReason(res.status, parsed, resHeaders);
       // A long poll refused for capacity (429/503 with Retry-After) is its waiting loop's to
       // handle: that loop knows its deadline and asks for a fresh wait.

@@ -73,6 +73,8 @@ export async function downloadFile(f: File, outDir: string, p: DownloadProgress 
 
 /** Runs `work` over `items` with at most `concurrency` at a time; the first failure stops new work. */
 export async function parallel<T>(items: T[], concurrency: number, work: (item: T) => Promise<void>): Promise<void> {
+  // NaN or 0 lanes would run nothing and still resolve, as if every item were done.
+  if (!(Number.isInteger(concurrency) && concurrency >= 1)) throw new RangeError(`concurrency must be a whole number, 1 or more (got ${String(concurrency)})`);
   let next = 0;
   let failed: unknown = null;
   const lanes = Array.from({ length: Math.max(1, Math.min(concurrency, items.length)) }, async () => {

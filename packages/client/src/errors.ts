@@ -62,11 +62,32 @@ export class RateLimitError extends MarketplaceError {
 /** 503: a capability is off on this deployment, or a capacity is full (`long_polls_full`, with Retry-After). */
 export class ServiceUnavailableError extends MarketplaceError { override name = 'ServiceUnavailableError'; }
 export class InternalError extends MarketplaceError { override name = 'InternalError'; }
-/** No HTTP answer: connection refused or reset, DNS failure, time-out. */
+/** What a ConnectionError knows of the call it ended, to retry it safely. */
+export interface ConnectionErrorInfo {
+  method?: string;
+  path?: string;
+  /** The key every attempt of this POST sent: send it again to retry without acting twice. */
+  idempotencyKey?: string;
+  /** The status of an answer whose body was cut off (the service did answer, and may have acted), else null. */
+  answeredStatus?: number | null;
+}
+
+/**
+ * No (whole) HTTP answer: connection refused or reset, DNS failure, time-out, or the connection
+ * lost while the answer's body was read.
+ */
 export class ConnectionError extends MarketplaceError {
   override name = 'ConnectionError';
-  constructor(message: string, override readonly cause?: unknown) {
+  readonly method: string | undefined;
+  readonly path: string | undefined;
+  readonly idempotencyKey: string | undefined;
+  readonly answeredStatus: number | null;
+  constructor(message: string, override readonly cause?: unknown, info: ConnectionErrorInfo = {}) {
     super(0, null, {}, message);
+    this.method = info.method;
+    this.path = info.path;
+    this.idempotencyKey = info.idempotencyKey;
+    this.answeredStatus = info.answeredStatus ?? null;
   }
 }
 

@@ -82,6 +82,13 @@ export class WaitTimeoutError extends Error {
   }
 }
 
+/** A waiting loop's deadline; a time-out that is not a finite number of ms, 0 or more, is the caller's mistake. */
+function deadlineOf(timeoutMs: number | undefined): number {
+  const ms = timeoutMs ?? 600_000;
+  if (!(Number.isFinite(ms) && ms >= 0)) throw new RangeError(`timeoutMs must be a finite number of milliseconds, 0 or more (got ${String(timeoutMs)})`);
+  return Date.now() + ms;
+}
+
 const q = (x: object | undefined) => (x ?? {}) as CallOptions['query'];
 const enc = encodeURIComponent;
 
@@ -124,7 +131,7 @@ export class Marketplace {
      */
     waitForJob: async (jobId: string, w: WaitOptions = {}): Promise<JobWithSummary> => {
       const until = w.until ?? TERMINAL_JOB_STATUSES;
-      const deadline = Date.now() + (w.timeoutMs ?? 600_000);
+      const deadline = deadlineOf(w.timeoutMs);
       let job = await this.jobs.get(jobId, { signal: w.signal });
       w.onUpdate?.(job);
       const ended = (s: string) => (TERMINAL_JOB_STATUSES as readonly string[]).includes(s);
@@ -159,7 +166,7 @@ export class Marketplace {
     list: (jobId: string, query?: { limit?: number }) => this.http.paginate<Export>(`/v1/jobs/${enc(jobId)}/exports`, q(query)),
     /** Long-polls until the export succeeded or failed. */
     wait: async (exportId: string, w: Omit<WaitOptions, 'until' | 'onUpdate'> & { onUpdate?: (e: Export) => void } = {}): Promise<Export> => {
-      const deadline = Date.now() + (w.timeoutMs ?? 600_000);
+      const deadline = deadlineOf(w.timeoutMs);
       let e = await this.exports.get(exportId, { signal: w.signal });
       w.onUpdate?.(e);
       while (e.status === 'pending' || e.status === 'running') {
@@ -189,6 +196,10 @@ export class Marketplace {
     list: (query?: ListQuery<'webhook_endpoints.list'>) => this.http.paginate<WebhookEndpoint>('/v1/webhook_endpoints', q(query)),
     get: (id: string) => this.http.json<WebhookEndpoint>('GET', `/v1/webhook_endpoints/${enc(id)}`),
     update: (id: string, body: Body<'webhook_endpoints.update'>) => this.http.json<WebhookEndpoint>('PATCH', `/v1/webhook_endpoints/${enc(id)}`, { body }),
+    /**
+     * Deletes an endpoint. Retried after a lost connection or a 5xx like any call; a 404 on such a
+     * retry means the earlier attempt deleted it, so it resolves (a 404 at once is NotFoundError).
+     */
     delete: async (id: string) => {
       await this.http.call('DELETE', `/v1/webhook_endpoints/${enc(id)}`);
     },
