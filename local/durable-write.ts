@@ -6,9 +6,9 @@
 import { closeSync, fsyncSync, openSync, renameSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 
-export function writeFileDurably(file: string, data: string): void {
+export function writeFileDurably(file: string, data: string, mode?: number): void {
   const tmp = `${file}.tmp`;
-  const fd = openSync(tmp, 'w');
+  const fd = openSync(tmp, 'w', mode);
   try {
     writeSync(fd, data);
     fsyncSync(fd);

@@ -7,7 +7,8 @@
  * the previous run did not stop cleanly (its marker file is still there), after the queues exist
  * and before the pollers and stream pipes start; they must be idempotent, as consumers are.
  */
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { writeFileDurably } from './durable-write';
 import type { Log } from './log';
 import type { QueueSender } from './sqs';
 
@@ -47,7 +48,7 @@ export function runMarker(file: string): { uncleanBefore: boolean; startedAt: st
   // After an unclean stop the marker keeps that run's start: if this run's reconcilers fail too,
   // the next start still looks back from the run whose work was cut short.
   const keep = startedAt && !Number.isNaN(Date.parse(startedAt)) ? startedAt : new Date().toISOString();
-  writeFileSync(file, `${process.pid} ${keep}\n`);
+  writeFileDurably(file, `${process.pid} ${keep}\n`);
   return { uncleanBefore, startedAt: startedAt && !Number.isNaN(Date.parse(startedAt)) ? startedAt : null, release: () => rmSync(file, { force: true }) };
 }
 

@@ -35,6 +35,12 @@ export async function carryQueuesAcrossRestarts(ctx: StartContext, sqs: SQSClien
     const snapshotFile = join(dataDir, 'sqs-snapshot.json');
     const urls = new Map<string, string>();
     for (const q of queues.values()) urls.set(q.def.name, q.url).set(`${q.def.name}-dlq`, q.dlqUrl);
+    // Held while running; removed last in a clean stop, once the queues are saved. Found at
+    // start, it means the last run was killed: the reconcilers then re-enqueue unfinished work.
+    // Taken before the saved queues are restored, so a kill from here on is seen as one.
+    const marker = runMarker(join(dataDir, 'runtime.running'));
+    run.uncleanBefore = marker.uncleanBefore;
+    run.killedRunStartedAt = marker.startedAt ?? undefined;
     const snapshot = readSnapshot(snapshotFile);
     if (snapshot) {
       const n = await restoreSnapshot(sqs, sqsEmulator.endpoint, (name) => urls.get(name), snapshot, (name, count) =>
@@ -42,14 +48,12 @@ export async function carryQueuesAcrossRestarts(ctx: StartContext, sqs: SQSClien
       );
       const unknown = Object.keys(snapshot.queues).filter((name) => !urls.has(name));
       if (unknown.length) writeSnapshot(`${snapshotFile}.unrestored`, { ...snapshot, queues: Object.fromEntries(unknown.map((k) => [k, snapshot.queues[k]!])) });
-      removeSnapshot(snapshotFile);
+      // The file stays until this run's clean stop replaces it: fauxqs holds the restored messages
+      // in memory only, so a kill before then restores them again at the next start (delivery is
+      // at least once, and every consumer absorbs a repeat) instead of losing them, the
+      // dead-letter queues' included.
       log.info(`sqs: restored ${n} queued messages saved at ${snapshot.takenAt}`);
     }
-    // Held while running; removed last in a clean stop, once the queues are saved. Found at
-    // start, it means the last run was killed: the reconcilers then re-enqueue unfinished work.
-    const marker = runMarker(join(dataDir, 'runtime.running'));
-    run.uncleanBefore = marker.uncleanBefore;
-    run.killedRunStartedAt = marker.startedAt ?? undefined;
     let snapshotSaved = false;
     stops.push(() => {
       if (snapshotSaved && !run.reconcileFailed) marker.release();
@@ -61,7 +65,8 @@ export async function carryQueuesAcrossRestarts(ctx: StartContext, sqs: SQSClien
       if (n) {
         writeSnapshot(snapshotFile, saved);
         log.info(`sqs: saved ${n} queued messages to ${snapshotFile}`);
-      }
+      } else removeSnapshot(snapshotFile); // the one restored at start is consumed
+
       snapshotSaved = true;
     });
   }

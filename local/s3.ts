@@ -5,7 +5,8 @@
  * (clients, pre-signed URLs) is the front's; s3rver itself listens on an internal port.
  */
 import { randomUUID } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { writeFileDurably } from './durable-write';
 import type { AddressInfo } from 'node:net';
 import type { S3ObjectCreatedNotificationEvent, S3ObjectCreatedNotificationEventDetail } from 'aws-lambda';
 import S3rver from 's3rver';
@@ -148,7 +149,7 @@ export async function startS3Emulator(opts: S3EmulatorOptions): Promise<S3Emulat
       if (err.code !== 'EADDRINUSE' || opts.port) throw err;
       return start(0); // the saved port is taken: URLs signed for it cannot be honoured anyway
     });
-    if (opts.portFile) writeFileSync(opts.portFile, String(front.port));
+    if (opts.portFile) writeFileDurably(opts.portFile, String(front.port));
   } catch (err) {
     await server.close();
     throw err;

@@ -11,7 +11,8 @@
  * `{"secret_key","webhook_secret"}`) to try the Stripe provider locally.
  */
 import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { writeFileDurably } from './durable-write';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KEYRING_ENTRY, parseKeyring, rotateKeyring } from '../shared/secrets/local-keyring';
@@ -59,7 +60,10 @@ export function ensureLocalSecrets(dataDir: string | null, overrides: Record<str
     }
   }
   Object.assign(values, overrides);
-  writeFileSync(file, JSON.stringify(values, null, 2), { mode: 0o600 });
+  // Written only when something changed, and durably (a kill mid-write leaves the old file whole:
+  // a lost sealing key would make every sealed secret unreadable).
+  const text = JSON.stringify(values, null, 2);
+  if (!existsSync(file) || readFileSync(file, 'utf8') !== text) writeFileDurably(file, text, 0o600);
   return { file, values };
 }
 
@@ -71,6 +75,6 @@ export function rotateLocalSealingKey(file: string): string {
   const values = JSON.parse(readFileSync(file, 'utf8')) as Record<string, string>;
   const ring = rotateKeyring(values[KEYRING_ENTRY] ? parseKeyring(values[KEYRING_ENTRY]) : null);
   values[KEYRING_ENTRY] = JSON.stringify(ring);
-  writeFileSync(file, JSON.stringify(values, null, 2), { mode: 0o600 });
+  writeFileDurably(file, JSON.stringify(values, null, 2), 0o600);
   return ring.current;
 }

@@ -4,11 +4,11 @@
  * (local/sqs-snapshot.ts), each with the delay it still had and with its id, sent time and
  * receive count, so the dead-letter queue counts every receive across restarts, as SQS does.
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand, type Message } from '@aws-sdk/client-sqs';
+import { DeleteMessageCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand, type Message } from '@aws-sdk/client-sqs';
 import { localSqsClient } from '../../local/sqs';
 import { startRuntime, type Runtime, type RuntimeOptions } from '../../local/runtime';
 
@@ -52,7 +52,6 @@ test('ready, delayed and dead-lettered messages survive a stop and start, delays
     const again = second.queues.get('webhooks')!;
     expect(await counts(second, again.url)).toEqual({ ready: 1, delayed: 1 });
     expect((await counts(second, again.dlqUrl)).ready).toBe(1);
-    expect(existsSync(join(dataDir, 'sqs-snapshot.json'))).toBe(false);
 
     const client = localSqsClient(second.sqsEndpoint);
     const got = await client.send(new ReceiveMessageCommand({ QueueUrl: again.url, MaxNumberOfMessages: 10, MessageAttributeNames: ['All'] }));
@@ -82,6 +81,33 @@ test('a received but undeleted (in-flight) message comes back when its visibilit
     } finally {
       await next.stop();
     }
+  } finally {
+    rmSync(ownDir, { recursive: true, force: true });
+  }
+});
+
+test('the saved queues stay on disk until the run that restored them stops cleanly: a kill before then restores them again; a clean stop with empty queues removes them', async () => {
+  const ownDir = mkdtempSync(join(tmpdir(), 'sqs-kept-'));
+  const file = join(ownDir, 'sqs-snapshot.json');
+  try {
+    const first = await startRuntime({ ...options(), dataDir: ownDir });
+    const sqs = localSqsClient(first.sqsEndpoint);
+    await sqs.send(new SendMessageCommand({ QueueUrl: first.queues.get('webhooks')!.dlqUrl, MessageBody: '{"n":"poison"}' }));
+    sqs.destroy();
+    await first.stop();
+    const saved = readFileSync(file, 'utf8');
+
+    const second = await startRuntime({ ...options(), dataDir: ownDir });
+    // Restored into memory only: until this run stops cleanly, a kill would lose them but for the file.
+    expect(readFileSync(file, 'utf8')).toBe(saved);
+    const client = localSqsClient(second.sqsEndpoint);
+    const dlq = second.queues.get('webhooks')!.dlqUrl;
+    const got = await client.send(new ReceiveMessageCommand({ QueueUrl: dlq, MaxNumberOfMessages: 10 }));
+    for (const m of got.Messages ?? []) await client.send(new DeleteMessageCommand({ QueueUrl: dlq, ReceiptHandle: m.ReceiptHandle! }));
+    client.destroy();
+    expect(got.Messages?.map((m) => m.Body)).toEqual(['{"n":"poison"}']);
+    await second.stop();
+    expect(existsSync(file)).toBe(false);
   } finally {
     rmSync(ownDir, { recursive: true, force: true });
   }

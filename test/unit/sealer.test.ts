@@ -6,6 +6,9 @@ import type { JsonRpcClient } from '../../shared/aws/json-rpc';
 import { resetSecrets } from '../../shared/secrets';
 import { ensureLocalSecrets, rotateLocalSealingKey } from '../../local/secrets';
 import { createCipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { newWebhookSecret, openEndpointSecret } from '../../shared/webhooks/secrets';
 import { startFakeKms, type FakeKms } from '../support/kms-wire';
 
@@ -42,6 +45,22 @@ describe('local sealer (the data folder keyring)', () => {
     expect(parseSealed(before).keyId).not.toBe(`local/${newKey}`);
     expect(await sealer().open(before, 'we_A')).toBe('old secret');
     expect(await sealer().open(after, 'we_A')).toBe('new secret');
+  });
+
+  test('the secrets file is never rewritten in place: left as it is when nothing changed, replaced whole (a new file renamed over it) when something did', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'secrets-durable-'));
+    try {
+      const path = ensureLocalSecrets(dir).file;
+      const inode = statSync(path).ino;
+      ensureLocalSecrets(dir);
+      expect(statSync(path).ino).toBe(inode); // a start with nothing to add does not touch it
+      rotateLocalSealingKey(path);
+      expect(statSync(path).ino).not.toBe(inode); // a change is a new file renamed over the old one
+      expect(statSync(path).mode & 0o777).toBe(0o600);
+      expect(() => JSON.parse(readFileSync(path, 'utf8'))).not.toThrow();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('a value sealed under a key missing from the keyring does not open', async () => {
