@@ -55,7 +55,7 @@ export function loadHandler(modulePath: string): Promise<AnyHandler> {
 }
 
 /** A manifest entry's access, as routes, queues and schedules declare it. */
-export type EntryAccess = KeyAccess & { table?: 'read' | 'write'; bucket?: BucketAccess; sendTo?: readonly string[]; bedrock?: boolean; sms?: boolean };
+export type EntryAccess = KeyAccess & { table?: 'none' | 'read' | 'write'; bucket?: BucketAccess; sendTo?: readonly string[]; bedrock?: boolean; sms?: boolean };
 
 /**
  * The handler as the function of a manifest entry (named `name`) runs it: each invocation may read
@@ -87,7 +87,7 @@ export function routeGrants(route: Pick<RouteDef, 'access' | 'rateLimit' | 'long
 export function grantsOf(name: string, access: EntryAccess, more: Pick<Grants, 'requestCounting' | 'waitSlots' | 'consumes'> = {}): Grants {
   return {
     fn: name,
-    table: access.table,
+    table: access.table === 'none' ? undefined : access.table,
     bucket: access.bucket,
     sendTo: access.sendTo,
     kms: access.kms,

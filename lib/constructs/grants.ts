@@ -14,15 +14,16 @@ import { nagReference } from './nag-reference';
  * environment variable `shared/config.ts` reads, so a grant and its variable never drift apart.
  */
 
-export type TableAccess = 'read' | 'write';
+export type TableAccess = 'none' | 'read' | 'write';
 export type { BucketAccess };
 
-/** `read`: Get/Query/Scan/BatchGet/ConditionCheck/Describe only. `write`: read plus Put/Update/Delete/BatchWrite. */
+/** `none`: no action, the table's name only. `read`: Get/Query/Scan/BatchGet/ConditionCheck/Describe only. `write`: read plus Put/Update/Delete/BatchWrite. */
 export function bindTable(fn: lambda.Function, table: dynamodb.ITable, mode: TableAccess): void {
+  fn.addEnvironment('TABLE_NAME', table.tableName);
+  if (mode === 'none') return; // the name only: the middlewares' configuration reads it
   if (mode === 'read') table.grantReadData(fn);
   else table.grantReadWriteData(fn);
   acknowledge(fn, `AwsSolutions-IAM5[Resource::${nagReference(fn, table)}/index/*]`, 'The indexes of the one table (single-table design).');
-  fn.addEnvironment('TABLE_NAME', table.tableName);
 }
 
 /** Routes that write already hold UpdateItem on the whole table (REQUEST_COUNT_PARTITIONS: shared/manifest/access.ts). */

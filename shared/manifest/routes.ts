@@ -37,7 +37,8 @@ export type ResourceKind =
 
 /** Least-privilege access a handler needs; the stack turns it into grants through helpers. */
 export interface RouteAccess extends KeyAccess {
-  table: 'read' | 'write';
+  /** `none`: the function reads nothing of the table (its name is still set for the middlewares' configuration). */
+  table: 'none' | 'read' | 'write';
   /** `tag`: set the verdict tag of upload objects only (shared/manifest/access.ts). */
   bucket?: Exclude<BucketAccess, 'delete'>;
   /** SMS sending for phone verification (SNS in the stack, the log in the local runtime). */
@@ -355,7 +356,7 @@ export const ROUTES: readonly RouteDef[] = [
       scope: null,
       idempotency: 'none',
       rateLimit: 'none',
-      access: { table: 'read' }, // the middlewares' configuration reads TABLE_NAME; nothing is read
+      access: { table: 'none' }, // public pages: nothing of the table is read (TABLE_NAME is still set)
       // The page's script and style are read from the package at run time.
       ...(id === 'docs.asset' ? { native: { packages: ['swagger-ui-dist'] } } : {}),
       // The document is read from a file shipped beside the bundle (shared/openapi/document.ts).

@@ -337,6 +337,12 @@ describe('least privilege', () => {
     }
   });
 
+  test('the public documentation routes hold no DynamoDB action at all (they read nothing of the table)', () => {
+    const docs = ROUTES.filter((r) => r.id.startsWith('docs.'));
+    expect(docs.map((r) => r.id).sort()).toEqual(['docs.asset', 'docs.openapi', 'docs.page']);
+    for (const route of docs) expect(actionsOf(routeFunction(route)[0]).filter((a) => a.startsWith('dynamodb:'))).toEqual([]);
+  });
+
   test('only the phone verification route may sns:Publish', () => {
     const smsRoutes = ROUTES.filter((r) => r.access.sms).map((r) => r.id);
     expect(smsRoutes).toEqual(['auth.phone_verification.start']);
