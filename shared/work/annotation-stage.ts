@@ -36,6 +36,10 @@ export async function annotateObject(key: string): Promise<StageOutcome> {
     await tryVerdictOn(sub);
     return 'skipped';
   }
+  // Refused by its byte check in the scoring stage, which deleted the object: nothing to annotate
+  // in this round (a new plan gives the file a new round). Without this, the read of the deleted
+  // object would fail on every delivery until the message reached the dead-letter queue.
+  if (upload.mode === 'presigned' && part.upload_error) return 'refused';
   return objectBudget().run(upload.size_bytes, () => annotateBytes(found), giveUpAt());
 }
 

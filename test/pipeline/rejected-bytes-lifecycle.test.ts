@@ -5,6 +5,11 @@ import { accept, annotationsRecorded, createJob, detailedJpeg, flatPng, liveBuye
 import { scoreObject } from '../../shared/work/scoring-stage';
 import { StsClient } from '../../shared/aws/sts';
 import { beforeFirstTransaction } from '../support/transaction-conflicts';
+import { randomBytes } from 'node:crypto';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { db, tableName } from '../../shared/db/client';
+import { keys } from '../../shared/db/keys';
+import { annotateObject } from '../../shared/work/annotation-stage';
 import { getSubmissionItem } from '../../shared/work/reservations';
 
 // Issue 13 lifecycle: a rejected submission's bytes carry `verdict=rejected`, which the bucket's
@@ -137,6 +142,29 @@ describe('pipeline: rejected bytes are tagged for the lifecycle rule, approved o
     const r = await rt.request('POST', `/internal/worker/submissions/${a.json.id}/upload`, { key: w.token, body });
     expect(r.status).toBe(400);
     expect(r.json.error.details).toEqual([expect.objectContaining({ field: 'latitude' })]);
+  });
+
+  it('a pre-signed file refused by its byte check (its object deleted) is not annotated: the annotation stage answers refused, never a failure bound for the dead-letter queue', async () => {
+    const b = await liveBuyer(rt);
+    const job = await createJob(rt, b.live, { files_needed: 1 });
+    const w = await signupWorker(rt);
+    const a = await accept(rt, w.token, job.id);
+    const garbage = randomBytes(4096); // declared a JPEG, no JPEG's magic bytes
+    const plan = await rt.request('POST', `/internal/worker/submissions/${a.json.id}/upload`, {
+      key: w.token,
+      body: { files: [{ filename: 'a.jpg', content_type: 'image/jpeg', size_bytes: garbage.length }] },
+    });
+    expect(plan.status).toBe(200);
+    expect((await fetch(plan.json.uploads[0].url, { method: 'PUT', body: garbage, headers: plan.json.uploads[0].headers })).status).toBe(200);
+    const refused = await waitFor(async () => {
+      const sub = await getSubmissionItem(a.json.id);
+      const part = sub?.parts[sub.uploads[0]!.file_id];
+      return part?.upload_error ? sub : null;
+    }, { timeoutMs: 60_000 });
+    const { key, file_id: fileId } = refused!.uploads[0]!;
+    // Whatever the annotation stage did meanwhile, its delivery after the refusal finds no annotation yet.
+    await db().send(new UpdateCommand({ TableName: tableName(), Key: keys.submission(a.json.id), UpdateExpression: 'REMOVE parts.#f.annotations', ExpressionAttributeNames: { '#f': fileId } }));
+    expect(await annotateObject(key)).toBe('refused');
   });
 
   it('a late or repeated event of a delivered file never tags it: only bytes no submission delivers are tagged', async () => {
