@@ -23,7 +23,7 @@
  *   (`access.transcribe`) StartTranscriptionJob on our job names; SNS (`access.sms`) Publish (the
  *   local SMS outbox too); STS (`access.uploadSigner`) AssumeRole on the upload-signing role. Any other service: refused, as no function of the stack is granted one.
  */
-import { contextStore } from '../shared/context-store';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { AwsServiceError } from '../shared/aws/signed-call';
 import { setLocalAnswerCheck, setLocalCallCheck } from '../shared/observability/invocation';
 import { AccessDenied, type Grants } from './grants-model';
@@ -35,7 +35,7 @@ export { AccessDenied, type Grants };
 export { allows, type BucketAction } from './bucket-grants';
 export { attributesNamed } from './table-grants';
 
-const store = contextStore<Grants>();
+const store = new AsyncLocalStorage<Grants>();
 
 /** Runs one invocation of a function with its grants. */
 export function withGrants<T>(grants: Grants, run: () => T): T {

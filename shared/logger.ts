@@ -9,7 +9,7 @@
  * scope adds to that scope only; outside any scope (module initialisation, scripts) it behaves as
  * Powertools' own.
  */
-import { contextStore } from './context-store';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { Context } from 'aws-lambda';
 
@@ -17,7 +17,7 @@ type Attributes = Record<string, unknown>;
 type Message = Parameters<Logger['info']>[0];
 type Extra = Parameters<Logger['info']>[1][];
 
-const scopes = contextStore<Attributes>();
+const scopes = new AsyncLocalStorage<Attributes>();
 
 class ScopedLogger extends Logger {
   private scoped(extra: Extra): Extra {

@@ -12,7 +12,7 @@
  * DynamoDB's transaction conflicts (local/dynamodb-conflicts.ts) and of index lag
  * (local/index-lag.ts), so that no deployed bundle carries any of them.
  */
-import { contextStore } from '../context-store';
+import { AsyncLocalStorage } from 'node:async_hooks';
 
 export class InvocationStopped extends Error {
   constructor(fn: string) {
@@ -26,7 +26,7 @@ export interface Invocation {
   stopped: boolean;
 }
 
-const store = contextStore<Invocation>();
+const store = new AsyncLocalStorage<Invocation>();
 
 /** Runs `fn` as one invocation of function `name`; stop it with `invocation.stopped = true`. */
 export function runInvocation<T>(invocation: Invocation, fn: () => T): T {

@@ -16,7 +16,7 @@
  * Each invocation of the local runtime reads only the secrets its manifest entry declares, as the
  * deployed grant allows (`withGrantedSecrets`): a handler that reads another fails locally first.
  */
-import { contextStore } from '../context-store';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { readFileSync } from 'node:fs';
 import { secretArnVariable, type SecretName } from '../manifest/access';
 
@@ -44,7 +44,7 @@ export function readLocalEntry(name: string): string {
   return value;
 }
 
-const grants = contextStore<readonly SecretName[]>();
+const grants = new AsyncLocalStorage<readonly SecretName[]>();
 
 /**
  * Local runtime: runs one invocation of a function that is granted only `secrets` (its manifest

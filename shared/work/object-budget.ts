@@ -16,7 +16,7 @@
  * run still waiting when less than 40 % of the invocation's time is left gives up with
  * `RetryLater`, so only that record comes back (a partial batch failure, with the backoff).
  */
-import { contextStore } from '../context-store';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { RetryLater } from './stage-message';
 
 const DEFAULT_MEMORY_MB = 1024;
@@ -83,7 +83,7 @@ export class ByteBudget {
   }
 }
 
-const waitLimits = contextStore<number>();
+const waitLimits = new AsyncLocalStorage<number>();
 
 /**
  * Runs one consumer invocation with `remainingMs` of its time left (Lambda's

@@ -24,8 +24,8 @@ const ENDPOINTS = MAX_ENDPOINTS;
 /**
  * Time allowed for the 100 (or 200) deliveries. Not a performance bar (that is the webhooks
  * benchmark's job). Alone this suite takes about 23 s. Late in a full `npm test` run it took
- * 48–104 s, until each test file's AsyncLocalStorage stores were released at its end
- * (shared/context-store.ts); now about 28 s there.
+ * 48–104 s, because each test file's AsyncLocalStorage stores stayed in Node's list after it
+ * ended; they are now released at its end (test/support/environment.cjs).
  */
 const DELIVERY_BUDGET_MS = 150_000;
 
