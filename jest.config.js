@@ -10,7 +10,8 @@ const common = {
   setupFilesAfterEnv: ['<rootDir>/test/support/release-models.ts'],
 };
 module.exports = {
-  // DynamoDB Local (in-memory) starts once per run; tests talk to it, the S3 and SQS emulators.
+  // One in-memory DynamoDB Local for the run (tests that make their own runtime or fixtures use it);
+  // each test file's runtimes start one of their own (test/support/harness.ts).
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   testTimeout: 60000,

@@ -1,7 +1,8 @@
 /**
  * Jest globalSetup: one in-memory DynamoDB Local for the whole run. Its endpoint goes to
- * process.env.DYNAMODB_ENDPOINT, which the test workers inherit (they are forked after this runs);
- * each test file's runtime uses its own table on it.
+ * process.env.DYNAMODB_ENDPOINT, which the test workers inherit (they are forked after this runs),
+ * for the tests that start a runtime or fixtures of their own on it; the runtimes of
+ * `startTestRuntime` use their file's own DynamoDB Local (test/support/harness.ts).
  */
 import { startDynamoDbLocal, type DynamoDbLocal } from '../../local/dynamodb';
 
