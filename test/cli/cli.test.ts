@@ -111,6 +111,25 @@ describe('jobs', () => {
     const ex = await run(['exports', 'create', 'job_01ARZ3NDEKTSV4RRFFQ69G5FAV', '--out', out, '--timeout', 'soon']);
     expect(ex.code).toBe(2);
   });
+  test('a numeric option that is not a whole number in its range is a usage error (exit 2), and nothing is sent', async () => {
+    // The service is unreachable here: a command that sent anything would end with exit 6.
+    const env = { MARKETPLACE_BASE_URL: 'http://127.0.0.1:9' };
+    const cases: [string[], string][] = [
+      [['jobs', 'create', '--description', 'x', '--files-needed', 'two'], '--files-needed <n>'],
+      [['jobs', 'create', '--description', 'x', '--files-needed', '1.5'], '--files-needed <n>'],
+      [['jobs', 'create', '--description', 'x', '--price', 'abc'], '--price <cents>'],
+      [['jobs', 'create', '--description', 'x', '--price', '-1'], '--price <cents>'],
+      [['jobs', 'list', '--max', 'ten'], '--max <n>'],
+      [['files', 'download', 'job_01ARZ3NDEKTSV4RRFFQ69G5FAV', '--out', join(tmp, 'never'), '--min-score', '6'], '--min-score <n>'],
+      [['exports', 'create', 'job_01ARZ3NDEKTSV4RRFFQ69G5FAV', '--out', join(tmp, 'never.jsonl'), '--min-score', '0'], '--min-score <n>'],
+      [['webhooks', 'listen', '--port', '70000', '--secret', 'whsec_x'], '--port <n>'],
+    ];
+    for (const [args, option] of cases) {
+      const r = await run(args, env);
+      expect({ args, code: r.code, stdout: r.stdout }).toEqual({ args, code: 2, stdout: '' });
+      expect(r.stderr).toContain(`error: option '${option}' argument`);
+    }
+  });
 });
 
 describe('files download', () => {

@@ -88,12 +88,22 @@ function seconds(v: string): number {
   return n;
 }
 
-/** A count such as `--concurrency <n>`: a whole number, 1 or more (anything else is a usage error, exit 2). */
-function positiveInt(v: string): number {
-  const n = Number(v);
-  if (!/^\s*\d+\s*$/.test(v) || !Number.isSafeInteger(n) || n < 1) throw new InvalidArgumentError('expected a whole number, 1 or more.');
-  return n;
+/**
+ * A whole number from `min` to `max` (anything else is a usage error, exit 2, before anything is
+ * sent): a count such as `--concurrency`, a price in cents, a star rating or a port. The service
+ * checks its own ranges too; this catches what is not a number at all, which would otherwise go out
+ * as null.
+ */
+function wholeNumber(min: number, max = Number.MAX_SAFE_INTEGER): (v: string) => number {
+  const expected = max === Number.MAX_SAFE_INTEGER ? `a whole number, ${min} or more.` : `a whole number from ${min} to ${max}.`;
+  return (v) => {
+    const n = Number(v);
+    if (!/^\s*\d+\s*$/.test(v) || !Number.isSafeInteger(n) || n < min || n > max) throw new InvalidArgumentError(`expected ${expected}`);
+    return n;
+  };
 }
+const positiveInt = wholeNumber(1);
+const starRating = wholeNumber(1, 5);
 
 export function buildProgram(): Command {
   const program = new Command('media-marketplace')
@@ -112,9 +122,9 @@ export function buildProgram(): Command {
     .option('--type <type>', 'data_collection or feedback', 'data_collection')
     .option('--title <title>')
     .option('--description <text>')
-    .option('--files-needed <n>', 'files wanted', (v) => Number(v))
+    .option('--files-needed <n>', 'files wanted', positiveInt)
     .option('--formats <list>', 'accepted MIME types, comma-separated', 'image/jpeg')
-    .option('--price <cents>', 'price per file in cents', (v) => Number(v))
+    .option('--price <cents>', 'price per file in cents', wholeNumber(0))
     .option('--idempotency-key <key>', 'reuse a key to make a retried command safe')
     .action(async (o) => {
       const body = o.data
@@ -133,7 +143,7 @@ export function buildProgram(): Command {
     .command('list')
     .description('list jobs, newest first (every page)')
     .option('--status <status>')
-    .option('--max <n>', 'stop after n jobs', (v) => Number(v))
+    .option('--max <n>', 'stop after n jobs', wholeNumber(0))
     .action(async (o) => {
       let n = 0;
       for await (const j of client(g()).jobs.list({ ...(o.status ? { status: o.status } : {}) } as never)) {
@@ -173,7 +183,7 @@ export function buildProgram(): Command {
     .description('download every approved file into DIR, verified against content_hash; rerun to resume')
     .requiredOption('--out <dir>', 'target folder (created if missing)')
     .option('--concurrency <n>', 'parallel downloads', positiveInt, 4)
-    .option('--min-score <n>', 'only files rated at least n stars (default: every approved file, 1)', (v) => Number(v))
+    .option('--min-score <n>', 'only files rated at least n stars, 1 to 5 (default: every approved file, 1)', starRating)
     .action(async (jobId: string, o) => {
       const mm = client(g());
       await ensureDir(o.out);
@@ -211,7 +221,7 @@ export function buildProgram(): Command {
     .description('create an export, wait for it, and download it to FILE')
     .addOption(new Option('--format <format>', 'jsonl, coco or csv').choices(['jsonl', 'coco', 'csv']).default('jsonl'))
     .requiredOption('--out <file>', 'where to write the export')
-    .option('--min-score <n>', 'only files rated at least n stars', (v) => Number(v))
+    .option('--min-score <n>', 'only files rated at least n stars, 1 to 5', starRating)
     .option('--timeout <seconds>', 'give up waiting after (exit 7)', seconds, 600)
     .action(async (jobId: string, o) => {
       const mm = client(g());
@@ -244,7 +254,7 @@ export function buildProgram(): Command {
   webhooks
     .command('listen')
     .description('a local receiver: verifies each delivery and prints the event as one JSON line')
-    .requiredOption('--port <n>', 'port on 127.0.0.1 (0 picks a free one)', (v) => Number(v))
+    .requiredOption('--port <n>', 'port on 127.0.0.1 (0 picks a free one)', wholeNumber(0, 65_535))
     .option('--secret <whsec>', "the endpoint's signing secret (default: $MARKETPLACE_WEBHOOK_SECRET)")
     .addOption(new Option('--scheme <scheme>', 'signature that must match').choices(['any', 'service', 'standard']).default('standard'))
     .action(async (o) => {
