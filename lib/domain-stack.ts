@@ -21,7 +21,7 @@ import { ROUTES, routeLogicalName, type RouteDef } from '../shared/manifest/rout
 import { QUEUES, SCHEDULES, type QueueDef, type ScheduleDef } from '../shared/manifest/wiring';
 import { STAGE_NAME, latencyThresholdMs, longPollTimeouts, type ApiGateway } from './api';
 import { ROUTE_FUNCTION_TIMEOUT_SECONDS } from '../shared/manifest/timeouts';
-import { bindBucket, bindKeyAccess, bindQueue, bindRequestCounting, bindTable, bindWaitSlots, grantBedrockInvoke, grantSms, secretsExtension, UploadSigner, type CdnResources, type KeyResources } from './constructs/grants';
+import { bindBucket, bindIdempotencyRecords, bindKeyAccess, bindQueue, bindRequestCounting, bindTable, bindWaitSlots, grantBedrockInvoke, grantSms, secretsExtension, UploadSigner, type CdnResources, type KeyResources } from './constructs/grants';
 import { HouseFunction } from './constructs/house-function';
 import { acknowledge } from './constructs/nag';
 import { queueDomain, routeDomain, scheduleDomain, type Domain } from './domains';
@@ -105,6 +105,7 @@ export class DomainStack extends NestedStack {
     bindTable(fn, shared.table, route.access.table);
     if (route.access.table === 'read' && route.rateLimit !== 'none') bindRequestCounting(fn, shared.table);
     if (route.longPoll && route.access.table === 'read') bindWaitSlots(fn, shared.table);
+    if (route.access.table === 'read' && route.idempotency !== 'none') bindIdempotencyRecords(fn, shared.table);
     if (route.access.bucket) bindBucket(fn, shared.bucket, route.access.bucket);
     if (route.access.sms) grantSms(fn);
     for (const q of route.access.sendTo ?? []) bindQueue(fn, q, shared.plumbing.queue(q));

@@ -11,6 +11,8 @@ export interface Grants {
   requestCounting?: boolean;
   /** UpdateItem on the held-wait slots (long-poll read routes: shared/long-poll-slots.ts). */
   waitSlots?: boolean;
+  /** Put, Update and Delete on idempotency records only (read routes that take an Idempotency-Key). */
+  idempotencyRecords?: boolean;
   bucket?: BucketAccess;
   sendTo?: readonly string[];
   /** The queue a consumer reads (it may change its messages' visibility). */

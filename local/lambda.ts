@@ -63,7 +63,7 @@ export type EntryAccess = KeyAccess & { table?: 'none' | 'read' | 'write'; bucke
  * AWS calls its access allows (local/grants.ts), as its deployed grants allow.
  * `more`: what the stack grants beside the access (a read route's request count, a consumer's own queue).
  */
-export function grantedTo(name: string, access: EntryAccess, handler: AnyHandler, more: Pick<Grants, 'requestCounting' | 'waitSlots' | 'consumes'> = {}): AnyHandler {
+export function grantedTo(name: string, access: EntryAccess, handler: AnyHandler, more: Pick<Grants, 'requestCounting' | 'waitSlots' | 'idempotencyRecords' | 'consumes'> = {}): AnyHandler {
   const secrets = secretsRead(access);
   const grants = grantsOf(name, access, more);
   return (event, context) => {
@@ -76,15 +76,16 @@ export function grantedTo(name: string, access: EntryAccess, handler: AnyHandler
 
 /**
  * What the stack grants a route beside its access (lib/domain-stack.ts): a read route with a rate
- * limit counts its requests; a long-poll read route holds wait slots.
+ * limit counts its requests; a long-poll read route holds wait slots; a read route that takes an
+ * Idempotency-Key writes its idempotency records.
  */
-export function routeGrants(route: Pick<RouteDef, 'access' | 'rateLimit' | 'longPoll'>): Pick<Grants, 'requestCounting' | 'waitSlots'> {
+export function routeGrants(route: Pick<RouteDef, 'access' | 'rateLimit' | 'longPoll' | 'idempotency'>): Pick<Grants, 'requestCounting' | 'waitSlots' | 'idempotencyRecords'> {
   const read = route.access.table === 'read';
-  return { requestCounting: read && route.rateLimit !== 'none', waitSlots: read && route.longPoll === true };
+  return { requestCounting: read && route.rateLimit !== 'none', waitSlots: read && route.longPoll === true, idempotencyRecords: read && route.idempotency !== 'none' };
 }
 
 /** What local/grants.ts holds an entry's invocations to: its access, and `more` (see `grantedTo`). */
-export function grantsOf(name: string, access: EntryAccess, more: Pick<Grants, 'requestCounting' | 'waitSlots' | 'consumes'> = {}): Grants {
+export function grantsOf(name: string, access: EntryAccess, more: Pick<Grants, 'requestCounting' | 'waitSlots' | 'idempotencyRecords' | 'consumes'> = {}): Grants {
   return {
     fn: name,
     table: access.table === 'none' ? undefined : access.table,

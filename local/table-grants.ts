@@ -1,9 +1,9 @@
 /**
- * The local grant check on the table (grants.ts): `read` or `write`, and the narrow UpdateItem of the
+ * The local grant check on the table (grants.ts): `read` or `write`, the narrow UpdateItem of the
  * request count and the held-wait slots (the stack's `dynamodb:LeadingKeys` and
- * `dynamodb:Attributes` conditions).
+ * `dynamodb:Attributes` conditions), and a read route's idempotency records (`dynamodb:LeadingKeys`).
  */
-import { REQUEST_COUNT_ATTRIBUTES, REQUEST_COUNT_PARTITIONS, WAIT_SLOT_ATTRIBUTES, WAIT_SLOT_PARTITIONS } from '../shared/manifest/access';
+import { IDEMPOTENCY_ACTIONS, IDEMPOTENCY_PARTITIONS, REQUEST_COUNT_ATTRIBUTES, REQUEST_COUNT_PARTITIONS, WAIT_SLOT_ATTRIBUTES, WAIT_SLOT_PARTITIONS } from '../shared/manifest/access';
 import { AccessDenied, type Grants } from './grants-model';
 
 const TABLE_READS = new Set(['GetItemCommand', 'BatchGetItemCommand', 'QueryCommand', 'ScanCommand', 'TransactGetItemsCommand', 'DescribeTableCommand']);
@@ -49,12 +49,14 @@ export function attributesNamed(input: UpdateInput): Set<string> {
   return names;
 }
 
-export function checkTable(g: Grants, command: string, input: { Key?: { PK?: unknown } } & UpdateInput): void {
+export function checkTable(g: Grants, command: string, input: { Key?: { PK?: unknown }; Item?: { PK?: unknown } } & UpdateInput): void {
   if (TABLE_READS.has(command) || (g.table === 'write' && TABLE_WRITES.has(command))) {
     if (!g.table) throw new AccessDenied(`${g.fn} has no access to the table (${command})`);
     return;
   }
-  const pk = keyString(input.Key?.PK);
+  const pk = keyString(input.Key?.PK ?? (input as { Item?: { PK?: unknown } }).Item?.PK);
+  const action = `dynamodb:${command.replace(/Command$/, '')}`;
+  if (g.idempotencyRecords && pk && (IDEMPOTENCY_ACTIONS as readonly string[]).includes(action) && IDEMPOTENCY_PARTITIONS.some((p) => pk.startsWith(p.slice(0, -1)))) return;
   if (command === 'UpdateItemCommand' && g.waitSlots && pk && WAIT_SLOT_PARTITIONS.some((p) => pk.startsWith(p.slice(0, -1)))) {
     const other = [...attributesNamed(input)].filter((a) => !WAIT_SLOT_ATTRIBUTES.includes(a));
     if (other.length) throw new AccessDenied(`${g.fn} may write only the wait slots' attributes, not ${other.join(', ')}`);

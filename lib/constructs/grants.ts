@@ -5,7 +5,7 @@ import {
   aws_s3 as s3,
   aws_sqs as sqs,
 } from 'aws-cdk-lib';
-import { BUCKET_GRANTS, REQUEST_COUNT_ATTRIBUTES, REQUEST_COUNT_PARTITIONS, WAIT_SLOT_ATTRIBUTES, WAIT_SLOT_PARTITIONS, type BucketAccess } from '../../shared/manifest/access';
+import { BUCKET_GRANTS, IDEMPOTENCY_ACTIONS, IDEMPOTENCY_PARTITIONS, REQUEST_COUNT_ATTRIBUTES, REQUEST_COUNT_PARTITIONS, WAIT_SLOT_ATTRIBUTES, WAIT_SLOT_PARTITIONS, type BucketAccess } from '../../shared/manifest/access';
 import { acknowledge } from './nag';
 import { nagReference } from './nag-reference';
 
@@ -60,6 +60,21 @@ function grantNarrowUpdates(fn: lambda.Function, table: dynamodb.ITable, partiti
  */
 export function bindWaitSlots(fn: lambda.Function, table: dynamodb.ITable): void {
   grantNarrowUpdates(fn, table, WAIT_SLOT_PARTITIONS, WAIT_SLOT_ATTRIBUTES);
+}
+
+/**
+ * A read route's idempotency records (a route that takes an Idempotency-Key but changes nothing
+ * else, e.g. `files.refresh_url`): put, update and delete only the items under `IDEM#…`
+ * (`dynamodb:LeadingKeys`), so the role cannot write a file, a job or a balance.
+ */
+export function bindIdempotencyRecords(fn: lambda.Function, table: dynamodb.ITable): void {
+  fn.addToRolePolicy(
+    new iam.PolicyStatement({
+      actions: [...IDEMPOTENCY_ACTIONS],
+      resources: [table.tableArn],
+      conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [...IDEMPOTENCY_PARTITIONS] } },
+    }),
+  );
 }
 
 /**

@@ -94,6 +94,15 @@ export const BUCKET_GRANTS: Record<BucketAccess, { objects: { actions: BucketAct
  */
 export const REQUEST_COUNT_PARTITIONS = ['SECRET#*', 'RL#*', 'ORG#*'] as const;
 
+/**
+ * What a read route that takes an Idempotency-Key writes besides its request count
+ * (shared/idempotency.ts): its idempotency records only (PutItem for the lock, UpdateItem for the
+ * stored answer, DeleteItem to give the key back), by partition key (`dynamodb:LeadingKeys`). The
+ * stack grants it to those routes (`files.refresh_url`); the local runtime enforces it.
+ */
+export const IDEMPOTENCY_PARTITIONS = ['IDEM#*'] as const;
+export const IDEMPOTENCY_ACTIONS = ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'] as const;
+
 /** The most held long polls a wait-slot item counts (context `longPollMaxWaits` and `longPollMaxWaitsPerOrg` are at most this). */
 export const WAIT_SLOTS_MAX = 100;
 

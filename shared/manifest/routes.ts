@@ -202,8 +202,9 @@ export const ROUTES: readonly RouteDef[] = [
   buyer('files.refresh_url', 'POST', '/v1/files/{file_id}/refresh_url', 'functions/files/refresh-url.ts', 'jobs:read', {
     idempotency: 'optional',
     resource: { param: 'file_id', kind: 'file' },
-    // The answer is a signed download URL: stored sealed for replays, never as a usable URL.
-    access: { table: 'write', cdnSign: true, ...SEALS },
+    // The answer is a signed download URL: stored sealed for replays, never as a usable URL. It
+    // writes nothing but its idempotency record (lib/constructs/grants.ts bindIdempotencyRecords).
+    access: { table: 'read', cdnSign: true, ...SEALS },
   }),
 
   // --- Submissions (D8: scope jobs:read) ---

@@ -301,7 +301,7 @@ describe('API', () => {
 });
 
 describe('least privilege', () => {
-  test('read-only routes get no DynamoDB write actions (e.g. jobs.list has no dynamodb:PutItem), only the request count', () => {
+  test('read-only routes get no DynamoDB write actions (e.g. jobs.list has no dynamodb:PutItem), only the request count (and their idempotency records)', () => {
     const readOnly = ROUTES.filter((r) => r.access.table === 'read');
     expect(readOnly.map((r) => r.id)).toContain('jobs.list');
     type Stmt = { Action: string | string[]; Effect: string; Condition?: Record<string, Record<string, unknown>> };
@@ -314,19 +314,26 @@ describe('least privilege', () => {
       // Authentication counts the request (UpdateItem) on the secret's item, a rate-limit window
       // or the key's record (last_used_at): nothing else, by partition key.
       // A long-poll route also holds its wait slots (shared/long-poll-slots.ts): their items only,
-      // naming only their keys and slots.
-      const conditioned = statements.filter((st) => st.Condition);
-      expect(conditioned.flatMap((st) => (Array.isArray(st.Action) ? st.Action : [st.Action]))).toEqual([
+      // naming only their keys and slots. A route that takes an Idempotency-Key writes its records
+      // (files.refresh_url): those items only.
+      // (The sealing key's statements are conditioned too: on its encryption context.)
+      const actions = (st: Stmt) => (Array.isArray(st.Action) ? st.Action : [st.Action]);
+      const conditioned = statements.filter((st) => st.Condition && actions(st).some((a) => a.startsWith('dynamodb:')));
+      expect(conditioned.flatMap(actions)).toEqual([
         ...(route.rateLimit === 'none' ? [] : ['dynamodb:UpdateItem']),
         ...(route.longPoll ? ['dynamodb:UpdateItem'] : []),
+        ...(route.idempotency === 'none' ? [] : ['dynamodb:DeleteItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem']),
       ]);
       expect(conditioned.map((st) => st.Condition)).toEqual([
         ...(route.rateLimit === 'none'
           ? []
           : [{ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['SECRET#*', 'RL#*', 'ORG#*'] }, 'ForAllValues:StringEquals': { 'dynamodb:Attributes': [...REQUEST_COUNT_ATTRIBUTES] } }]),
         ...(route.longPoll ? [{ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['LPW#*'] }, 'ForAllValues:StringEquals': { 'dynamodb:Attributes': [...WAIT_SLOT_ATTRIBUTES] } }] : []),
+        ...(route.idempotency === 'none' ? [] : [{ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['IDEM#*'] } }]),
       ]);
     }
+    // files.refresh_url signs a URL and keeps its answer for replays: it writes nothing else.
+    expect(readOnly.filter((r) => r.idempotency !== 'none').map((r) => r.id)).toEqual(['files.refresh_url']);
     // The counters and the table's keys, nothing a secret or an organization holds otherwise.
     for (const a of ['PK', 'SK', SECRET_COUNTER.hour, SECRET_COUNTER.total, SECRET_COUNTER.minute(0), SECRET_COUNTER.minute(59), 'n', 'm0', 'm59', 'ttl', 'last_used_at']) {
       expect(REQUEST_COUNT_ATTRIBUTES).toContain(a);

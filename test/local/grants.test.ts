@@ -1,4 +1,4 @@
-import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { PublishCommand, SNSClient } from '@aws-sdk/client-sns';
 import { attributesNamed, checkGrantedCall, withGrants } from '../../local/grants';
 import { grantedTo, routeGrants } from '../../local/lambda';
@@ -142,6 +142,19 @@ describe('local runtime: a function makes only the calls its manifest entry gran
     await expect(asRoute('jobs.get', () => db().send(new UpdateCommand({ TableName: tableName(), Key: { PK: 'ORG#grants-attr', SK: 'X' }, UpdateExpression: 'SET last_used_at = :v', ConditionExpression: 'tier = :v', ExpressionAttributeValues: { ':v': 1 } })))).rejects.toThrow(/not tier$/);
     // A route that writes is not narrowed.
     await expect(asRoute('jobs.create', () => set('ORG#grants-attr', 'SET scopes = :v'))).resolves.toBeDefined();
+  });
+
+  it('a read route that takes an Idempotency-Key writes its idempotency records and nothing else', async () => {
+    const idem = { PK: 'IDEM#files.refresh_url#grants', SK: 'IDEM' };
+    await asRoute('files.refresh_url', async () => {
+      await db().send(new PutCommand({ TableName: tableName(), Item: { ...idem, status: 'in_progress' } }));
+      await db().send(new UpdateCommand({ TableName: tableName(), Key: idem, UpdateExpression: 'SET #s = :v', ExpressionAttributeNames: { '#s': 'status' }, ExpressionAttributeValues: { ':v': 'done' } }));
+      await db().send(new DeleteCommand({ TableName: tableName(), Key: idem }));
+    });
+    await expect(asRoute('files.refresh_url', () => db().send(new PutCommand({ TableName: tableName(), Item: { PK: 'FILE#grants', SK: 'FILE' } })))).rejects.toMatchObject({ name: 'AccessDenied' });
+    await expect(asRoute('files.refresh_url', () => db().send(new DeleteCommand({ TableName: tableName(), Key: { PK: 'JOB#grants', SK: 'JOB' } })))).rejects.toMatchObject({ name: 'AccessDenied' });
+    // A read route that takes no key holds no such grant.
+    await expect(asRoute('jobs.get', () => db().send(new PutCommand({ TableName: tableName(), Item: { ...idem, status: 'in_progress' } })))).rejects.toMatchObject({ name: 'AccessDenied' });
   });
 
   it('the attributes an update names are read as dynamodb:Attributes reads them', () => {
