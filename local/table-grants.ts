@@ -54,7 +54,7 @@ export function checkTable(g: Grants, command: string, input: { Key?: { PK?: unk
     if (!g.table) throw new AccessDenied(`${g.fn} has no access to the table (${command})`);
     return;
   }
-  const pk = keyString(input.Key?.PK ?? (input as { Item?: { PK?: unknown } }).Item?.PK);
+  const pk = keyString(input.Key?.PK ?? input.Item?.PK);
   const action = `dynamodb:${command.replace(/Command$/, '')}`;
   if (g.idempotencyRecords && pk && (IDEMPOTENCY_ACTIONS as readonly string[]).includes(action) && IDEMPOTENCY_PARTITIONS.some((p) => pk.startsWith(p.slice(0, -1)))) return;
   if (command === 'UpdateItemCommand' && g.waitSlots && pk && WAIT_SLOT_PARTITIONS.some((p) => pk.startsWith(p.slice(0, -1)))) {
