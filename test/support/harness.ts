@@ -42,7 +42,7 @@ export interface TestRuntime extends Runtime {
  * slowly the more a run has done on it, and dropping the tables does not undo it. Measured on a
  * 2-core machine, one suite's DynamoDB Local CPU went from 16 s as the first file to 61 s as the
  * eleventh, and another suite's wall time from 6 s to 15 s as the twenty-third; the run took 52
- * minutes. A fresh one costs about 2 s of CPU to start.
+ * minutes. A fresh one costs about 3.4 s of CPU to start (3 s of wall time on a quiet machine).
  */
 let fileDynamo: Promise<DynamoDbLocal> | null = null;
 
