@@ -112,7 +112,6 @@ export async function startTestRuntime(overrides: Partial<RuntimeOptions> = {}):
   return { ...runtime, request };
 }
 
-
 /**
  * Polls `fn` until it returns a truthy value, which is returned; a throw (e.g. a failing `expect`)
  * counts as "not yet" and the last one is reported on timeout. Assertion callbacks end with
