@@ -1,11 +1,15 @@
-/** Jest: swc transforms TypeScript and the ESM-only packages (middy) to CommonJS. */
+/**
+ * Jest: swc transforms TypeScript and the ESM-only packages (middy) to CommonJS; every module, the
+ * packages' CommonJS files included, gets its global intrinsics bound to module-scope constants
+ * (test/support/transform.cjs says why: global reads are slow inside Jest's vm context).
+ */
 const esmPackages = ['@middy', 'ulid', '@seriousme'].join('|');
-const transform = { '^.+\\.(t|j|mj)s$': ['@swc/jest'] };
+const transform = { '^.+\\.(t|j|mj|c)s$': ['<rootDir>/test/support/transform.cjs', { esmPackages }] };
 const common = {
   // Node's environment, releasing each file's AsyncLocalStorage stores at its end (see the file).
   testEnvironment: '<rootDir>/test/support/environment.cjs',
   transform,
-  transformIgnorePatterns: [`/node_modules/(?!(${esmPackages})/)`],
+  transformIgnorePatterns: [],
   moduleFileExtensions: ['ts', 'js', 'mjs', 'json'],
   setupFilesAfterEnv: ['<rootDir>/test/support/release-models.ts'],
 };
