@@ -4,7 +4,8 @@
  *
  * - The file's OCR worker thread is terminated (test/support/release-models.ts hands the step over
  *   through a global). Left running, it keeps Jest from exiting.
- * - The file's own DynamoDB Local, if its runtimes started one (test/support/harness.ts), is stopped.
+ * - The DynamoDB Local the file's runtimes used (test/support/harness.ts) counts one more file; it is
+ *   stopped after FILES_PER_DYNAMO files (below).
  * - Every AsyncLocalStorage made while the file ran is disabled. Jest loads the modules afresh for
  *   every file, its own test runner (jest-circus) included, and each load makes new stores: ours
  *   (the invocation, log scope, secret grants, object budget and local grants) and jest-circus's
@@ -27,14 +28,79 @@ asyncHooks.AsyncLocalStorage = class AsyncLocalStorage extends NodeAsyncLocalSto
   }
 };
 
+/**
+ * The DynamoDB Local the test files' runtimes share, handed from one file to the next and replaced
+ * by a fresh one after FILES_PER_DYNAMO files. DynamoDB Local serves each request more slowly the
+ * more it has done (one suite's emulator CPU: 16 s as the first file, 24 s as the third, 61 s as the
+ * eleventh; dropping tables does not undo it), and each start costs about 3.4 s of CPU: a fresh
+ * instance per file was 110 starts a run. Each file's runtimes still make tables of their own.
+ * Held here, in this process's own realm, because each file's modules are loaded afresh.
+ */
+const FILES_PER_DYNAMO = Number(process.env.TEST_FILES_PER_DYNAMO || 5);
+const dynamoForFiles = {
+  /** { ready: Promise<DynamoDbLocal>, files: number, pid: number | null } or null */
+  current: null,
+  /**
+   * The shared instance for a file: the current one, or a fresh one from `start` (a function of the
+   * file's own modules) when there is none.
+   */
+  forFile(start) {
+    if (!this.current) {
+      const ready = start();
+      const entry = { ready, files: 0, pid: null };
+      this.current = entry;
+      ready.then((d) => (entry.pid = d.pid), () => {});
+      // An instance that failed to start or died is not handed on.
+      ready.then((d) => d.onUnexpectedExit(() => this.current === entry && (this.current = null)), () => this.current === entry && (this.current = null));
+    }
+    return this.current.ready;
+  },
+  /** A file that used the current instance is done: stops it when it has served its files. */
+  async fileDone() {
+    const entry = this.current;
+    if (!entry || ++entry.files < FILES_PER_DYNAMO) return;
+    await this.stop();
+  },
+  async stop() {
+    const entry = this.current;
+    this.current = null;
+    if (entry) await entry.ready.then((d) => d.stop()).catch(() => {});
+  },
+};
+// global-teardown.ts stops the last one (same process, same realm); nor is one ever left running
+// when the process ends some other way.
+globalThis.__dynamoForFiles = dynamoForFiles;
+process.once('exit', () => {
+  const entry = dynamoForFiles.current;
+  if (entry?.pid) killQuietly(entry.pid); // no awaiting here: the process is exiting
+});
+
+function killQuietly(pid) {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+}
+
 class ProjectEnvironment extends TestEnvironment {
+  async setup() {
+    await super.setup();
+    this.usedDynamo = false;
+    this.global.__dynamoForFiles = {
+      forFile: (start) => {
+        this.usedDynamo = true;
+        return dynamoForFiles.forFile(start);
+      },
+    };
+  }
+
   async teardown() {
     try {
       const shutdown = this.global.__shutdownModels;
       if (typeof shutdown === 'function') await shutdown();
     } finally {
-      const stopDynamo = this.global.__stopFileDynamo;
-      if (typeof stopDynamo === 'function') await stopDynamo().catch(() => {});
+      if (this.usedDynamo) await dynamoForFiles.fileDone();
       for (const store of storesOfThisFile) store.disable();
       storesOfThisFile.clear();
       await super.teardown();

@@ -1,5 +1,9 @@
-/** Jest globalTeardown: stops the DynamoDB Local started by global-setup. */
+/**
+ * Jest globalTeardown: stops the DynamoDB Local the last test files' runtimes used
+ * (test/support/environment.cjs) and the one started by global-setup.
+ */
 export default async function globalTeardown(): Promise<void> {
+  await (globalThis as { __dynamoForFiles?: { stop(): Promise<void> } }).__dynamoForFiles?.stop();
   const dynamo = globalThis.__dynamoDbLocal;
   if (dynamo) {
     await dynamo.stop();

@@ -36,22 +36,21 @@ export interface TestRuntime extends Runtime {
 }
 
 /**
- * The test file's own DynamoDB Local (in memory), started with its first runtime and stopped when
- * the file is done (test/support/environment.cjs), after every afterAll hook: the runtimes of one
- * file share it. Not the run's shared one (global-setup): DynamoDB Local serves each request more
- * slowly the more a run has done on it, and dropping the tables does not undo it. Measured on a
- * 2-core machine, one suite's DynamoDB Local CPU went from 16 s as the first file to 61 s as the
- * eleventh, and another suite's wall time from 6 s to 15 s as the twenty-third; the run took 52
- * minutes. A fresh one costs about 3.4 s of CPU to start (3 s of wall time on a quiet machine).
+ * The DynamoDB Local of this file's runtimes (in memory): the one the test environment hands from
+ * file to file, a fresh one every few files (test/support/environment.cjs says why and how many).
+ * Not the run's shared one (global-setup), which tests of their own fixtures use all run long.
+ * Every runtime still gets a table of its own.
  */
 let fileDynamo: Promise<DynamoDbLocal> | null = null;
 
+interface DynamoHandoff {
+  forFile(start: () => Promise<DynamoDbLocal>): Promise<DynamoDbLocal>;
+}
+
 function dynamoOfThisFile(): Promise<DynamoDbLocal> {
-  if (!fileDynamo) {
-    const started = startDynamoDbLocal();
-    fileDynamo = started;
-    Object.assign(globalThis as object, { __stopFileDynamo: async () => (await started).stop() });
-  }
+  const handoff = (globalThis as { __dynamoForFiles?: DynamoHandoff }).__dynamoForFiles;
+  if (!handoff) throw new Error('startTestRuntime needs the project\'s test environment (test/support/environment.cjs)');
+  fileDynamo ??= handoff.forFile(() => startDynamoDbLocal());
   return fileDynamo;
 }
 

@@ -4,7 +4,6 @@
  */
 import { runInNewContext } from 'node:vm';
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const { createTransformer } = require('../support/transform.cjs') as {
   createTransformer(o: { esmPackages: string }): { process(src: string, filename: string, o: object): { code: string } };
 };
