@@ -161,7 +161,7 @@ describe('image annotations from the local models', () => {
   it('palette finds the drawn colours; an image without text gives an empty extraction, not null', async () => {
     const a = await annotateImage(await blocksImage(), undefined, { provider: local });
     for (const drawn of ['#e02020', '#2040d0', '#20a040', '#f0d020']) expect(Math.min(...a.color_palette.map((c) => hexDist(c, drawn)))).toBeLessThan(30);
-    expect(a.text_extraction).toEqual({ full_text: '', words: [] });
+    expect(a.text_extraction).toEqual({ full_text: '', words: [], truncated: false, total_words: 0, total_characters: 0 });
     expect(a.face_count).toBe(0); // face-free synthetic image
     expect(a.objects).toEqual([]);
     expect(a.composition).toBeNull();

@@ -24,7 +24,7 @@ function run(code: string): unknown {
 describe('the test transform', () => {
   it('binds Math, Infinity and the other intrinsics to module-scope constants', () => {
     const code = packageFile('module.exports = () => [typeof Math, Infinity];');
-    const binding = /const \{([^}]*)\} = globalThis;/.exec(code)?.[1].split(',').map((n) => n.trim());
+    const binding = /const \{([^}]*)\} = globalThis;/.exec(code)?.[1]?.split(',').map((n) => n.trim());
     expect(binding).toEqual(expect.arrayContaining(['Math', 'Infinity', 'Number', 'Object', 'JSON', 'Buffer', 'Float32Array']));
   });
 

@@ -988,7 +988,7 @@ export interface components {
             download_url: string;
             /** @description ISO 8601 UTC timestamp with milliseconds, e.g. 2026-11-21T12:00:00.000Z */
             download_url_expires_at: string;
-            /** @description Labels by content type (see docs/annotations.md); null for policy violations. An audio or video transcript is at most 32 KiB: a longer one keeps its first segments, marked truncated */
+            /** @description Labels by content type (see docs/annotations.md); null for policy violations. An audio or video transcript is at most 32 KiB: a longer one keeps its first segments, marked truncated; an image's text_extraction likewise keeps its first words */
             annotations: ({
                 /** @description Audio and video: the speech, bounded to 32 KiB (truncated says whether it is whole); null with its reason in unavailable when there is none */
                 transcript?: components["schemas"]["Transcript"] | null;

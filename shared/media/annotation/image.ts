@@ -18,6 +18,7 @@
  */
 import type { Sharp, SharpOptions } from 'sharp';
 import { analyzeImage, type ImageQuality } from '../image-quality';
+import { boundText } from './text-bound';
 import { clamp01, keepOcrWords, nsfwScore, piiInText, round4, type Detection, type NsfwClass, type PiiType } from './derive';
 import { loadHuman, loadNsfw, loadOcr, type Tensor } from './models';
 import { AnalysisWorkerFailed, imageAnalysisOffload } from '../offload';
@@ -211,7 +212,8 @@ export function mergeImageAnnotations(q: ImageQuality, facts: ImageFacts, sem: S
     height: q.height,
     objects: sem.objects,
     scene: sem.scene,
-    text_extraction: text,
+    // Bounded after the PII above was looked for in the whole text.
+    text_extraction: text ? boundText(text) : null,
     color_palette: q.color_palette,
     composition: sem.composition,
     face_count: facts.faces ? facts.faces.length : null,

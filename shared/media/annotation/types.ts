@@ -17,6 +17,12 @@ export interface TextExtraction {
   words: { text: string; confidence: number | null }[];
   /** the whole text's confidence 0..1 when the reader gives one for the block (the model) */
   confidence?: number;
+  /** as stored (text-bound.ts): true when only the first words are here, the text being longer than its bound */
+  truncated?: boolean;
+  /** as stored: the whole text's count of words */
+  total_words?: number;
+  /** as stored: the whole text's length in characters (code points) */
+  total_characters?: number;
 }
 
 export interface Safety {

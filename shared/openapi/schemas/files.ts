@@ -75,7 +75,7 @@ export const file = z
     annotations: z
       .looseObject({ transcript: transcript.nullable().optional().describe('Audio and video: the speech, bounded to 32 KiB (truncated says whether it is whole); null with its reason in unavailable when there is none') })
       .nullable()
-      .describe('Labels by content type (see docs/annotations.md); null for policy violations. An audio or video transcript is at most 32 KiB: a longer one keeps its first segments, marked truncated'),
+      .describe('Labels by content type (see docs/annotations.md); null for policy violations. An audio or video transcript is at most 32 KiB: a longer one keeps its first segments, marked truncated; an image\'s text_extraction likewise keeps its first words'),
     keyframes: z.array(keyframe).nullable(),
     created_at: ts,
   })
