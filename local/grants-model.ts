@@ -1,7 +1,7 @@
 /**
  * What the local grant check (grants.ts) holds an invocation to, and what it throws instead.
  */
-import type { BucketAccess } from '../shared/manifest/access';
+import type { BucketAccess, KmsAccess } from '../shared/manifest/access';
 
 /** What one function was granted (its manifest entry). */
 export interface Grants {
@@ -17,7 +17,7 @@ export interface Grants {
   sendTo?: readonly string[];
   /** The queue a consumer reads (it may change its messages' visibility). */
   consumes?: string;
-  kms?: 'encrypt' | 'decrypt' | 'encrypt-decrypt';
+  kms?: KmsAccess;
   transcribe?: boolean;
   /** sts:AssumeRole on the upload-signing role (UPLOAD_SIGNER_ROLE_ARN). */
   uploadSigner?: boolean;

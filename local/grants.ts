@@ -17,8 +17,8 @@
  *   `dynamodb:LeadingKeys` and `dynamodb:Attributes` conditions allow.
  * - Queues: SendMessage only to the queues of `access.sendTo`; a consumer may also change the
  *   visibility of its own queue's messages.
- * - The sealing key (`access.kms`): GenerateDataKey with `encrypt`, Decrypt with `decrypt`, each
- *   only with the sealer's encryption context, as the stack's IAM condition (the local keyring, which stands in for the key, is checked the same way:
+ * - The sealing key (`access.kms`): per purpose, GenerateDataKey with `encrypt`, Decrypt with
+ *   `decrypt`, each only with that purpose's encryption context, as the stack's IAM condition (the local keyring, which stands in for the key, is checked the same way:
  *   shared/secrets/sealer.ts); Bedrock (`access.bedrock`) the configured models; Transcribe
  *   (`access.transcribe`) StartTranscriptionJob on our job names; SNS (`access.sms`) Publish (the
  *   local SMS outbox too); STS (`access.uploadSigner`) AssumeRole on the upload-signing role. Any other service: refused, as no function of the stack is granted one.

@@ -6,11 +6,24 @@
 import { TRANSCRIBE_JOB_PREFIX } from '../shared/manifest/wiring';
 import { DEFAULT_BEDROCK_MODEL_ID } from '../shared/scoring/bedrock-reply';
 import { config } from '../shared/config';
-import { ENCRYPTION_CONTEXT } from '../shared/secrets/kms';
+import { encryptionContext, LEGACY_ENCRYPTION_CONTEXT, SEALING_PURPOSES, type EncryptionContext } from '../shared/secrets/kms';
+import { kmsAllows } from '../shared/manifest/access';
 import { AccessDenied, type Grants } from './grants-model';
 
-/** The sealer's encryption context pairs, each present, as the IAM condition on the sealing key requires. */
-const sealerContext = (ctx: Record<string, string> | undefined): boolean => !!ctx && Object.entries(ENCRYPTION_CONTEXT).every(([k, v]) => ctx[k] === v);
+/** `ctx` has each pair of `context`, as the IAM condition on the sealing key requires. */
+const hasContext = (ctx: Record<string, string> | undefined, context: EncryptionContext): boolean => !!ctx && Object.entries(context).every(([k, v]) => ctx[k] === v);
+
+/**
+ * The sealing key as lib/constructs/key-access.ts grants it: GenerateDataKey or Decrypt with the
+ * context of a purpose the function may seal or open; Decrypt with the context all purposes
+ * shared before, when it may open any.
+ */
+function kmsAllowed(g: Grants, command: string, ctx: Record<string, string> | undefined): boolean {
+  const use = command === 'GenerateDataKeyCommand' ? 'encrypt' : command === 'DecryptCommand' ? 'decrypt' : null;
+  if (!use) return false;
+  if (SEALING_PURPOSES.some((p) => kmsAllows(g.kms, p, use) && hasContext(ctx, encryptionContext(p)))) return true;
+  return use === 'decrypt' && hasContext(ctx, LEGACY_ENCRYPTION_CONTEXT) && SEALING_PURPOSES.some((p) => kmsAllows(g.kms, p, 'decrypt'));
+}
 
 function queueName(url: unknown): string {
   const known = Object.entries(config().queueUrls).find(([, u]) => u === url)?.[0];
@@ -47,12 +60,8 @@ interface ServiceInput {
 const SERVICE_GRANTS: Record<string, { service: string; allowed: (g: Grants, command: string, input: ServiceInput) => boolean }> = {
   KMSClient: {
     service: 'kms',
-    // GenerateDataKey and Decrypt only, each with the sealer's encryption context (the IAM condition).
-    allowed: (g, c, i) =>
-      sealerContext(i.EncryptionContext) &&
-      (c === 'GenerateDataKeyCommand'
-        ? g.kms === 'encrypt' || g.kms === 'encrypt-decrypt'
-        : c === 'DecryptCommand' && (g.kms === 'decrypt' || g.kms === 'encrypt-decrypt')),
+    // GenerateDataKey and Decrypt only, each with the encryption context of a granted purpose (the IAM condition).
+    allowed: (g, c, i) => kmsAllowed(g, c, i.EncryptionContext),
   },
   BedrockRuntimeClient: {
     service: 'bedrock',

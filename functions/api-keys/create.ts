@@ -1,6 +1,6 @@
 import * as z from '../../shared/zod';
 import { route } from '../../shared/http/route';
-import { sealer } from '../../shared/secrets/sealer';
+import { responseSealer } from '../../shared/secrets/sealer';
 import { createKey } from '../../shared/api-keys';
 import { SCOPES } from '../../shared/manifest/routes';
 
@@ -17,4 +17,4 @@ export const handler = route('api_keys.create', { body }, async (req) => ({
     scopes: req.body.scopes,
     environment: req.body.environment ?? req.buyer.env,
   }),
-}), { sealer }); // the response holds a one-time secret: stored sealed (issue 11.1)
+}), { sealer: responseSealer }); // the response holds a one-time secret: stored sealed (issue 11.1)

@@ -1,6 +1,6 @@
 import * as z from '../../shared/zod';
 import { route } from '../../shared/http/route';
-import { sealer } from '../../shared/secrets/sealer';
+import { responseSealer } from '../../shared/secrets/sealer';
 import { signup } from '../../shared/orgs';
 
 const body = z.strictObject({
@@ -11,4 +11,4 @@ const body = z.strictObject({
 export const handler = route('auth.signup', { body }, async (req) => ({
   status: 201,
   body: await signup(req.ctx, req.body),
-}), { sealer }); // the response holds a one-time secret: stored sealed (issue 11.1)
+}), { sealer: responseSealer }); // the response holds a one-time secret: stored sealed (issue 11.1)

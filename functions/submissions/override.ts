@@ -2,7 +2,7 @@ import * as z from '../../shared/zod';
 import { route } from '../../shared/http/route';
 import { overrideSubmission, OVERRIDE_REASON_CODES } from '../../shared/work/override';
 import type { SubmissionItem } from '../../shared/work/model';
-import { sealer } from '../../shared/secrets/sealer';
+import { responseSealer } from '../../shared/secrets/sealer';
 
 const body = z
   .strictObject({
@@ -21,4 +21,4 @@ const body = z
 // its verdict; conflicts are 409 with details[0].code.
 export const handler = route('submissions.override', { body }, async (req) => ({
   body: await overrideSubmission(req.ctx, req.resource as SubmissionItem, req.body),
-}), { sealer }); // an approval's answer carries a signed download URL: stored sealed
+}), { sealer: responseSealer }); // an approval's answer carries a signed download URL: stored sealed

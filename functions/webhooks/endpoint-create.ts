@@ -1,6 +1,6 @@
 import * as z from '../../shared/zod';
 import { route } from '../../shared/http/route';
-import { sealer } from '../../shared/secrets/sealer';
+import { responseSealer } from '../../shared/secrets/sealer';
 import { createEndpoint, SUBSCRIBABLE } from '../../shared/webhooks/endpoints';
 
 // D36: url (https, public addresses), description, events (kinds, or "*" for all).
@@ -14,4 +14,4 @@ const body = z.strictObject({
 export const handler = route('webhook_endpoints.create', { body }, async (req) => ({
   status: 201,
   body: await createEndpoint(req.ctx, req.buyer, req.body),
-}), { sealer }); // the response holds a one-time secret: stored sealed (issue 11.1)
+}), { sealer: responseSealer }); // the response holds a one-time secret: stored sealed (issue 11.1)

@@ -1,7 +1,7 @@
 import { route } from '../../shared/http/route';
 import { handleUploadRequest, uploadBodySchema } from '../../shared/work/upload-request';
 import type { SubmissionItem } from '../../shared/work/model';
-import { sealer } from '../../shared/secrets/sealer';
+import { responseSealer } from '../../shared/secrets/sealer';
 
 /**
  * D24, D25, D45: multipart/form-data (field `file`, up to files_per_submission) → 202 with the
@@ -9,5 +9,5 @@ import { sealer } from '../../shared/secrets/sealer';
  */
 export const handler = route('worker.submissions.upload', { body: uploadBodySchema }, async (req) =>
   handleUploadRequest(req.ctx, req.resource as SubmissionItem, 'upload', req),
-  { sealer }, // a replay's stored answer holds the plan's pre-signed upload URLs
+  { sealer: responseSealer }, // a replay's stored answer holds the plan's pre-signed upload URLs
 );

@@ -4,9 +4,9 @@
  * the secrets. Re-exported by grants.ts.
  */
 import { Duration, aws_cloudfront as cloudfront, aws_iam as iam, aws_kms as kms, aws_lambda as lambda, aws_s3 as s3, aws_secretsmanager as secretsmanager } from 'aws-cdk-lib';
-import { secretArnVariable, secretsRead, type KeyAccess, type SecretName } from '../../shared/manifest/access';
+import { kmsAllows, secretArnVariable, secretsRead, type KeyAccess, type SecretName } from '../../shared/manifest/access';
 import { EXTENSION_TTL_SECONDS } from '../../shared/secrets';
-import { ENCRYPTION_CONTEXT } from '../../shared/secrets/kms';
+import { encryptionContext, LEGACY_ENCRYPTION_CONTEXT, SEALING_PURPOSES, type EncryptionContext } from '../../shared/secrets/kms';
 import { grantTranscribe } from './service-grants';
 import type { UploadSigner } from './upload-signer';
 
@@ -43,8 +43,10 @@ export function secretsExtension(access: KeyAccess, keys: KeyResources): lambda.
  * - `secrets`: GetSecretValue on each, its ARN in `SECRET_ARN_<NAME>`. `stripe` is skipped when
  *   the deploy has no Stripe secret (PAYMENTS_PROVIDER=disabled says so).
  * - `cdnSign`: the `cdn-signing-key` secret, `CDN_BASE_URL`, `CDN_KEY_PAIR_ID`.
- * - `kms`: encrypt (kms:GenerateDataKey), decrypt (kms:Decrypt), or both, on the sealing key and only with the
- *   sealer's encryption context; `KMS_KEY_ID`.
+ * - `kms`: per sealing purpose, encrypt (kms:GenerateDataKey), decrypt (kms:Decrypt), or both, on
+ *   the sealing key and only with that purpose's encryption context; a function that opens values
+ *   also opens those sealed under the one context all purposes shared before (decrypt only: no
+ *   role makes new ones); `KMS_KEY_ID`.
  * - `transcribe`: Amazon Transcribe jobs on the media bucket (grantTranscribe; pass `media`).
  * - `uploadSigner`: `sts:AssumeRole` on the upload-signing role only, whose trust policy admits
  *   this function's role (UploadSigner.admit; pass `signer`); its ARN in `UPLOAD_SIGNER_ROLE_ARN`.
@@ -70,14 +72,19 @@ export function bindKeyAccess(fn: lambda.Function, access: KeyAccess, keys: KeyR
   // The sealer's two calls (shared/secrets/kms.ts), on the one sealing key, and only with the
   // sealer's encryption context (https://docs.aws.amazon.com/kms/latest/developerguide/conditions-kms.html#conditions-kms-encryption-context):
   // not the Encrypt, ReEncrypt* and GenerateDataKey* variants CDK's key grants give.
-  const sealing = (action: string) =>
+  const sealing = (action: string, context: EncryptionContext) =>
     new iam.PolicyStatement({
       actions: [action],
       resources: [keys.sealingKey.keyArn],
-      conditions: { StringEquals: Object.fromEntries(Object.entries(ENCRYPTION_CONTEXT).map(([k, v]) => [`kms:EncryptionContext:${k}`, v])) },
+      conditions: { StringEquals: Object.fromEntries(Object.entries(context).map(([k, v]) => [`kms:EncryptionContext:${k}`, v])) },
     });
-  if (access.kms === 'encrypt' || access.kms === 'encrypt-decrypt') fn.addToRolePolicy(sealing('kms:GenerateDataKey'));
-  if (access.kms === 'decrypt' || access.kms === 'encrypt-decrypt') fn.addToRolePolicy(sealing('kms:Decrypt'));
+  for (const purpose of SEALING_PURPOSES) {
+    if (kmsAllows(access.kms, purpose, 'encrypt')) fn.addToRolePolicy(sealing('kms:GenerateDataKey', encryptionContext(purpose)));
+    if (kmsAllows(access.kms, purpose, 'decrypt')) fn.addToRolePolicy(sealing('kms:Decrypt', encryptionContext(purpose)));
+  }
+  // Values sealed before each purpose had its own context (shared/secrets/sealer.ts, `s2`): stored
+  // responses expire within 24 h, endpoint secrets are re-sealed once (scripts/reseal-endpoint-secrets.ts).
+  if (SEALING_PURPOSES.some((p) => kmsAllows(access.kms, p, 'decrypt'))) fn.addToRolePolicy(sealing('kms:Decrypt', LEGACY_ENCRYPTION_CONTEXT));
   if (access.kms) fn.addEnvironment('KMS_KEY_ID', keys.sealingKey.keyArn);
   if (access.transcribe) grantTranscribe(fn, media);
   if (access.uploadSigner) {

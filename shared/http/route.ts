@@ -1,8 +1,8 @@
 /**
  * `route(id, schemas, fn, opts)`: how the handler of a route that takes an Idempotency-Key
  * (manifest idempotency 'required' or 'optional') is built; the idempotency middleware runs last
- * (D42). A route whose response holds a one-time secret (manifest access.kms 'encrypt…') passes
- * `{ sealer }` so its stored response is sealed; checked against the manifest when the module
+ * (D42). A route whose response holds a one-time secret (manifest access.kms 'stored-response')
+ * passes `{ sealer: responseSealer }` so its stored response is sealed; checked against the manifest when the module
  * loads. Routes that take no key use `routeWithoutIdempotencyKey` (./route-without-key.ts). Either
  * way a route bundles the idempotency store and the sealer (with its KMS client) only if it uses them.
  */

@@ -6,8 +6,9 @@
  * - `secrets`: `secretsmanager:GetSecretValue` on each named secret, its ARN in
  *   `SECRET_ARN_<NAME>` (upper case, `-` → `_`, e.g. `SECRET_ARN_CDN_SIGNING_KEY`). The handler
  *   reads the value at run time through `shared/secrets` (the AWS Parameters and Secrets Lambda Extension, cached).
- * - `kms`: the sealing key (webhook endpoint secrets and one-time secrets kept in idempotency
- *   records, envelope encryption); its ARN in `KMS_KEY_ID`.
+ * - `kms`: the sealing key (envelope encryption), per purpose: webhook endpoint secrets
+ *   (`endpoint-secret`) and responses kept in idempotency records that hold a one-time secret
+ *   (`stored-response`), each under an encryption context of its own; its ARN in `KMS_KEY_ID`.
  * - `cdnSign`: signs CDN download URLs; implies the `cdn-signing-key` secret and sets
  *   `CDN_BASE_URL` and `CDN_KEY_PAIR_ID` (public identifiers).
  * - `transcribe`: starts Amazon Transcribe jobs on the media bucket (D65).
@@ -20,6 +21,7 @@
  */
 
 import { BUCKET_PREFIXES } from './wiring';
+import type { SealingPurpose } from '../secrets/kms';
 
 /** Secrets Manager secrets of the stack. `stripe` holds `{"secret_key","webhook_secret"}` as JSON. */
 export const SECRET_NAMES = ['cursor', 'cdn-signing-key', 'stripe'] as const;
@@ -137,9 +139,21 @@ export const REQUEST_COUNT_ATTRIBUTES: readonly string[] = [
   'last_used_at',
 ];
 
+/**
+ * Use of the sealing key, by purpose (shared/secrets/kms.ts): `encrypt` seals (kms:GenerateDataKey),
+ * `decrypt` opens (kms:Decrypt), each only with that purpose's encryption context.
+ */
+export type KmsAccess = Partial<Record<SealingPurpose, 'encrypt' | 'decrypt' | 'encrypt-decrypt'>>;
+
+/** Whether `kms` lets a function seal (`encrypt`) or open (`decrypt`) values of `purpose`. */
+export function kmsAllows(kms: KmsAccess | undefined, purpose: SealingPurpose, use: 'encrypt' | 'decrypt'): boolean {
+  const a = kms?.[purpose];
+  return a === use || a === 'encrypt-decrypt';
+}
+
 export interface KeyAccess {
   secrets?: SecretName[];
-  kms?: 'encrypt' | 'decrypt' | 'encrypt-decrypt';
+  kms?: KmsAccess;
   cdnSign?: boolean;
   transcribe?: boolean;
   uploadSigner?: boolean;

@@ -87,7 +87,9 @@ const R = (d: RouteDef): RouteDef => d;
 /** D63: list routes sign and check cursors with the `cursor` secret. */
 const LIST: RouteAccess = { table: 'read', secrets: ['cursor'] };
 /** Issue 11.1: the response holds a one-time secret or a signed URL (download or upload), stored sealed for replays (KMS). */
-const SEALS: Pick<RouteAccess, 'kms'> = { kms: 'encrypt-decrypt' };
+const SEALS: Pick<RouteAccess, 'kms'> = { kms: { 'stored-response': 'encrypt-decrypt' } };
+/** …and it seals a new webhook endpoint secret (D36, D63). */
+const SEALS_ENDPOINT_SECRET: Pick<RouteAccess, 'kms'> = { kms: { 'stored-response': 'encrypt-decrypt', 'endpoint-secret': 'encrypt' } };
 /** D62/D34: may charge or confirm a payment through the provider (the `stripe` secret). */
 const PAYS: Pick<RouteAccess, 'secrets'> = { secrets: ['stripe'] };
 
@@ -240,7 +242,7 @@ export const ROUTES: readonly RouteDef[] = [
   // --- Webhook endpoints and events (D36-D38) ---
   buyer('webhook_endpoints.create', 'POST', '/v1/webhook_endpoints', 'functions/webhooks/endpoint-create.ts', 'webhooks:write', {
     successStatus: 201,
-    access: { table: 'write', ...SEALS },
+    access: { table: 'write', ...SEALS_ENDPOINT_SECRET },
   }),
   buyer('webhook_endpoints.list', 'GET', '/v1/webhook_endpoints', 'functions/webhooks/endpoint-list.ts', 'webhooks:read', { access: LIST }),
   buyer('webhook_endpoints.get', 'GET', '/v1/webhook_endpoints/{endpoint_id}', 'functions/webhooks/endpoint-get.ts', 'webhooks:read', {
@@ -255,7 +257,7 @@ export const ROUTES: readonly RouteDef[] = [
   }),
   buyer('webhook_endpoints.rotate_secret', 'POST', '/v1/webhook_endpoints/{endpoint_id}/rotate_secret', 'functions/webhooks/endpoint-rotate-secret.ts', 'webhooks:write', {
     resource: { param: 'endpoint_id', kind: 'webhook_endpoint' },
-    access: { table: 'write', ...SEALS },
+    access: { table: 'write', ...SEALS_ENDPOINT_SECRET },
   }),
   buyer('webhook_events.list', 'GET', '/v1/webhook_events', 'functions/webhooks/event-list.ts', 'webhooks:read', { access: LIST }),
   buyer('webhook_events.replay', 'POST', '/v1/webhook_events/{event_id}/replay', 'functions/webhooks/event-replay.ts', 'webhooks:write', {

@@ -254,7 +254,7 @@ export const QUEUES: readonly QueueDef[] = [
     // A retry due later than SQS's 900 s delay is re-sent to this queue every 900 s until due (a
     // 10 h retry: 40 sends), bounded by the retry schedule (D37): a designed loop.
     recursiveLoop: 'allow',
-    access: { table: 'write', sendTo: ['webhooks'], kms: 'decrypt' }, // opens endpoint secrets to sign (D37, D63)
+    access: { table: 'write', sendTo: ['webhooks'], kms: { 'endpoint-secret': 'decrypt' } }, // opens endpoint secrets to sign (D37, D63)
   },
   {
     name: 'sandbox',

@@ -12,8 +12,28 @@ import type { AwsCredentialIdentityProvider } from '@smithy/types';
 import { JsonRpcClient } from '../aws/json-rpc';
 import type { KeyProvider } from './sealer';
 
-/** Bound into every data key; a ciphertext made for another purpose does not decrypt here. */
-export const ENCRYPTION_CONTEXT = { purpose: 'sealed-secret', service: 'media-marketplace' } as const;
+/**
+ * What a sealed value is for. Each purpose has an encryption context of its own, bound into every
+ * data key sealed for it, and each role may use the key only with the contexts of the purposes its
+ * manifest entry names (lib/constructs/key-access.ts): the webhook dispatcher, which opens
+ * endpoint secrets, cannot unwrap a stored response's data key, and a route that replays stored
+ * responses cannot unwrap an endpoint secret's.
+ */
+export const SEALING_PURPOSES = ['endpoint-secret', 'stored-response'] as const;
+export type SealingPurpose = (typeof SEALING_PURPOSES)[number];
+
+export type EncryptionContext = Readonly<Record<'purpose' | 'service', string>>;
+
+/** The encryption context of one purpose. */
+export function encryptionContext(purpose: SealingPurpose): EncryptionContext {
+  return { purpose, service: 'media-marketplace' };
+}
+
+/**
+ * The one context every value was sealed with before the purposes had their own (sealed form `s2`):
+ * such values still open, with this context, until they are gone (sealer.ts).
+ */
+export const LEGACY_ENCRYPTION_CONTEXT: EncryptionContext = { purpose: 'sealed-secret', service: 'media-marketplace' };
 
 /** A client of KMS (`TrentService`), at the region's endpoint unless another is given. */
 export function kmsClient(opts: { region?: string; endpoint?: string; credentials?: AwsCredentialIdentityProvider } = {}): JsonRpcClient {
@@ -26,19 +46,19 @@ export function kmsKeyProvider(opts: { keyId: string; client?: JsonRpcClient }):
   const client = opts.client ?? kmsClient();
   return {
     name: 'kms',
-    async generateDataKey() {
+    async generateDataKey(context) {
       const out = await client.call<{ KeyId?: string; Plaintext?: string; CiphertextBlob?: string }>('GenerateDataKey', {
         KeyId: opts.keyId,
         KeySpec: 'AES_256',
-        EncryptionContext: { ...ENCRYPTION_CONTEXT },
+        EncryptionContext: { ...context },
       });
       const plaintext = bytes(out.Plaintext);
       const encrypted = bytes(out.CiphertextBlob);
       if (!plaintext || !encrypted || !out.KeyId) throw new Error('KMS GenerateDataKey returned no key');
       return { keyId: out.KeyId, plaintext, encrypted };
     },
-    async decryptDataKey(keyId, encrypted) {
-      const out = await client.call<{ Plaintext?: string }>('Decrypt', { KeyId: keyId, CiphertextBlob: encrypted, EncryptionContext: { ...ENCRYPTION_CONTEXT } });
+    async decryptDataKey(keyId, encrypted, context) {
+      const out = await client.call<{ Plaintext?: string }>('Decrypt', { KeyId: keyId, CiphertextBlob: encrypted, EncryptionContext: { ...context } });
       const plaintext = bytes(out.Plaintext);
       if (!plaintext) throw new Error('KMS Decrypt returned no plaintext');
       return plaintext;

@@ -8,6 +8,15 @@
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
 import { readLocalEntry } from './index';
 import type { KeyProvider } from './sealer';
+import { LEGACY_ENCRYPTION_CONTEXT, type EncryptionContext } from './kms';
+
+/**
+ * A data key is wrapped with the purpose's encryption context as its additional data, as KMS binds
+ * the context into its ciphertext: unwrapped with another context, it does not open. Data keys of
+ * the legacy context (sealed form `s2`) were wrapped without one.
+ */
+const wrapAad = (context: EncryptionContext): Buffer | null =>
+  context.purpose === LEGACY_ENCRYPTION_CONTEXT.purpose ? null : Buffer.from(`${context.service}/${context.purpose}`, 'utf8');
 
 export const KEYRING_ENTRY = 'sealing-keyring';
 
@@ -40,17 +49,21 @@ export function localKeyProvider(): KeyProvider {
   const ring = () => parseKeyring(readLocalEntry(KEYRING_ENTRY));
   return {
     name: 'local',
-    async generateDataKey() {
+    async generateDataKey(context) {
       const r = ring();
       const plaintext = randomBytes(32);
       const iv = randomBytes(12);
       const c = createCipheriv('aes-256-gcm', keyOf(r, r.current), iv);
+      const aad = wrapAad(context);
+      if (aad) c.setAAD(aad);
       const ct = Buffer.concat([c.update(plaintext), c.final()]);
       return { keyId: `local/${r.current}`, plaintext, encrypted: Buffer.concat([iv, c.getAuthTag(), ct]) };
     },
-    async decryptDataKey(keyId, encrypted) {
+    async decryptDataKey(keyId, encrypted, context) {
       const id = keyId.replace(/^local\//, '');
       const d = createDecipheriv('aes-256-gcm', keyOf(ring(), id), encrypted.subarray(0, 12));
+      const aad = wrapAad(context);
+      if (aad) d.setAAD(aad);
       d.setAuthTag(encrypted.subarray(12, 28));
       return Buffer.concat([d.update(encrypted.subarray(28)), d.final()]);
     },

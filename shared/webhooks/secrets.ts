@@ -15,10 +15,10 @@ export function newWebhookSecret(): string {
 }
 
 export function sealEndpointSecret(secret: string, endpointId: string): Promise<string> {
-  return sealer().seal(secret, `webhook_endpoint:${endpointId}`);
+  return sealer('endpoint-secret').seal(secret, `webhook_endpoint:${endpointId}`);
 }
 
 export function openEndpointSecret(sealed: string, endpointId: string): Promise<string> {
   // Values of the first round (`v1:`, local data folders) were bound to the bare endpoint id.
-  return sealer().open(sealed, sealed.startsWith('v1:') ? endpointId : `webhook_endpoint:${endpointId}`);
+  return sealer('endpoint-secret').open(sealed, sealed.startsWith('v1:') ? endpointId : `webhook_endpoint:${endpointId}`);
 }

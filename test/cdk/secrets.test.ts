@@ -161,8 +161,9 @@ describe('the grant helper on one function declaring everything', () => {
     bindKeyAccess(fn, access, keys, cdn);
     return fn;
   };
-  mk('Signer', { secrets: ['stripe'], cdnSign: true, kms: 'encrypt-decrypt' });
-  mk('Sealer', { kms: 'encrypt' });
+  mk('Signer', { secrets: ['stripe'], cdnSign: true, kms: { 'stored-response': 'encrypt-decrypt' } });
+  mk('Sealer', { kms: { 'endpoint-secret': 'encrypt' } });
+  mk('Opener', { kms: { 'endpoint-secret': 'decrypt' } });
   mk('Plain', {});
   const resources = Template.fromStack(stack).toJSON().Resources as Record<string, Resource>;
   const idOf = (prefix: string) => Object.keys(resources).find((k) => k.startsWith(prefix) && resources[k]!.Type === 'AWS::Lambda::Function')!;
@@ -178,13 +179,28 @@ describe('the grant helper on one function declaring everything', () => {
     expect(reads.sort()).toEqual([JSON.stringify(CDN_PRIVATE_KEY_SECRET_ARN), JSON.stringify(STRIPE_SECRET_ARN)].sort());
   });
 
-  test('kms encrypt gives GenerateDataKey alone; encrypt-decrypt GenerateDataKey and Decrypt; each only with the sealer\'s encryption context; KMS_KEY_ID is the key ARN', () => {
-    const kms = (prefix: string) => statementsOfFunction(resources, idOf(prefix)).filter((s) => [s.Action].flat().some((a) => String(a).startsWith('kms:')));
-    expect(kms('Sealer').flatMap((s) => [s.Action].flat())).toEqual(['kms:GenerateDataKey']);
-    expect(kms('Signer').flatMap((s) => [s.Action].flat()).sort()).toEqual(['kms:Decrypt', 'kms:GenerateDataKey']);
-    for (const s of [...kms('Sealer'), ...kms('Signer')]) {
-      expect(s.Condition).toEqual({ StringEquals: { 'kms:EncryptionContext:purpose': 'sealed-secret', 'kms:EncryptionContext:service': 'media-marketplace' } });
-      expect(s.Resource).toEqual({ 'Fn::GetAtt': [expect.stringMatching(/^KeysSealingKey/), 'Arn'] });
+  const kms = (prefix: string) =>
+    statementsOfFunction(resources, idOf(prefix))
+      .filter((s) => [s.Action].flat().some((a) => String(a).startsWith('kms:')))
+      .map((s) => ({ actions: [s.Action].flat(), purpose: (s.Condition as { StringEquals: Record<string, string> }).StringEquals['kms:EncryptionContext:purpose'], condition: s.Condition, resource: s.Resource }));
+  const byPurpose = (prefix: string) => kms(prefix).map((s) => `${s.actions.join(',')} ${s.purpose}`).sort();
+
+  test('kms encrypt gives GenerateDataKey alone, with the encryption context of its purpose only', () => {
+    expect(byPurpose('Sealer')).toEqual(['kms:GenerateDataKey endpoint-secret']);
+  });
+
+  test('kms encrypt-decrypt gives GenerateDataKey and Decrypt with its purpose\'s context, and Decrypt with the one context all purposes shared before', () => {
+    expect(byPurpose('Signer')).toEqual(['kms:Decrypt sealed-secret', 'kms:Decrypt stored-response', 'kms:GenerateDataKey stored-response']);
+  });
+
+  test('kms decrypt gives Decrypt alone: its purpose\'s context and the earlier shared one', () => {
+    expect(byPurpose('Opener')).toEqual(['kms:Decrypt endpoint-secret', 'kms:Decrypt sealed-secret']);
+  });
+
+  test('every kms statement is on the sealing key and names the whole encryption context; KMS_KEY_ID is the key ARN', () => {
+    for (const s of [...kms('Sealer'), ...kms('Signer'), ...kms('Opener')]) {
+      expect(s.condition).toEqual({ StringEquals: { 'kms:EncryptionContext:purpose': s.purpose, 'kms:EncryptionContext:service': 'media-marketplace' } });
+      expect(s.resource).toEqual({ 'Fn::GetAtt': [expect.stringMatching(/^KeysSealingKey/), 'Arn'] });
     }
     expect(resources[idOf('Sealer')]!.Properties.Environment.Variables.KMS_KEY_ID).toEqual({ 'Fn::GetAtt': [expect.stringMatching(/^KeysSealingKey/), 'Arn'] });
   });

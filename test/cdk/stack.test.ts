@@ -19,7 +19,7 @@ import { allows, checkGrantedCall, withGrants, type BucketAction } from '../../l
 import { grantsOf, type EntryAccess } from '../../local/lambda';
 import { REQUEST_COUNT_ATTRIBUTES, WAIT_SLOT_ATTRIBUTES, type BucketAccess } from '../../shared/manifest/access';
 import { SECRET_COUNTER } from '../../shared/ratelimit';
-import { ENCRYPTION_CONTEXT } from '../../shared/secrets/kms';
+import { encryptionContext, LEGACY_ENCRYPTION_CONTEXT, SEALING_PURPOSES } from '../../shared/secrets/kms';
 
 /** Whether an IAM pattern (`*` wildcards) matches an action or a resource path. */
 const iamGlob = (pattern: string, value: string) => new RegExp(`^${pattern.split('*').map((x) => x.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`).test(value);
@@ -402,10 +402,12 @@ describe('least privilege', () => {
     // names), so the comparison is by action; the resource rules have tests of their own.
     const model = { modelId: DEFAULT_BEDROCK_MODEL_ID };
     const calls: [client: string, command: string, iamAction: string, input?: object][] = [
-      // With the sealer's encryption context, which the deployed statements require by condition
-      // (checked in test/cdk/secrets.test.ts); Encrypt and ReEncrypt are granted to no function.
-      ['KMSClient', 'GenerateDataKeyCommand', 'kms:GenerateDataKey', { EncryptionContext: ENCRYPTION_CONTEXT }],
-      ['KMSClient', 'DecryptCommand', 'kms:Decrypt', { EncryptionContext: ENCRYPTION_CONTEXT }],
+      // With each purpose's encryption context, and the one all purposes shared before, which the
+      // deployed statements require by condition (compared below); Encrypt and ReEncrypt are granted to no function.
+      ...[...SEALING_PURPOSES.map(encryptionContext), LEGACY_ENCRYPTION_CONTEXT].flatMap((EncryptionContext): [string, string, string, object][] => [
+        ['KMSClient', 'GenerateDataKeyCommand', 'kms:GenerateDataKey', { EncryptionContext }],
+        ['KMSClient', 'DecryptCommand', 'kms:Decrypt', { EncryptionContext }],
+      ]),
       ['BedrockRuntimeClient', 'ConverseCommand', 'bedrock:InvokeModel', model],
       ['BedrockRuntimeClient', 'InvokeModelCommand', 'bedrock:InvokeModel', model],
       ['BedrockRuntimeClient', 'ConverseStreamCommand', 'bedrock:InvokeModelWithResponseStream', model],
@@ -417,24 +419,33 @@ describe('least privilege', () => {
       ...QUEUES.map((q) => [q.name, q.access, functionByDescription(`Consumer of the ${q.name} queue`)[0]] as [string, EntryAccess, string]),
       ...SCHEDULES.map((s) => [s.name, s.access, functionByDescription(s.description)[0]] as [string, EntryAccess, string]),
     ];
+    /** A call as reported: the IAM action, with the purpose of its encryption context. */
+    const labelOf = ([, , iamAction, input]: (typeof calls)[number]) => `${iamAction}${(input as { EncryptionContext?: { purpose: string } } | undefined)?.EncryptionContext ? ` (${(input as { EncryptionContext: { purpose: string } }).EncryptionContext.purpose})` : ''}`;
     const seen = new Set<string>();
     for (const [name, access, fnId] of functions) {
       const statements = statementsOf(fnId);
       for (const [client, command, iamAction, input] of calls) {
-        // Every call above is to a resource no Deny names (a phone number is no SNS ARN).
-        const deployed = statements.some((st) => (st as { Effect?: string }).Effect !== 'Deny' && [st.Action].flat().some((a) => iamGlob(a, iamAction)));
+        // Every call above is to a resource no Deny names (a phone number is no SNS ARN). A KMS
+        // statement's condition names the encryption context it allows.
+        const contextHolds = (st: { Condition?: { StringEquals?: Record<string, string> } }) =>
+          Object.entries(st.Condition?.StringEquals ?? {})
+            .filter(([k]) => k.startsWith('kms:EncryptionContext:'))
+            .every(([k, v]) => (input as { EncryptionContext?: Record<string, string> } | undefined)?.EncryptionContext?.[k.slice('kms:EncryptionContext:'.length)] === v);
+        const deployed = statements.some((st) => (st as { Effect?: string }).Effect !== 'Deny' && [st.Action].flat().some((a) => iamGlob(a, iamAction)) && contextHolds(st as never));
+        const label = labelOf([client, command, iamAction, input]);
         let local = true;
         try {
           withGrants(grantsOf(name, access), () => checkGrantedCall(client, command, input ?? {}));
         } catch {
           local = false;
         }
-        expect({ name, iamAction, allowed: local }).toEqual({ name, iamAction, allowed: deployed });
-        if (deployed) seen.add(iamAction);
+        expect({ name, call: label, allowed: local }).toEqual({ name, call: label, allowed: deployed });
+        if (deployed) seen.add(label);
       }
     }
-    // Each service is granted somewhere, so each rule was compared both ways.
-    expect([...seen].sort()).toEqual([...new Set(calls.map((c) => c[2]))].sort());
+    // Each service is granted somewhere, so each rule was compared both ways; only the legacy
+    // context's GenerateDataKey is granted to no function (no value is sealed under it any more).
+    expect([...seen].sort()).toEqual([...new Set(calls.map(labelOf))].filter((l) => l !== 'kms:GenerateDataKey (sealed-secret)').sort());
   });
 
   test('the local runtime refuses exactly the S3 operations the synthesized policies do not allow (local/grants.ts)', () => {

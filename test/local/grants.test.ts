@@ -5,7 +5,7 @@ import { grantedTo, routeGrants } from '../../local/lambda';
 import { traced } from '../../shared/observability/tracer';
 import { BedrockConverse } from '../../shared/aws/bedrock-converse';
 import { TranscribeJobs } from '../../shared/aws/transcribe-jobs';
-import { ENCRYPTION_CONTEXT, kmsClient } from '../../shared/secrets/kms';
+import { encryptionContext, kmsClient, LEGACY_ENCRYPTION_CONTEXT } from '../../shared/secrets/kms';
 import { DEFAULT_BEDROCK_MODEL_ID } from '../../shared/scoring/bedrock-reply';
 import { resetSealer, sealer } from '../../shared/secrets/sealer';
 import { localOutbox, sms } from '../../shared/sms';
@@ -177,17 +177,30 @@ describe('local runtime: a function makes only the calls its manifest entry gran
     const refused = (p: Promise<unknown>) => expect(p).rejects.toMatchObject({ name: 'AccessDenied' });
     const granted = (p: Promise<unknown>) => expect(p).rejects.toThrow(/ECONNREFUSED/);
 
-    it('data keys need the key’s encrypt grant and decryption its decrypt grant, each with the sealer’s encryption context', async () => {
+    it('data keys need the key’s encrypt grant and decryption its decrypt grant, each with the encryption context of a purpose the function is granted', async () => {
       // The app's own KMS client (no SDK client: shared/secrets/kms.ts over shared/aws/json-rpc.ts).
       const kms = kmsClient({ endpoint: nowhere.endpoint, credentials: async () => nowhere.credentials });
-      const dataKey = (EncryptionContext: Record<string, string> = ENCRYPTION_CONTEXT) => () => kms.call('GenerateDataKey', { KeyId: 'alias/sealing', KeySpec: 'AES_256', EncryptionContext });
-      const decrypt = (EncryptionContext: Record<string, string> = ENCRYPTION_CONTEXT) => () => kms.call('Decrypt', { CiphertextBlob: new Uint8Array([1]), EncryptionContext });
-      await granted(asRoute('api_keys.create', dataKey())); // encrypt-decrypt
-      await granted(asRoute('api_keys.create', decrypt()));
-      await granted(asQueue('webhooks', decrypt())); // decrypt only: opens endpoint secrets to sign
-      await refused(asQueue('webhooks', dataKey()));
-      await refused(asRoute('jobs.get', decrypt()));
-      // The IAM condition: another purpose's context, or none, is refused even with the grant.
+      const responses = encryptionContext('stored-response');
+      const endpointSecrets = encryptionContext('endpoint-secret');
+      const dataKey = (EncryptionContext: Record<string, string>) => () => kms.call('GenerateDataKey', { KeyId: 'alias/sealing', KeySpec: 'AES_256', EncryptionContext });
+      const decrypt = (EncryptionContext: Record<string, string>) => () => kms.call('Decrypt', { CiphertextBlob: new Uint8Array([1]), EncryptionContext });
+      await granted(asRoute('api_keys.create', dataKey(responses))); // stored responses: encrypt-decrypt
+      await granted(asRoute('api_keys.create', decrypt(responses)));
+      await granted(asRoute('webhook_endpoints.create', dataKey(endpointSecrets))); // seals the new endpoint secret
+      await granted(asQueue('webhooks', decrypt(endpointSecrets))); // decrypt only: opens endpoint secrets to sign
+      await refused(asQueue('webhooks', dataKey(endpointSecrets)));
+      await refused(asRoute('jobs.get', decrypt(responses)));
+      // D63: one purpose's grant does not reach another's data keys.
+      await refused(asRoute('api_keys.create', decrypt(endpointSecrets)));
+      await refused(asRoute('api_keys.create', dataKey(endpointSecrets)));
+      await refused(asRoute('webhook_endpoints.create', decrypt(endpointSecrets)));
+      await refused(asQueue('webhooks', decrypt(responses)));
+      // Values sealed under the one context all purposes shared before: decrypt only, by a function that opens values.
+      await granted(asQueue('webhooks', decrypt(LEGACY_ENCRYPTION_CONTEXT)));
+      await granted(asRoute('api_keys.create', decrypt(LEGACY_ENCRYPTION_CONTEXT)));
+      await refused(asRoute('api_keys.create', dataKey(LEGACY_ENCRYPTION_CONTEXT)));
+      await refused(asRoute('jobs.get', decrypt(LEGACY_ENCRYPTION_CONTEXT)));
+      // The IAM condition: another context, or none, is refused even with the grant.
       await refused(asRoute('api_keys.create', dataKey({ purpose: 'something-else', service: 'media-marketplace' })));
       await refused(asRoute('api_keys.create', decrypt({})));
       kms.destroy();
@@ -216,10 +229,14 @@ describe('local runtime: a function makes only the calls its manifest entry gran
 
     it('locally the keyring stands in for the sealing key and the outbox for SNS, and both are held to the same grants', async () => {
       resetSealer();
-      const sealed = await asRoute('api_keys.create', () => sealer().seal('secret', 'aad'));
-      await expect(asQueue('webhooks', () => sealer().open(sealed, 'aad'))).resolves.toBe('secret'); // decrypt only
-      await refused(asQueue('webhooks', () => sealer().seal('secret', 'aad')));
-      await refused(asRoute('jobs.get', () => sealer().open(sealed, 'aad')));
+      const secret = await asRoute('webhook_endpoints.create', () => sealer('endpoint-secret').seal('secret', 'aad'));
+      await expect(asQueue('webhooks', () => sealer('endpoint-secret').open(secret, 'aad'))).resolves.toBe('secret'); // decrypt only
+      await refused(asQueue('webhooks', () => sealer('endpoint-secret').seal('secret', 'aad')));
+      await refused(asRoute('jobs.get', () => sealer('endpoint-secret').open(secret, 'aad')));
+      // A route that replays stored responses cannot open an endpoint secret, nor the dispatcher a stored response.
+      await refused(asRoute('api_keys.create', () => sealer('endpoint-secret').open(secret, 'aad')));
+      const response = await asRoute('api_keys.create', () => sealer('stored-response').seal('{"key":"sk_test_x"}', 'idem'));
+      await refused(asQueue('webhooks', () => sealer('stored-response').open(response, 'idem')));
       await expect(asRoute('auth.phone_verification.start', () => sms().send('+15555550100', 'code 1'))).resolves.toBeUndefined();
       await refused(asRoute('auth.signup', () => sms().send('+15555550100', 'code 2')));
       expect(localOutbox.map((m) => m.text)).toContain('code 1');

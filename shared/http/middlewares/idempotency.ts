@@ -28,8 +28,9 @@ function scopeOf(s: ReturnType<typeof state>): string {
   return `anon#${s.route.id}#${sha256hex(`source:${s.sourceIp}`).slice(0, 32)}`;
 }
 
-/** Routes declared to seal (access.kms 'encrypt…') hold a one-time secret in their response. */
-export const sealsResponse = (route: RouteDef) => route.access.kms === 'encrypt' || route.access.kms === 'encrypt-decrypt';
+/** Routes declared to seal stored responses (access.kms 'stored-response') hold a one-time secret in their response. */
+// (Not manifest/access.ts's kmsAllows: that module's imports would join every route's bundle.)
+export const sealsResponse = (route: RouteDef) => ['encrypt', 'encrypt-decrypt'].includes(route.access.kms?.['stored-response'] ?? '');
 
 /**
  * `sealer` is given by the routes that seal (see `route`'s options); the middleware does not import
