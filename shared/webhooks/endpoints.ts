@@ -18,6 +18,7 @@ import { recordResponse, type MutationContext } from '../context';
 import { EVENT_TYPES, type EventType } from '../outbox';
 import { newWebhookSecret, openEndpointSecret, sealEndpointSecret } from './secrets';
 import { resolvePublic, UnsafeUrl, type Resolver } from './ssrf';
+import { countEndpoint, ensureEndpointCount, MAX_ENDPOINTS } from './endpoint-count';
 import { webhookConfig } from './config';
 import type { BuyerPrincipal, Env } from '../types';
 
@@ -67,20 +68,7 @@ export async function assertSafeUrl(url: string): Promise<void> {
 
 const uniq = (events: string[]) => [...new Set(events)];
 
-/**
- * Endpoints per organization and environment. Every event lists a delivery per endpoint on one
- * item and in the events list: past a few hundred, a page of events would outgrow a function's
- * 6 MB answer, and past about 1,900 an event's item would outgrow DynamoDB's 400 KB.
- */
-export const MAX_ENDPOINTS = 100;
-
-/** Counts the endpoint in, only while the tenant has fewer than MAX_ENDPOINTS. */
-function countEndpoint(tx: Tx, p: BuyerPrincipal, delta: 1 | -1) {
-  tx.update('endpoint_count', keys.webhookEndpointCount(p.orgId, p.env), 'ADD endpoints :d', {
-    ...(delta > 0 ? { condition: 'attribute_not_exists(endpoints) OR endpoints < :max' } : {}),
-    values: { ':d': delta, ...(delta > 0 ? { ':max': MAX_ENDPOINTS } : {}) },
-  });
-}
+export { MAX_ENDPOINTS } from './endpoint-count';
 
 export async function createEndpoint(
   ctx: MutationContext,
@@ -92,6 +80,7 @@ export async function createEndpoint(
   const secret = newWebhookSecret();
   const at = now().toISOString();
   const secretSealed = await sealEndpointSecret(secret, id);
+  await ensureEndpointCount(p);
   const item = {
     ...keys.webhookEndpoint(p.orgId, p.env, id),
     entity: 'webhook_endpoint',
@@ -248,6 +237,7 @@ export async function updateEndpoint(
 }
 
 export async function deleteEndpoint(ctx: MutationContext, p: BuyerPrincipal, endpoint: Item): Promise<void> {
+  await ensureEndpointCount(p);
   const tx = new Tx();
   tx.delete('webhook_endpoint', keys.webhookEndpoint(p.orgId, p.env, endpoint.id as string), { condition: 'attribute_exists(PK)' });
   countEndpoint(tx, p, -1);
