@@ -97,8 +97,10 @@ async function replayOnce(ctx: MutationContext, p: BuyerPrincipal, ev: Item, end
   // update expression holds at most 4 KB). Safe, as the write is conditional on the version read.
   const tx = new Tx();
   const dv = ev.dv;
-  const values: Record<string, unknown> = { ':pending': 'pending', ':one': 1, ':all': next };
-  tx.update('event', keys.event(ev.id as string), 'SET delivery_status = :pending, deliveries = :all ADD dv :one', {
+  // The aggregate version goes to the new version too: an aggregate computed from an earlier one
+  // and written late (delivery-store.ts writeAggregate) cannot turn this `pending` back.
+  const values: Record<string, unknown> = { ':pending': 'pending', ':one': 1, ':all': next, ':next': Number(dv ?? 0) + 1 };
+  tx.update('event', keys.event(ev.id as string), 'SET delivery_status = :pending, deliveries = :all, ds_version = :next ADD dv :one', {
     condition: dv === undefined ? 'attribute_exists(PK) AND attribute_not_exists(dv)' : 'dv = :dv',
     values: dv === undefined ? values : { ...values, ':dv': dv },
   });
