@@ -104,6 +104,8 @@ export const keys = {
   delivery: (evtId: string, endpointId: string): Key => ({ PK: `EVT#${evtId}`, SK: `DLV#${endpointId}` }),
   webhookEndpoint: (org: string, env: Env, weId: string): Key => ({ PK: tenant(org, env), SK: `WE#${weId}` }),
   webhookEndpointsPrefix: (org: string, env: Env) => ({ PK: tenant(org, env), SKPrefix: 'WE#' }),
+  /** The sort-key prefix of every webhook endpoint, whatever its tenant (an operator's scan: shared/webhooks/reseal.ts). */
+  webhookEndpointSortKeyPrefix: () => 'WE#',
   /** How many webhook endpoints the tenant has (the cap's counter, written with each create and delete). */
   webhookEndpointCount: (org: string, env: Env): Key => ({ PK: tenant(org, env), SK: 'WE_COUNT' }),
   audit: (org: string, audId: string): Key => ({ PK: `AUD#${org}`, SK: audId }),

@@ -15,6 +15,9 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '../db/client';
+import { keys } from '../db/keys';
+import { TABLE_DEF } from '../db/table';
+import type { Env } from '../types';
 import { openEndpointSecret, sealEndpointSecret } from './secrets';
 
 /** The attributes of an endpoint item that hold a sealed secret. */
@@ -39,8 +42,9 @@ export async function resealEndpointSecrets(opts: { dryRun?: boolean } = {}): Pr
     const page = await db().send(
       new ScanCommand({
         TableName: tableName(),
-        FilterExpression: 'begins_with(SK, :we) AND attribute_exists(secret_sealed)',
-        ExpressionAttributeValues: { ':we': 'WE#' },
+        FilterExpression: 'begins_with(#sk, :we) AND attribute_exists(secret_sealed)',
+        ExpressionAttributeNames: { '#sk': TABLE_DEF.sortKey },
+        ExpressionAttributeValues: { ':we': keys.webhookEndpointSortKeyPrefix() },
         ExclusiveStartKey: start,
       }),
     );
@@ -67,7 +71,7 @@ export async function resealEndpointSecrets(opts: { dryRun?: boolean } = {}): Pr
         await db().send(
           new UpdateCommand({
             TableName: tableName(),
-            Key: { PK: item.PK, SK: item.SK },
+            Key: keys.webhookEndpoint(item.org_id as string, item.environment as Env, id),
             UpdateExpression: `SET ${sets.join(', ')}`,
             ConditionExpression: conditions.join(' AND '),
             ExpressionAttributeNames: names,

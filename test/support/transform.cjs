@@ -17,6 +17,11 @@
  */
 const { createTransformer } = require('@swc/jest');
 const crypto = require('node:crypto');
+const vm = require('node:vm');
+const { readFileSync } = require('node:fs');
+
+// In every cache key: a change to this file transforms every module again.
+const THIS_FILE = readFileSync(__filename);
 
 const INTRINSICS = [
   ...['Infinity', 'NaN', 'Math', 'Number', 'BigInt', 'String', 'Symbol', 'Object', 'Array', 'JSON', 'Reflect', 'Map', 'Set', 'WeakMap', 'Buffer'],
@@ -28,14 +33,28 @@ const PRELUDE = `;const { ${INTRINSICS.join(', ')} } = globalThis;`;
 // directive still opens the file (the prelude before it would turn a strict file sloppy).
 const HEAD = /^(?:#![^\n]*\n)?(?:\s|\/\/[^\n]*|\/\*[\s\S]*?\*\/)*(?:(["'])use strict\1;?)?/;
 
-// A file that declares or assigns one of these names itself is left as it is (a polyfill, say).
+// A file that declares one of these names itself (a polyfill, `const { Buffer } = require('buffer')`) is
+// left as it is: with the prelude it would not compile, which is how it is found. One that
+// assigns one (sloppy code writing a global) is left too: the constant would refuse the write.
 const NAMES = INTRINSICS.join('|');
-const OWN_BINDING = new RegExp(`\\b(?:var|let|const|function|class)\\s+(?:${NAMES})\\b|(?<![.\\w$])(?:${NAMES})\\s*=(?!=)`);
+const ASSIGNS = new RegExp(`(?<![.\\w$])(?:${NAMES})\\s*=(?![=>])`);
+
+/** Whether `code` compiles as Jest runs it: inside a function, a shebang line blanked. */
+function compiles(code) {
+  try {
+    new vm.Script(`(function () {${code.replace(/^#!.*/, '')}\n})`);
+    return true;
+  } catch (e) {
+    if (e && e.name === 'SyntaxError') return false; // by name: this module may run in another realm
+    throw e;
+  }
+}
 
 function withPrelude(code) {
-  if (OWN_BINDING.test(code)) return code;
+  if (ASSIGNS.test(code)) return code;
   const at = HEAD.exec(code)[0].length;
-  return `${code.slice(0, at)}${PRELUDE}${code.slice(at)}`;
+  const out = `${code.slice(0, at)}${PRELUDE}${code.slice(at)}`;
+  return compiles(out) ? out : code;
 }
 
 /** A CommonJS file (a package's, or any `.cjs`): already what Jest runs, so only the prelude is added. */
@@ -59,7 +78,7 @@ module.exports = {
         return { ...out, code: withPrelude(out.code) };
       },
       getCacheKey(...args) {
-        return crypto.createHash('sha1').update(swc.getCacheKey(...args)).update(PRELUDE).update(esm.source).digest('hex');
+        return crypto.createHash('sha1').update(swc.getCacheKey(...args)).update(THIS_FILE).update(esm.source).digest('hex');
       },
     };
   },
