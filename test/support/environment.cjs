@@ -34,7 +34,8 @@ asyncHooks.AsyncLocalStorage = class AsyncLocalStorage extends NodeAsyncLocalSto
  * more it has done (one suite's emulator CPU: 16 s as the first file, 24 s as the third, 61 s as the
  * eleventh; dropping tables does not undo it), and each start costs about 3.4 s of CPU: a fresh
  * instance per file was 110 starts a run. Each file's runtimes still make tables of their own.
- * Held here, in this process's own realm, because each file's modules are loaded afresh.
+ * Held here, in this process's own realm, because each file's modules are loaded afresh: one per
+ * process, so each Jest worker (`npm test` runs two) hands its own from file to file.
  */
 const FILES_PER_DYNAMO = Number(process.env.TEST_FILES_PER_DYNAMO || 5);
 const dynamoForFiles = {
@@ -49,7 +50,13 @@ const dynamoForFiles = {
       const ready = start();
       const entry = { ready, files: 0, pid: null };
       this.current = entry;
-      ready.then((d) => (entry.pid = d.pid), () => {});
+      ready.then((d) => {
+        entry.pid = d.pid;
+        // Held between files, it must not keep a Jest worker alive at the run's end: the worker
+        // then exits on its own, and its 'exit' handler (below) kills the JVM.
+        d.process.unref();
+        d.process.stderr?.unref();
+      }, () => {});
       // An instance that failed to start or died is not handed on.
       ready.then((d) => d.onUnexpectedExit(() => this.current === entry && (this.current = null)), () => this.current === entry && (this.current = null));
     }
@@ -74,6 +81,11 @@ process.once('exit', () => {
   const entry = dynamoForFiles.current;
   if (entry?.pid) killQuietly(entry.pid); // no awaiting here: the process is exiting
 });
+// A Jest worker that does not exit within half a second of the run's end (a JVM's pipes keep its
+// event loop alive) gets SIGTERM, whose default ends the process without its 'exit' handlers: the
+// JVMs (this one and those local/dynamodb.ts started) would outlive the run. Exiting on SIGTERM runs
+// them; 143 is the code a SIGTERM'd process has, which the worker pool takes as a clean stop.
+if (process.listenerCount('SIGTERM') === 0) process.once('SIGTERM', () => process.exit(143));
 
 function killQuietly(pid) {
   try {
