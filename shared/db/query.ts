@@ -107,3 +107,30 @@ export async function queryPage<T extends Record<string, unknown>>(q: PageQuery)
 export function listBody<T>(data: T[], page: Pick<Page<unknown>, 'hasMore' | 'nextCursor'>) {
   return { object: 'list' as const, data, has_more: page.hasMore, next_cursor: page.nextCursor };
 }
+
+/**
+ * Every page of one table partition's items under a sort-key prefix, read strongly consistent with
+ * DynamoDB's own LastEvaluatedKey: for internal loops that need all of it (no list cursor, which is
+ * signed with a secret such loops are not granted). `count` asks for the count only (Select COUNT).
+ */
+export async function* partitionPages(
+  part: { index: null; pk: string; skPrefix: string },
+  opts: { count?: boolean } = {},
+): AsyncGenerator<{ items: Record<string, unknown>[]; count: number }> {
+  let startKey: Record<string, unknown> | undefined;
+  do {
+    const page = await db().send(
+      new QueryCommand({
+        TableName: tableName(),
+        KeyConditionExpression: '#pk = :pk AND begins_with(#sk, :skp)',
+        ExpressionAttributeNames: { '#pk': TABLE_DEF.partitionKey, '#sk': TABLE_DEF.sortKey },
+        ExpressionAttributeValues: { ':pk': part.pk, ':skp': part.skPrefix },
+        ConsistentRead: true,
+        ExclusiveStartKey: startKey,
+        ...(opts.count ? { Select: 'COUNT' as const } : {}),
+      }),
+    );
+    yield { items: (page.Items ?? []) as Record<string, unknown>[], count: page.Count ?? 0 };
+    startKey = page.LastEvaluatedKey;
+  } while (startKey);
+}

@@ -10,11 +10,11 @@
  * made was taken before any create or delete that did not itself seed first, so the counter
  * always includes every endpoint whose transaction came before it and none after.
  */
-import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { db, tableName } from '../db/client';
 import { indexKeys, keys } from '../db/keys';
-import { TABLE_DEF } from '../db/table';
+import { partitionPages } from '../db/query';
 import type { Tx } from '../db/tx';
 import type { BuyerPrincipal } from '../types';
 
@@ -35,24 +35,8 @@ export function countEndpoint(tx: Tx, p: BuyerPrincipal, delta: 1 | -1) {
 
 /** The tenant's endpoints, counted with a consistent read. */
 async function countExisting(p: BuyerPrincipal): Promise<number> {
-  const { pk, skPrefix } = indexKeys.tenantWebhookEndpoints(p.orgId, p.env);
   let n = 0;
-  let startKey: Record<string, unknown> | undefined;
-  do {
-    const page = await db().send(
-      new QueryCommand({
-        TableName: tableName(),
-        KeyConditionExpression: '#pk = :pk AND begins_with(#sk, :skp)',
-        ExpressionAttributeNames: { '#pk': TABLE_DEF.partitionKey, '#sk': TABLE_DEF.sortKey },
-        ExpressionAttributeValues: { ':pk': pk, ':skp': skPrefix },
-        Select: 'COUNT',
-        ConsistentRead: true,
-        ExclusiveStartKey: startKey,
-      }),
-    );
-    n += page.Count ?? 0;
-    startKey = page.LastEvaluatedKey;
-  } while (startKey);
+  for await (const page of partitionPages(indexKeys.tenantWebhookEndpoints(p.orgId, p.env), { count: true })) n += page.count;
   return n;
 }
 

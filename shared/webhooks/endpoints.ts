@@ -6,10 +6,7 @@
  */
 import { keys, indexKeys } from '../db/keys';
 import { Tx } from '../db/tx';
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { queryPage, listBody } from '../db/query';
-import { db, tableName } from '../db/client';
-import { TABLE_DEF } from '../db/table';
+import { queryPage, listBody, partitionPages } from '../db/query';
 import { newId } from '../ids';
 import { now, addMs, DAY_MS } from '../clock';
 import { audit } from '../audit';
@@ -145,23 +142,8 @@ export async function listEndpoints(p: BuyerPrincipal, limit: number, cursor?: s
  * which the webhooks consumer and the replay route are not granted (and an internal loop need not sign).
  */
 export async function allEndpoints(orgId: string, env: Env): Promise<Item[]> {
-  const { pk, skPrefix } = indexKeys.tenantWebhookEndpoints(orgId, env);
   const out: Item[] = [];
-  let startKey: Record<string, unknown> | undefined;
-  do {
-    const page = await db().send(
-      new QueryCommand({
-        TableName: tableName(),
-        KeyConditionExpression: '#pk = :pk AND begins_with(#sk, :skp)',
-        ExpressionAttributeNames: { '#pk': TABLE_DEF.partitionKey, '#sk': TABLE_DEF.sortKey },
-        ExpressionAttributeValues: { ':pk': pk, ':skp': skPrefix },
-        ConsistentRead: true,
-        ExclusiveStartKey: startKey,
-      }),
-    );
-    out.push(...((page.Items ?? []) as Item[]));
-    startKey = page.LastEvaluatedKey;
-  } while (startKey);
+  for await (const page of partitionPages(indexKeys.tenantWebhookEndpoints(orgId, env))) out.push(...(page.items as Item[]));
   return out;
 }
 
