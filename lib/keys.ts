@@ -26,6 +26,13 @@ export interface KeysProps {
   cdnPublicKeyPem: string;
   cdnPrivateKeySecretArn: string;
   stripeSecretArn?: string;
+  /**
+   * Whether functions that open sealed values may still open those sealed under the one encryption
+   * context all purposes shared before (kms:Decrypt only); default true. Set false (context
+   * `legacySealedValues=false`) once the endpoint secrets are re-sealed and a day has passed
+   * (docs/deploying.md, "Upgrading").
+   */
+  legacySealedValues?: boolean;
 }
 
 /** The secrets and keys of the stack (D63): nothing here ever reaches the template as a value. */
@@ -38,10 +45,13 @@ export class Keys extends Construct {
    * the retained table holds ciphertexts only this key opens.
    */
   readonly sealingKey: kms.Key;
+  /** KeysProps.legacySealedValues. */
+  readonly legacySealedValues: boolean;
   private readonly secrets = new Map<SecretName, secretsmanager.ISecret>();
 
   constructor(scope: Construct, id: string, props: KeysProps) {
     super(scope, id);
+    this.legacySealedValues = props.legacySealedValues ?? true;
     this.cursorSecret = new secretsmanager.Secret(this, 'CursorSecret', {
       description: 'HMAC key of tamper-evident list cursors',
       generateSecretString: { passwordLength: 64, excludePunctuation: true },

@@ -17,7 +17,7 @@ import { api5xxAlarm, tableThrottleAlarm } from './monitoring/alarms';
 import { pipelineDashboard } from './monitoring/dashboard';
 import { alarmTopic as createAlarmTopic } from './monitoring/topic';
 import { Plumbing } from './plumbing';
-import { limitsFromContext, modelsFromContext } from './settings';
+import { legacySealedValuesFromContext, limitsFromContext, modelsFromContext } from './settings';
 
 export interface MarketplaceStackProps extends StackProps {
   /** D20 long-poll budget in seconds, 1..60 (context `longPollSeconds`, default 25). */
@@ -37,6 +37,8 @@ export interface MarketplaceStackProps extends StackProps {
   ffmpegLayerArn?: string;
   /** Synthesize those consumers without ffmpeg instead of failing (context `allowMissingFfmpeg=true`). */
   allowMissingFfmpeg?: boolean;
+  /** KeysProps.legacySealedValues (context `legacySealedValues`, default true). */
+  legacySealedValues?: boolean;
   /** CloudFront public key PEM (context `cdnPublicKeyPem`, or `cdnPublicKeyFile` naming a file). */
   cdnPublicKeyPem?: string;
   /** ARN of the secret holding the matching private key PEM (context `cdnPrivateKeySecretArn`). */
@@ -95,6 +97,7 @@ export class MarketplaceStack extends Stack {
       cdnPublicKeyPem,
       cdnPrivateKeySecretArn,
       stripeSecretArn: props.stripeSecretArn ?? ctx('stripeSecretArn'),
+      legacySealedValues: props.legacySealedValues ?? legacySealedValuesFromContext(this),
     });
     this.cdn = new Cdn(this, 'Cdn', {
       bucket: this.data.bucket,

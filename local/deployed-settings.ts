@@ -40,3 +40,23 @@ function wafLimit(env: string, key: string, stackDefault: number): number {
 export const deployedWafRatePer5Min = () => wafLimit('LOCAL_WAF_RATE_PER_5MIN', 'wafRatePer5Min', WAF_RATE_DEFAULTS.perIpPer5Min);
 /** The web ACL's per-IP rate on the signup routes (`wafSignupRatePer5Min`, default 20); `LOCAL_WAF_SIGNUP_RATE_PER_5MIN`. */
 export const deployedWafSignupRatePer5Min = () => wafLimit('LOCAL_WAF_SIGNUP_RATE_PER_5MIN', 'wafSignupRatePer5Min', WAF_RATE_DEFAULTS.signupPerIpPer5Min);
+
+/**
+ * Whether values sealed under the encryption context all sealing purposes shared before still open
+ * (lib/stack.ts: context `legacySealedValues`, default true); `LOCAL_LEGACY_SEALED_VALUES`. Else
+ * than true or false is a clear error, as the stack's context check gives.
+ */
+export function deployedLegacySealedValues(): boolean {
+  const env = 'LOCAL_LEGACY_SEALED_VALUES';
+  let v: unknown = process.env[env] || undefined;
+  if (v === undefined) {
+    try {
+      v = ((JSON.parse(readFileSync(resolve(__dirname, '..', 'cdk.json'), 'utf8')) as { context?: Record<string, unknown> }).context ?? {}).legacySealedValues;
+    } catch {
+      v = undefined;
+    }
+  }
+  if (v === undefined || v === true || v === 'true') return true;
+  if (v === false || v === 'false') return false;
+  throw new Error(`${env} (or cdk.json's legacySealedValues) must be true or false; got ${String(v)}`);
+}

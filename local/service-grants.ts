@@ -9,6 +9,7 @@ import { config } from '../shared/config';
 import { encryptionContext, LEGACY_ENCRYPTION_CONTEXT, SEALING_PURPOSES, type EncryptionContext } from '../shared/secrets/kms';
 import { kmsAllows } from '../shared/manifest/access';
 import { AccessDenied, type Grants } from './grants-model';
+import { deployedLegacySealedValues } from './deployed-settings';
 
 /** `ctx` has each pair of `context`, as the IAM condition on the sealing key requires. */
 const hasContext = (ctx: Record<string, string> | undefined, context: EncryptionContext): boolean => !!ctx && Object.entries(context).every(([k, v]) => ctx[k] === v);
@@ -16,13 +17,14 @@ const hasContext = (ctx: Record<string, string> | undefined, context: Encryption
 /**
  * The sealing key as lib/constructs/key-access.ts grants it: GenerateDataKey or Decrypt with the
  * context of a purpose the function may seal or open; Decrypt with the context all purposes
- * shared before, when it may open any.
+ * shared before, when it may open any, unless the deployment says `legacySealedValues=false`
+ * (local/deployed-settings.ts).
  */
 function kmsAllowed(g: Grants, command: string, ctx: Record<string, string> | undefined): boolean {
   const use = command === 'GenerateDataKeyCommand' ? 'encrypt' : command === 'DecryptCommand' ? 'decrypt' : null;
   if (!use) return false;
   if (SEALING_PURPOSES.some((p) => kmsAllows(g.kms, p, use) && hasContext(ctx, encryptionContext(p)))) return true;
-  return use === 'decrypt' && hasContext(ctx, LEGACY_ENCRYPTION_CONTEXT) && SEALING_PURPOSES.some((p) => kmsAllows(g.kms, p, 'decrypt'));
+  return use === 'decrypt' && deployedLegacySealedValues() && hasContext(ctx, LEGACY_ENCRYPTION_CONTEXT) && SEALING_PURPOSES.some((p) => kmsAllows(g.kms, p, 'decrypt'));
 }
 
 function queueName(url: unknown): string {

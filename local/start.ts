@@ -20,6 +20,7 @@ import { JavaMissingError } from './dynamodb';
 import type { LogLevel } from './log';
 import { checkPrerequisites, PrerequisitesMissingError } from './prerequisites';
 import { startRuntime, type Runtime } from './runtime';
+import { deployedLegacySealedValues } from './deployed-settings';
 import { TABLE_STREAM } from '../shared/manifest/wiring';
 
 /** A mistake in the environment the user can fix; printed as its one line. */
@@ -61,6 +62,11 @@ async function main(): Promise<void> {
   const indexLagMs = process.env.LOCAL_INDEX_LAG_MS ? Number(process.env.LOCAL_INDEX_LAG_MS) : undefined;
   if (indexLagMs !== undefined && !(Number.isInteger(indexLagMs) && indexLagMs >= 0)) {
     throw new UsageError(`LOCAL_INDEX_LAG_MS must be a whole number ≥ 0 (got "${process.env.LOCAL_INDEX_LAG_MS}")`);
+  }
+  try {
+    deployedLegacySealedValues(); // read at each KMS call; a bad value is refused here, before start
+  } catch (e) {
+    throw new UsageError((e as Error).message);
   }
   // Installed before the runtime starts, so that a signal during start-up is not lost either.
   let runtime: Runtime | null = null;

@@ -15,6 +15,8 @@ export interface KeyResources {
   secret(name: SecretName): secretsmanager.ISecret | undefined;
   readonly sealingKey: kms.IKey;
   readonly paymentsProvider: 'stripe' | 'disabled';
+  /** Decrypt under the context all purposes shared before, for the functions that open values (KeysProps.legacySealedValues). */
+  readonly legacySealedValues: boolean;
 }
 export interface CdnResources {
   readonly baseUrl: string;
@@ -46,7 +48,7 @@ export function secretsExtension(access: KeyAccess, keys: KeyResources): lambda.
  * - `kms`: per sealing purpose, encrypt (kms:GenerateDataKey), decrypt (kms:Decrypt), or both, on
  *   the sealing key and only with that purpose's encryption context; a function that opens values
  *   also opens those sealed under the one context all purposes shared before (decrypt only: no
- *   role makes new ones); `KMS_KEY_ID`.
+ *   role makes new ones) while the deploy still has such values (`legacySealedValues`); `KMS_KEY_ID`.
  * - `transcribe`: Amazon Transcribe jobs on the media bucket (grantTranscribe; pass `media`).
  * - `uploadSigner`: `sts:AssumeRole` on the upload-signing role only, whose trust policy admits
  *   this function's role (UploadSigner.admit; pass `signer`); its ARN in `UPLOAD_SIGNER_ROLE_ARN`.
@@ -83,8 +85,9 @@ export function bindKeyAccess(fn: lambda.Function, access: KeyAccess, keys: KeyR
     if (kmsAllows(access.kms, purpose, 'decrypt')) fn.addToRolePolicy(sealing('kms:Decrypt', encryptionContext(purpose)));
   }
   // Values sealed before each purpose had its own context (shared/secrets/sealer.ts, `s2`): stored
-  // responses expire within 24 h, endpoint secrets are re-sealed once (scripts/reseal-endpoint-secrets.ts).
-  if (SEALING_PURPOSES.some((p) => kmsAllows(access.kms, p, 'decrypt'))) fn.addToRolePolicy(sealing('kms:Decrypt', LEGACY_ENCRYPTION_CONTEXT));
+  // responses expire within 24 h, endpoint secrets are re-sealed once (scripts/reseal-endpoint-secrets.ts);
+  // after both, a deploy with legacySealedValues=false takes the grant away.
+  if (keys.legacySealedValues && SEALING_PURPOSES.some((p) => kmsAllows(access.kms, p, 'decrypt'))) fn.addToRolePolicy(sealing('kms:Decrypt', LEGACY_ENCRYPTION_CONTEXT));
   if (access.kms) fn.addEnvironment('KMS_KEY_ID', keys.sealingKey.keyArn);
   if (access.transcribe) grantTranscribe(fn, media);
   if (access.uploadSigner) {

@@ -12,6 +12,7 @@ import { ROUTES, UNKNOWN_ROUTE, type RouteDef } from '../../shared/manifest/rout
 import { QUEUES, SCHEDULES } from '../../shared/manifest/wiring';
 import { bindKeyAccess } from '../../lib/constructs/grants';
 import { Cdn, Keys } from '../../lib/keys';
+import { legacySealedValuesFromContext } from '../../lib/settings';
 import { CDN_PRIVATE_KEY_SECRET_ARN, STRIPE_SECRET_ARN } from './fixtures/context';
 import { statementsOfFunction, synthesize, type Resource, type Synthesized } from './support';
 
@@ -203,6 +204,29 @@ describe('the grant helper on one function declaring everything', () => {
       expect(s.resource).toEqual({ 'Fn::GetAtt': [expect.stringMatching(/^KeysSealingKey/), 'Arn'] });
     }
     expect(resources[idOf('Sealer')]!.Properties.Environment.Variables.KMS_KEY_ID).toEqual({ 'Fn::GetAtt': [expect.stringMatching(/^KeysSealingKey/), 'Arn'] });
+  });
+
+  test('after the re-seal (legacySealedValues false), a function that opens values may Decrypt under its purposes\' contexts only', () => {
+    const later = new Stack(new App(), 'AfterReseal');
+    const laterKeys = new Keys(later, 'Keys', { cdnPublicKeyPem: PUBLIC_KEY_PEM, cdnPrivateKeySecretArn: CDN_PRIVATE_KEY_SECRET_ARN, legacySealedValues: false });
+    const laterCdn = new Cdn(later, 'Cdn', { bucket: new (require('aws-cdk-lib').aws_s3.Bucket)(later, 'Bucket'), publicKeyPem: PUBLIC_KEY_PEM });
+    for (const [id, access] of [['Opener', { kms: { 'endpoint-secret': 'decrypt' } }], ['Signer', { kms: { 'stored-response': 'encrypt-decrypt' } }]] as const) {
+      bindKeyAccess(new lambda.Function(later, id, { runtime: lambda.Runtime.NODEJS_22_X, handler: 'index.handler', code: lambda.Code.fromInline('exports.handler=1') }), access, laterKeys, laterCdn);
+    }
+    const res = Template.fromStack(later).toJSON().Resources as Record<string, Resource>;
+    const purposes = (prefix: string) =>
+      statementsOfFunction(res, Object.keys(res).find((k) => k.startsWith(prefix) && res[k]!.Type === 'AWS::Lambda::Function')!)
+        .filter((s) => [s.Action].flat().some((a) => String(a).startsWith('kms:')))
+        .map((s) => `${[s.Action].flat().join(',')} ${(s.Condition as { StringEquals: Record<string, string> }).StringEquals['kms:EncryptionContext:purpose']}`)
+        .sort();
+    expect(purposes('Opener')).toEqual(['kms:Decrypt endpoint-secret']);
+    expect(purposes('Signer')).toEqual(['kms:Decrypt stored-response', 'kms:GenerateDataKey stored-response']);
+  });
+
+  test('context legacySealedValues: true unless false; any other value is refused at synth', () => {
+    const read = (v: unknown) => legacySealedValuesFromContext(new Stack(new App(v === undefined ? {} : { context: { legacySealedValues: v } }), 'S'));
+    expect([read(undefined), read('true'), read(true), read('false'), read(false)]).toEqual([true, true, true, false, false]);
+    expect(() => read('no')).toThrow('context legacySealedValues must be true or false, got no');
   });
 
   test('a function declaring nothing gets no secret, key or CDN access', () => {

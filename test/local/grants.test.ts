@@ -206,6 +206,22 @@ describe('local runtime: a function makes only the calls its manifest entry gran
       kms.destroy();
     });
 
+    it('after the re-seal, as deployed with legacySealedValues=false, nothing opens a value under the context all purposes shared before', async () => {
+      const kms = kmsClient({ endpoint: nowhere.endpoint, credentials: async () => nowhere.credentials });
+      const decrypt = (EncryptionContext: Record<string, string>) => () => kms.call('Decrypt', { CiphertextBlob: new Uint8Array([1]), EncryptionContext });
+      process.env.LOCAL_LEGACY_SEALED_VALUES = 'false';
+      try {
+        await refused(asQueue('webhooks', decrypt(LEGACY_ENCRYPTION_CONTEXT)));
+        await refused(asRoute('api_keys.create', decrypt(LEGACY_ENCRYPTION_CONTEXT)));
+        await granted(asQueue('webhooks', decrypt(encryptionContext('endpoint-secret')))); // its own purpose still opens
+        process.env.LOCAL_LEGACY_SEALED_VALUES = 'maybe';
+        await expect(asQueue('webhooks', decrypt(LEGACY_ENCRYPTION_CONTEXT))).rejects.toThrow('LOCAL_LEGACY_SEALED_VALUES (or cdk.json\'s legacySealedValues) must be true or false; got maybe');
+      } finally {
+        delete process.env.LOCAL_LEGACY_SEALED_VALUES;
+        kms.destroy();
+      }
+    });
+
     it('model calls only where the entry grants Bedrock and only to the configured models, transcription jobs only where it grants Transcribe and only ours, SMS only where it grants SNS', async () => {
       // The app's own Converse client (no SDK client: shared/aws/bedrock-converse.ts).
       const bedrock = new BedrockConverse({ endpoint: nowhere.endpoint, credentials: async () => nowhere.credentials });
