@@ -12,6 +12,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { Context } from 'aws-lambda';
+import { withDeadline } from './invocation-deadline';
 
 type Attributes = Record<string, unknown>;
 type Message = Parameters<Logger['info']>[0];
@@ -80,9 +81,12 @@ export function withChildLogScope<T>(extra: Attributes, fn: () => T): T {
   return scopes.run({ ...(scopes.getStore() ?? {}), ...extra }, fn);
 }
 
-/** A handler whose every invocation runs in its own log scope. */
+/**
+ * A handler whose every invocation runs in its own log scope, and with its deadline
+ * (shared/invocation-deadline.ts: the retry loops stop short of Lambda's time-out).
+ */
 export function withInvocationScope<E, R>(handler: (event: E, context: Context) => Promise<R>): (event: E, context?: Context) => Promise<R> {
-  return (event, context) => withLogScope(context, () => handler(event, context as Context));
+  return (event, context) => withLogScope(context, () => withDeadline(context?.getRemainingTimeInMillis?.(), () => handler(event, context as Context)));
 }
 
 /** The keys of the current log scope (read-only copy; benchmarks attribute work to invocations by them). */

@@ -4,6 +4,18 @@
  * `TransactionConflictException`, which the SDK does not retry.
  */
 import { Contention } from '../errors';
+import { timeLeftMs } from '../invocation-deadline';
+
+/**
+ * Whatever its own budget says, a loop tries again only while the invocation has this much left
+ * (shared/invocation-deadline.ts): one more attempt of a write (its backoff, at most 500 ms, and the
+ * call), or one more round of a rebuild (a fresh read, then a commit, whose own retries stop at
+ * the first bound). Past them the caller gives up as it does at its budget's end: a route answers
+ * 409 with Retry-After, a consumer hands that record back, where Lambda would have stopped the
+ * invocation (a 504; the whole batch back).
+ */
+export const ATTEMPT_RESERVE_MS = 1_000;
+export const ROUND_RESERVE_MS = 3_000;
 
 /**
  * Bounded retries of a contended commit: full jitter, 20 ms doubling, capped at 500 ms. A contended
@@ -20,7 +32,7 @@ const MAX_BACKOFF_MS = 500;
 
 /** Whether a write contended on each of its `attempts` tries, the first at `since` (Date.now()), may try again. */
 export const mayRetryContention = (attempts: number, since: number): boolean =>
-  attempts < MAX_COMMIT_ATTEMPTS && (attempts < COMMIT_ATTEMPTS || Date.now() - since < CONTENTION_BUDGET_MS);
+  attempts < MAX_COMMIT_ATTEMPTS && (attempts < COMMIT_ATTEMPTS || Date.now() - since < CONTENTION_BUDGET_MS) && timeLeftMs() > ATTEMPT_RESERVE_MS;
 
 /**
  * How long a caller that rebuilds its transaction on a fresh read (`withJobRetry`,
@@ -33,7 +45,7 @@ export const mayRetryContention = (attempts: number, since: number): boolean =>
 export const REBUILD_BUDGET_MS = 10_000;
 
 /** Whether a caller whose first round began at `since` (Date.now()) may rebuild after contention. */
-export const mayRebuildAfterContention = (since: number): boolean => Date.now() - since < REBUILD_BUDGET_MS;
+export const mayRebuildAfterContention = (since: number): boolean => Date.now() - since < REBUILD_BUDGET_MS && timeLeftMs() > ROUND_RESERVE_MS;
 
 /**
  * How long a caller rebuilds on a stale snapshot (a failed condition: another writer changed what
@@ -47,7 +59,7 @@ export const mayRebuildAfterContention = (since: number): boolean => Date.now() 
 export const STALE_REBUILD_BUDGET_MS = 16_000;
 
 /** Whether a caller whose first round began at `since` (Date.now()) may rebuild a stale snapshot. */
-export const mayRebuildStale = (since: number): boolean => Date.now() - since < STALE_REBUILD_BUDGET_MS;
+export const mayRebuildStale = (since: number): boolean => Date.now() - since < STALE_REBUILD_BUDGET_MS && timeLeftMs() > ROUND_RESERVE_MS;
 
 /** The wait before retry `attempt + 1` of a contended write. */
 export const contentionBackoff = (attempt: number): Promise<void> =>
