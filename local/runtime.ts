@@ -45,6 +45,8 @@ export interface Runtime {
   polledQueues: string[];
   /** Concurrent consumer invocations of each polled queue. */
   consumerConcurrency: Record<string, number>;
+  /** How long index reads leave out fresh writes (local/index-lag.ts); 0: off. */
+  indexLagMs: number;
   /** The model worker threads (null: the models run on the main thread). */
   modelWorkers: ModelWorkerPool | null;
   /** The stream rules the table stream's poller routes to (none when streams are off). */
@@ -121,6 +123,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       queues,
       polledQueues,
       consumerConcurrency,
+      indexLagMs: opts.indexLagMs ?? 0,
       modelWorkers,
       streamRules: opts.enableStreams ?? true ? STREAM_RULES : [],
       schedules: scheduler?.active ?? [],

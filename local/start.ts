@@ -41,6 +41,7 @@ function banner(rt: Runtime): string {
     `  API              ${rt.url}`,
     `  DynamoDB Local   ${rt.dynamoEndpoint}  table ${rt.tableName}, data ${join(dataDir, 'dynamodb')}`,
     `  S3 (s3rver)      ${rt.s3Endpoint}  bucket ${rt.bucketName}, data ${join(dataDir, 's3')}`,
+    `  Index lag        ${rt.indexLagMs ? `${rt.indexLagMs} ms, as DynamoDB's indexes lag the table` : 'off'} (LOCAL_INDEX_LAG_MS)`,
     `  SQS (fauxqs)     ${rt.sqsEndpoint}  queued messages saved to ${join(dataDir, 'sqs-snapshot.json')} on Ctrl-C; queues:`,
     ...queueLines,
     `  Table stream (one reader, pipe ${TABLE_STREAM.name}) → stream rules → queue:`,

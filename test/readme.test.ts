@@ -21,7 +21,9 @@ let rt: TestRuntime;
 let work: string;
 beforeAll(async () => {
   process.env.LOCAL_FIXED_OTP = '123456';
-  rt = await startTestRuntime({ sandboxDelaySeconds: 1 });
+  // As `npm start` runs: its indexes lag the table by 500 ms (local/start.ts), so the walkthroughs
+  // work for a reader who runs them as scripts, back to back, as they would deployed.
+  rt = await startTestRuntime({ sandboxDelaySeconds: 1, indexLagMs: 500 });
   // A scratch folder standing in for the reader's checkout: the samples, and the CLI as npx finds it.
   work = mkdtempSync(join(tmpdir(), 'readme-'));
   symlinkSync(join(ROOT, 'samples'), join(work, 'samples'));

@@ -214,28 +214,11 @@ test('Ctrl-C (SIGINT to the group) mid-pipeline, then SIGKILL mid-pipeline: afte
   if (existsSync(join(dataDir, 'stream-dead-letters.jsonl'))) throw new Error(readFileSync(join(dataDir, 'stream-dead-letters.jsonl'), 'utf8'));
 }, 300_000);
 
-test('npm start lags its indexes by 500 ms unless LOCAL_INDEX_LAG_MS says otherwise: a job listed at once after its creation is missing, and listed once the lag has passed', async () => {
+test('npm start lags its indexes by 500 ms unless LOCAL_INDEX_LAG_MS says otherwise, and says so at start', async () => {
+  // The lag itself (index reads leave out fresh writes) is tested on a runtime of the harness, where
+  // timing is under the test's control: test/pipeline/index-lag.test.ts.
+  output = '';
   await start();
-  const buyer: TestBuyer = await signupBuyer(api, 'Lag Co');
-  const list = async () => ((await api.request('GET', '/v1/jobs?limit=100', { key: buyer.test })).json.data as { id: string }[]).map((j) => j.id);
-  // Only a list answered within 500 ms of the creation's request must miss the job (its write came
-  // after that request, its read before the answer); on a slow moment the pair is tried again.
-  let missedAtOnce: { id: string; listed: string[] } | null = null;
-  for (let attempt = 0; attempt < 5 && !missedAtOnce; attempt++) {
-    const sent = Date.now();
-    const job = await post('/v1/jobs', buyer.test, {
-      type: 'data_collection',
-      description: 'Photos of storefronts in daylight, whole front visible.',
-      files_needed: 1,
-      accepted_formats: ['image/jpeg'],
-      price_per_file_cents: 10,
-    });
-    expect(job.status).toBe(201);
-    const listed = await list();
-    if (Date.now() - sent < 500) missedAtOnce = { id: job.json.id as string, listed };
-  }
-  expect(missedAtOnce).not.toBeNull();
-  expect(missedAtOnce!.listed).not.toContain(missedAtOnce!.id);
-  await waitFor(async () => (await list()).includes(missedAtOnce!.id), { timeoutMs: 10_000, intervalMs: 250, what: 'the job listed' });
+  expect(output).toMatch(/^ {2}Index lag {8}500 ms, as DynamoDB's indexes lag the table \(LOCAL_INDEX_LAG_MS\)$/m);
   expect(await signalGroup('SIGTERM')).toBe(0);
 }, 120_000);
