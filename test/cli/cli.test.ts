@@ -21,7 +21,9 @@ let rt: TestRuntime;
 let buyer: TestBuyer;
 let tmp: string;
 beforeAll(async () => {
-  rt = await startTestRuntime({ sandboxDelaySeconds: 0 });
+  // As `npm start` runs its indexes (500 ms behind the table); the sandbox's ticks a second apart,
+  // longer than the lag, as deployed (15 s).
+  rt = await startTestRuntime({ sandboxDelaySeconds: 1, indexLagMs: 500 });
   buyer = await signupBuyer(rt, 'CLI Co');
   tmp = mkdtempSync(join(tmpdir(), 'cli-test-'));
 });
