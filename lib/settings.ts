@@ -111,14 +111,3 @@ function geoPrefix(region: string): string {
   if (region.startsWith('ap-')) return 'apac';
   return 'us';
 }
-
-/**
- * Context `legacySealedValues` (KeysProps.legacySealedValues): true unless set to false; anything
- * but true or false is refused at synth.
- */
-export function legacySealedValuesFromContext(scope: Construct): boolean {
-  const v: unknown = scope.node.tryGetContext('legacySealedValues');
-  if (v === undefined || v === null || v === '' || v === true || v === 'true') return true;
-  if (v === false || v === 'false') return false;
-  throw new Error(`context legacySealedValues must be true or false, got ${String(v)}`);
-}

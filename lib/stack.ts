@@ -17,7 +17,7 @@ import { api5xxAlarm, tableThrottleAlarm } from './monitoring/alarms';
 import { pipelineDashboard } from './monitoring/dashboard';
 import { alarmTopic as createAlarmTopic } from './monitoring/topic';
 import { Plumbing } from './plumbing';
-import { legacySealedValuesFromContext, limitsFromContext, modelsFromContext } from './settings';
+import { limitsFromContext, modelsFromContext } from './settings';
 
 export interface MarketplaceStackProps extends StackProps {
   /** D20 long-poll budget in seconds, 1..60 (context `longPollSeconds`, default 25). */
@@ -97,7 +97,7 @@ export class MarketplaceStack extends Stack {
       cdnPublicKeyPem,
       cdnPrivateKeySecretArn,
       stripeSecretArn: props.stripeSecretArn ?? ctx('stripeSecretArn'),
-      legacySealedValues: props.legacySealedValues ?? legacySealedValuesFromContext(this),
+      legacySealedValues: props.legacySealedValues ?? booleanContext(this, 'legacySealedValues', true),
     });
     this.cdn = new Cdn(this, 'Cdn', {
       bucket: this.data.bucket,

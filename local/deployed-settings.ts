@@ -13,11 +13,16 @@ import { WAF_RATE_DEFAULTS } from '../shared/http/edge';
 function deployedSetting(env: string, key: string, stackDefault: number): number {
   const fromEnv = process.env[env];
   if (fromEnv) return Number(fromEnv);
+  const v = cdkContext(key);
+  return v === undefined ? stackDefault : Number(v);
+}
+
+/** The context value `key` of cdk.json (what `cdk deploy` reads); undefined when unset or unreadable. */
+function cdkContext(key: string): unknown {
   try {
-    const ctx = (JSON.parse(readFileSync(resolve(__dirname, '..', 'cdk.json'), 'utf8')) as { context?: Record<string, unknown> }).context ?? {};
-    return ctx[key] === undefined ? stackDefault : Number(ctx[key]);
+    return ((JSON.parse(readFileSync(resolve(__dirname, '..', 'cdk.json'), 'utf8')) as { context?: Record<string, unknown> }).context ?? {})[key];
   } catch {
-    return stackDefault;
+    return undefined;
   }
 }
 
@@ -48,15 +53,8 @@ export const deployedWafSignupRatePer5Min = () => wafLimit('LOCAL_WAF_SIGNUP_RAT
  */
 export function deployedLegacySealedValues(): boolean {
   const env = 'LOCAL_LEGACY_SEALED_VALUES';
-  let v: unknown = process.env[env] || undefined;
-  if (v === undefined) {
-    try {
-      v = ((JSON.parse(readFileSync(resolve(__dirname, '..', 'cdk.json'), 'utf8')) as { context?: Record<string, unknown> }).context ?? {}).legacySealedValues;
-    } catch {
-      v = undefined;
-    }
-  }
-  if (v === undefined || v === true || v === 'true') return true;
+  const v: unknown = process.env[env] || cdkContext('legacySealedValues');
+  if (v === undefined || v === null || v === '' || v === true || v === 'true') return true;
   if (v === false || v === 'false') return false;
   throw new Error(`${env} (or cdk.json's legacySealedValues) must be true or false; got ${String(v)}`);
 }

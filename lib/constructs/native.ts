@@ -237,10 +237,11 @@ export function ffmpegLayer(scope: Construct, id: string, opts: FfmpegLayerOptio
   return lambda.LayerVersion.fromLayerVersionArn(scope, id, arn);
 }
 
-/** A boolean context value: true / "true", false / "false" / absent; anything else is an error. */
-export function booleanContext(scope: Construct, key: string): boolean {
+/** A boolean context value: true / "true", false / "false", `fallback` when absent; anything else is an error. */
+export function booleanContext(scope: Construct, key: string, fallback = false): boolean {
   const v: unknown = scope.node.tryGetContext(key);
-  if (v === undefined || v === null || v === '' || v === false || v === 'false') return false;
+  if (v === undefined || v === null || v === '') return fallback;
+  if (v === false || v === 'false') return false;
   if (v === true || v === 'true') return true;
   throw new Error(`context ${key} must be true or false, got ${String(v)}`);
 }

@@ -12,7 +12,7 @@ import { ROUTES, UNKNOWN_ROUTE, type RouteDef } from '../../shared/manifest/rout
 import { QUEUES, SCHEDULES } from '../../shared/manifest/wiring';
 import { bindKeyAccess } from '../../lib/constructs/grants';
 import { Cdn, Keys } from '../../lib/keys';
-import { legacySealedValuesFromContext } from '../../lib/settings';
+import { booleanContext } from '../../lib/constructs/native';
 import { CDN_PRIVATE_KEY_SECRET_ARN, STRIPE_SECRET_ARN } from './fixtures/context';
 import { statementsOfFunction, synthesize, type Resource, type Synthesized } from './support';
 
@@ -224,7 +224,7 @@ describe('the grant helper on one function declaring everything', () => {
   });
 
   test('context legacySealedValues: true unless false; any other value is refused at synth', () => {
-    const read = (v: unknown) => legacySealedValuesFromContext(new Stack(new App(v === undefined ? {} : { context: { legacySealedValues: v } }), 'S'));
+    const read = (v: unknown) => booleanContext(new Stack(new App(v === undefined ? {} : { context: { legacySealedValues: v } }), 'S'), 'legacySealedValues', true); // as lib/stack.ts reads it
     expect([read(undefined), read('true'), read(true), read('false'), read(false)]).toEqual([true, true, true, false, false]);
     expect(() => read('no')).toThrow('context legacySealedValues must be true or false, got no');
   });
