@@ -22,6 +22,12 @@ export interface SandboxState {
   finished: string | null;
   /** The last `seq` whose tick message was sent. */
   tick_sent?: number;
+  /**
+   * The chain's own submissions not yet seen settled, read by id (strongly consistent) each tick.
+   * Absent on a chain started before it was kept: that chain's first tick reads them from the
+   * job's submission index once.
+   */
+  open_submissions?: string[];
 }
 
 export async function loadState(jobId: string): Promise<SandboxState | undefined> {
@@ -45,6 +51,7 @@ export async function startChain(job: JobItem): Promise<boolean> {
           workers: [],
           first_nonce: null,
           finished: null,
+          open_submissions: [],
           created_at: nowIso(),
         },
         ConditionExpression: 'attribute_not_exists(PK)',

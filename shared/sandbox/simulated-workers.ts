@@ -5,6 +5,7 @@
  */
 import { UpdateCommand, paginateQuery } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '../db/client';
+import { batchGetConsistent, keyId } from '../db/batch-get';
 import { keys, indexKeys } from '../db/keys';
 import { Tx } from '../db/tx';
 import { newId } from '../ids';
@@ -73,12 +74,37 @@ export async function upload(job: JobItem, sub: SubmissionItem, mode: 'upload' |
 /** What the chain reads of a submission in flight (the retry reads the whole item again). */
 type InFlight = Pick<SubmissionItem, 'id' | 'status' | 'attempt' | 'worker_id'>;
 
+/** Statuses after which nothing more happens to a submission that the chain would act on. */
+const SETTLED: ReadonlySet<string> = new Set(['approved', 'rejected', 'withdrawn', 'expired', 'cancelled']);
+const IN_FLIGHT: ReadonlySet<string> = new Set(['pending_score', 'retry_pending']);
+
 /**
- * Our workers' submissions still in flight: scoring, or waiting for their one retry (D27). Every
- * page of the job's submissions is read: the filter applies after each 1 MB page is read, and
- * submissions carry their files' annotations, so one page may hold only old, settled ones.
+ * The chain's submissions still in flight, scoring or waiting for their one retry (D27), and those
+ * not yet settled (`open`, kept on the chain's state for the next tick).
+ *
+ * They are read by id, strongly consistent: the chain keeps the ids of the submissions it made. A
+ * Query of the job's submissions would read an index, which takes in a write asynchronously, so a
+ * tick just after an upload or a verdict could miss a submission that has just moved into flight
+ * and give up, or skip its retry. A chain started before the ids were kept has none yet: its first
+ * tick reads them from that index once (`open` then seeds the state).
  */
-export async function inFlight(job: JobItem, workers: string[]): Promise<InFlight[]> {
+export async function inFlight(job: JobItem, state: SandboxState): Promise<{ flying: InFlight[]; open: string[] }> {
+  if (state.open_submissions === undefined) {
+    const flying = await inFlightFromIndex(job, state.workers);
+    return { flying, open: flying.map((s) => s.id) };
+  }
+  const found = await batchGetConsistent(state.open_submissions.map((id) => keys.submission(id)));
+  const items = state.open_submissions.map((id) => found.get(keyId(keys.submission(id))) as SubmissionItem | undefined);
+  const open = items.filter((s): s is SubmissionItem => !!s && !SETTLED.has(s.status));
+  return { flying: open.filter((s) => IN_FLIGHT.has(s.status)), open: open.map((s) => s.id) };
+}
+
+/**
+ * A chain without kept ids: its workers' submissions in flight from the job's submission index.
+ * Every page is read: the filter applies after each 1 MB page is read, and submissions carry their
+ * files' annotations, so one page may hold only old, settled ones.
+ */
+async function inFlightFromIndex(job: JobItem, workers: string[]): Promise<InFlight[]> {
   const ix = indexKeys.jobSubmissions(job.id);
   const found: InFlight[] = [];
   const pages = paginateQuery(

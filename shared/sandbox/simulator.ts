@@ -60,7 +60,7 @@ export async function tick(jobId: string, seq: number): Promise<TickResult> {
   }
   // D53: at most 3 × files_needed submissions; each may use its one retry (D27).
   const maxAttempts = 3 * Number(job.files_needed);
-  const flying = await inFlight(job, state.workers);
+  const { flying, open } = await inFlight(job, state);
   if (state.attempts >= maxAttempts && flying.length === 0) {
     await advance(state, { finished: 'gave_up' });
     logger.info('sandbox: giving up after 3 × files_needed attempts', { job_id: jobId, attempts: state.attempts });
@@ -87,6 +87,7 @@ export async function tick(jobId: string, seq: number): Promise<TickResult> {
   let attempts = state.attempts;
   let firstNonce = state.first_nonce;
   let started = 0;
+  const opened: string[] = [];
   for (const workerId of workers) {
     if (started >= wanted) break;
     let view: { id: string };
@@ -100,6 +101,7 @@ export async function tick(jobId: string, seq: number): Promise<TickResult> {
     let nonce = randomBytes(8).toString('hex');
     if (plan.duplicateOfFirst && firstNonce) nonce = firstNonce;
     firstNonce ??= nonce;
+    opened.push(view.id);
     const sub = (await getSubmissionItem(view.id))!;
     await setDirective(sub.id, plan.directive);
     await upload(job, sub, 'upload', nonce).catch(async (e: unknown) => {
@@ -112,7 +114,7 @@ export async function tick(jobId: string, seq: number): Promise<TickResult> {
     started++;
   }
 
-  const ok = await advance(state, { attempts, workers, first_nonce: firstNonce });
+  const ok = await advance(state, { attempts, workers, first_nonce: firstNonce, open_submissions: [...open, ...opened] });
   if (!ok) return { next: null, reason: 'another tick advanced the chain' };
   const delaySeconds = state.scenario === 'slow' ? TICK_SECONDS.slow : TICK_SECONDS.busy;
   return { next: { seq: state.seq + 1, delaySeconds }, reason: `uploaded ${started}, attempts ${attempts}` };
