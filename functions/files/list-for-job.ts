@@ -7,5 +7,5 @@ const query = listQuery({ min_score: z._default(z.coerce.number().check(z.int(),
 
 /** Approved files with ai_star_rating ≥ min_score (default 3); fresh 7-day URLs on every call (D30). */
 export const handler = routeWithoutIdempotencyKey('jobs.files.list', { query }, async (req) => ({
-  body: await listFilesForJob(req.resource.id as string, req.query),
+  body: await listFilesForJob(req.resource, req.query),
 }));

@@ -35,6 +35,11 @@ export interface Page<T> {
   items: T[];
   hasMore: boolean;
   nextCursor: string | null;
+  /**
+   * How many items the partition holds, before the filter, when this page read all of it (no
+   * cursor, no sort-key bounds, nothing left): the sum of the reads' `ScannedCount`. Else null.
+   */
+  partitionCount: number | null;
 }
 
 function keyAttrs(index: GsiName | null): string[] {
@@ -74,6 +79,8 @@ export async function queryPage<T extends Record<string, unknown>>(q: PageQuery)
   const want = q.limit + 1;
   const items: T[] = [];
   const attrs = keyAttrs(q.index);
+  let scanned = 0;
+  let exhausted = false;
   for (;;) {
     const input: QueryCommandInput = {
       TableName: tableName(),
@@ -88,6 +95,8 @@ export async function queryPage<T extends Record<string, unknown>>(q: PageQuery)
       ...(q.filter ? { FilterExpression: q.filter.expression } : {}),
     };
     const out = await db().send(new QueryCommand(input));
+    scanned += out.ScannedCount ?? 0;
+    exhausted = !out.LastEvaluatedKey;
     for (const it of out.Items ?? []) {
       items.push(it as T);
       if (items.length >= want) break;
@@ -100,7 +109,8 @@ export async function queryPage<T extends Record<string, unknown>>(q: PageQuery)
   const last = page[page.length - 1];
   const nextCursor =
     hasMore && last ? await encodeCursor(Object.fromEntries(attrs.map((a) => [a, last[a]])), q.binding) : null;
-  return { items: page, hasMore, nextCursor };
+  const whole = !q.cursor && q.skPrefix === undefined && q.skAfter === undefined && q.skBefore === undefined && exhausted && !hasMore;
+  return { items: page, hasMore, nextCursor, partitionCount: whole ? scanned : null };
 }
 
 /** The list envelope of the spec. */

@@ -8,6 +8,7 @@ import { keys, gsi, indexKeys } from '../db/keys';
 import { queryPage, listBody } from '../db/query';
 import { binding } from '../cursor';
 import { signDownloadUrl } from '../cdn';
+import { timeLeftMs } from '../invocation-deadline';
 import type { FilePart, PlannedUpload, SubmissionItem } from '../work/model';
 
 type Item = Record<string, unknown>;
@@ -107,17 +108,44 @@ export async function presentFile(f: Item) {
   };
 }
 
-/** GET /v1/jobs/{id}/files (pattern 29): approved files with ai_star_rating ≥ min_score (default 3). */
-export async function listFilesForJob(jobId: string, q: { min_score: number; limit: number; cursor?: string }) {
+/**
+ * How long the first page of a job's files waits, at most, for the job's file index to take in
+ * the files the job had approved when the request read it (pauses before each new read).
+ */
+const INDEX_CATCH_UP_PAUSES_MS = [100, 200, 300, 400, 500];
+/** What a route keeps after its last read to sign the URLs and answer. */
+const MIN_TIME_TO_ANSWER_MS = 2_000;
+
+/**
+ * GET /v1/jobs/{id}/files (pattern 29): approved files with ai_star_rating ≥ min_score (default 3).
+ *
+ * The files are listed from an index, which takes in a write asynchronously: just after the job
+ * completes, the last file approved may not be in it yet. When the first page reads the whole list
+ * (a job of up to a page of files or so), it counts the files the index holds against the job's
+ * `files_approved`, read strongly consistent by the route before it, and reads again after a short
+ * pause while the index holds fewer (at most 1.5 s, and never past the invocation's deadline). So
+ * a buyer who saw the job completed then lists every one of its files. A longer list, or a later
+ * page, is as the index shows it.
+ */
+export async function listFilesForJob(job: Item, q: { min_score: number; limit: number; cursor?: string }) {
+  const jobId = job.id as string;
   const ix = indexKeys.jobFiles(jobId);
-  const page = await queryPage<Item>({
-    index: ix.index,
-    pk: ix.pk,
-    limit: q.limit,
-    cursor: q.cursor,
-    filter: { expression: 'ai_star_rating >= :ms', values: { ':ms': q.min_score } },
-    binding: binding({ what: 'job_files', job: jobId, min_score: q.min_score }),
-  });
+  const read = () =>
+    queryPage<Item>({
+      index: ix.index,
+      pk: ix.pk,
+      limit: q.limit,
+      cursor: q.cursor,
+      filter: { expression: 'ai_star_rating >= :ms', values: { ':ms': q.min_score } },
+      binding: binding({ what: 'job_files', job: jobId, min_score: q.min_score }),
+    });
+  const approved = Number(job.files_approved ?? 0);
+  let page = await read();
+  for (const pause of INDEX_CATCH_UP_PAUSES_MS) {
+    if (page.partitionCount === null || page.partitionCount >= approved || timeLeftMs() < pause + MIN_TIME_TO_ANSWER_MS) break;
+    await new Promise((r) => setTimeout(r, pause));
+    page = await read();
+  }
   return listBody(await Promise.all(page.items.map(presentFile)), page);
 }
 
