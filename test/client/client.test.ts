@@ -14,7 +14,7 @@ import { contractFetch } from './support';
 let rt: TestRuntime;
 let buyer: TestBuyer;
 beforeAll(async () => {
-  rt = await startTestRuntime({ sandboxDelaySeconds: 0 });
+  rt = await startTestRuntime({ sandboxDelaySeconds: 0, indexLagMs: 500 });
   buyer = await signupBuyer(rt, 'Client Co');
 });
 afterAll(async () => {

@@ -11,7 +11,7 @@ import { signupBuyer, idemKey } from '../support/buyers';
 let rt: TestRuntime;
 beforeAll(async () => {
   process.env.SANDBOX_DELAY_SECONDS = '1';
-  rt = await startTestRuntime();
+  rt = await startTestRuntime({ indexLagMs: 500 });
 });
 afterAll(async () => {
   await rt?.stop();

@@ -21,7 +21,7 @@ let rt: TestRuntime;
 let sqs: SQSClient;
 beforeAll(async () => {
   process.env.SANDBOX_DELAY_SECONDS = '0';
-  rt = await startTestRuntime({ onlyQueues: QUEUES.map((q) => q.name).filter((n) => n !== 'sandbox') });
+  rt = await startTestRuntime({ onlyQueues: QUEUES.map((q) => q.name).filter((n) => n !== 'sandbox'), indexLagMs: 500 });
   sqs = queueClient(rt);
 });
 afterAll(async () => {
