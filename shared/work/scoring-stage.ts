@@ -36,8 +36,10 @@ import { tryVerdictOn } from './verdict';
 import { giveUpAt, objectBudget } from './object-budget';
 import { retryInFlight, type FilePart, type PlannedUpload, type SubmissionItem } from './model';
 import { tagIfNeverDelivered, type Located } from './locate';
-import { locate, writePart } from './stage-write';
-import { type StageOutcome } from './stage-message';
+import { claimScoring, locate, releaseScoringClaim, writePart } from './stage-write';
+import { RetryLater, type StageOutcome } from './stage-message';
+import { now } from '../clock';
+import { timeLeftMs } from '../invocation-deadline';
 import { HandedOver, transcriptForScoring } from './transcript-gate';
 
 export function scoringJob(job: JobItem): ScoringJob {
@@ -143,6 +145,9 @@ export async function scoreObject(key: string): Promise<StageOutcome> {
     });
 }
 
+/** The longest a delivery holds a file's scoring claim (bounded below by its invocation's deadline). */
+const SCORING_CLAIM_MAX_MS = 15 * 60_000;
+
 async function scoreBytes({ sub, upload, part }: Located): Promise<StageOutcome> {
   if (upload.mode === 'presigned' && part.upload_error && awaitsFiles(sub)) {
     // Bytes sent again to the URL of a file refused by its byte check: the refusal stands for this
@@ -219,34 +224,58 @@ async function scoreBytes({ sub, upload, part }: Located): Promise<StageOutcome>
       score = precheckRejection([{ code: 'unreadable_media', reason: heard.reason }]);
     } else {
       const transcription = heard;
+      let claimedUntil: number | null = null;
+      if (part.transcription) {
+        // A transcript was waited for: the message that waited and the one its arrival sent may
+        // both be here. One asks the model; the other comes back later and finds the score.
+        const at = now().getTime();
+        claimedUntil = at + Math.min(timeLeftMs(), SCORING_CLAIM_MAX_MS);
+        const claim = await claimScoring(sub, upload.file_id, at, claimedUntil);
+        if (!claim.claimed) {
+          if (claim.item?.parts?.[upload.file_id]?.score) {
+            await tryVerdictOn(claim.item);
+            return 'skipped';
+          }
+          if (!claim.item || claim.item.round !== sub.round || !claim.item.parts?.[upload.file_id]) return 'skipped'; // decided or replaced meanwhile
+          throw new RetryLater('another delivery of this file\'s scoring message is scoring it');
+        }
+      }
       const scorer = scorerOverride ? scorerOverride(sub.environment) : scorerFor(sub.environment, config().runtime);
       const category = categoryOf(upload.content_type);
-      injectScoringFault(); // D64: LOCAL_FAULT_SCORING_FAILURES (local runtime only)
-      score = await scorer.score({
-        job: scoringJob(job),
-        // Sandbox scenarios (test environment only, docs/sandbox.md).
-        sandboxDirective: sub.environment === 'test' ? ((sub.sandbox_directive as SandboxDirective | undefined) ?? null) : null,
-        file: {
-          content_type: upload.content_type,
-          bytes,
-          s3: { bucket: config().bucketName, key: upload.key },
-          metadata,
-          original_filename: upload.filename,
-          // The stored transcript is bounded (shared/speech/bound.ts) and the prompt quotes at most
-          // its first 8,000 characters (scoring/bedrock.ts). Empty and cut is not "no speech".
-          ...(transcription.status === 'completed'
-            ? {
-                transcript: transcription.speech.transcript.full_text || null,
-                transcript_truncated: transcription.speech.transcript.truncated === true,
-                transcript_unavailable: transcription.speech.transcript.full_text ? null : transcription.speech.transcript.truncated ? 'the transcript was too long to keep any of it' : 'no speech in the recording',
-              }
-            : { transcript: null, transcript_unavailable: transcription.status === 'unavailable' || transcription.status === 'failed' ? transcription.reason : null }),
-          ...(category === 'image' && scorer.name === 'local' ? { image_quality: await analyzeImage(bytes, { palette: false }) } : {}),
-          // The hosted model cannot hear the recording: its measured volume goes into the prompt
-          // with the transcript (D65; a silent file is seen as one). The local rules measure it themselves.
-          ...(category === 'audio' && scorer.name === 'bedrock' ? { mean_volume_db: await meanVolumeOf(bytes) } : {}),
-        },
-      });
+      // A failure gives the claim back, so this message's retry need not wait for it to expire.
+      const release = async (err: unknown): Promise<never> => {
+        if (claimedUntil !== null) await releaseScoringClaim(sub, upload.file_id, claimedUntil).catch(() => undefined);
+        throw err;
+      };
+      const ask = async () => {
+        injectScoringFault(); // D64: LOCAL_FAULT_SCORING_FAILURES (local runtime only)
+        return scorer.score({
+          job: scoringJob(job),
+          // Sandbox scenarios (test environment only, docs/sandbox.md).
+          sandboxDirective: sub.environment === 'test' ? ((sub.sandbox_directive as SandboxDirective | undefined) ?? null) : null,
+          file: {
+            content_type: upload.content_type,
+            bytes,
+            s3: { bucket: config().bucketName, key: upload.key },
+            metadata,
+            original_filename: upload.filename,
+            // The stored transcript is bounded (shared/speech/bound.ts) and the prompt quotes at most
+            // its first 8,000 characters (scoring/bedrock.ts). Empty and cut is not "no speech".
+            ...(transcription.status === 'completed'
+              ? {
+                  transcript: transcription.speech.transcript.full_text || null,
+                  transcript_truncated: transcription.speech.transcript.truncated === true,
+                  transcript_unavailable: transcription.speech.transcript.full_text ? null : transcription.speech.transcript.truncated ? 'the transcript was too long to keep any of it' : 'no speech in the recording',
+                }
+              : { transcript: null, transcript_unavailable: transcription.status === 'unavailable' || transcription.status === 'failed' ? transcription.reason : null }),
+            ...(category === 'image' && scorer.name === 'local' ? { image_quality: await analyzeImage(bytes, { palette: false }) } : {}),
+            // The hosted model cannot hear the recording: its measured volume goes into the prompt
+            // with the transcript (D65; a silent file is seen as one). The local rules measure it themselves.
+            ...(category === 'audio' && scorer.name === 'bedrock' ? { mean_volume_db: await meanVolumeOf(bytes) } : {}),
+          },
+        });
+      };
+      score = await ask().catch(release);
     }
   }
   const fallbackMeta = { content_type: upload.content_type, size_bytes: bytes.length, content_hash: '' };

@@ -60,3 +60,54 @@ export async function writePart(sub: SubmissionItem, fileId: string, attrs: Reco
     throw e;
   }
 }
+
+/**
+ * Claims the scoring of one file for this delivery until `untilMs` (epoch ms): while the round is
+ * current, the file has no score yet, and no other delivery holds an unexpired claim. A file that
+ * waited for its transcript has two deliveries of its scoring message by design (the message that
+ * waited comes back on its own; the transcript's arrival sends a fresh one), and without a claim
+ * both would ask the model. Answers whether it was claimed and, when not, the submission as it was
+ * (ALL_OLD: a score already there, or another delivery's claim).
+ */
+export async function claimScoring(sub: SubmissionItem, fileId: string, nowMs: number, untilMs: number): Promise<{ claimed: boolean; item: SubmissionItem | undefined }> {
+  try {
+    await retryingConflicts(() =>
+      db().send(
+        new UpdateCommand({
+          TableName: tableName(),
+          Key: keys.submission(sub.id),
+          UpdateExpression: 'SET #p.#f.#c = :until',
+          ConditionExpression: '#r = :r AND attribute_exists(#p.#f) AND attribute_not_exists(#p.#f.#s) AND (attribute_not_exists(#p.#f.#c) OR #p.#f.#c < :now)',
+          ExpressionAttributeNames: { '#p': 'parts', '#f': fileId, '#r': 'round', '#s': 'score', '#c': 'scoring_claimed_until' },
+          ExpressionAttributeValues: { ':r': sub.round, ':until': untilMs, ':now': nowMs },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      ),
+    );
+    return { claimed: true, item: undefined };
+  } catch (e) {
+    if (e instanceof ConditionalCheckFailedException || (e as Error).name === 'ConditionalCheckFailedException') {
+      const old = (e as { Item?: Record<string, AttributeValue> }).Item;
+      return { claimed: false, item: old ? (unmarshall(old) as SubmissionItem) : undefined };
+    }
+    throw e;
+  }
+}
+
+/** Gives back this delivery's claim (`untilMs`, as claimed) after a failure, so its retry need not wait for it to expire. */
+export async function releaseScoringClaim(sub: SubmissionItem, fileId: string, untilMs: number): Promise<void> {
+  try {
+    await db().send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: keys.submission(sub.id),
+        UpdateExpression: 'REMOVE #p.#f.#c',
+        ConditionExpression: '#p.#f.#c = :until',
+        ExpressionAttributeNames: { '#p': 'parts', '#f': fileId, '#c': 'scoring_claimed_until' },
+        ExpressionAttributeValues: { ':until': untilMs },
+      }),
+    );
+  } catch (e) {
+    if (!(e instanceof ConditionalCheckFailedException || (e as Error).name === 'ConditionalCheckFailedException')) throw e;
+  }
+}

@@ -223,9 +223,9 @@ export interface SpeechStandIns {
  * every job unless `refuse` says it is throttled (ThrottlingException, as Transcribe answers) or
  * its name was started before (ConflictException);
  * `onStart` runs inside StartTranscriptionJob; the scorer answers `score(prompt)`, by default a
- * 4-star verdict of a bakery order.
+ * 4-star verdict of a bakery order, after `beforeReply(prompt)` (a test may hold the answer back).
  */
-export function standInSpeechProviders(opts: { onStart?: (input: any) => Promise<void> | void; refuse?: () => boolean; score?: (prompt: string) => string | undefined } = {}): SpeechStandIns {
+export function standInSpeechProviders(opts: { onStart?: (input: any) => Promise<void> | void; refuse?: () => boolean; score?: (prompt: string) => string | undefined; beforeReply?: (prompt: string) => Promise<void> } = {}): SpeechStandIns {
   const s: SpeechStandIns = { started: [], asked: [], prompts: [], derivations: [], restore: () => undefined };
   setTranscriberFactory(
     () =>
@@ -250,6 +250,7 @@ export function standInSpeechProviders(opts: { onStart?: (input: any) => Promise
           converse: async (input: any) => {
             const prompt = input.messages[0].content.map((c: any) => c.text ?? '').join('\n');
             s.prompts.push(prompt);
+            await opts.beforeReply?.(prompt);
             return converseReply(opts.score?.(prompt) ?? '{"relevance": 5, "quality": 4, "instruction_compliance": 4, "reasoning": "A customer orders croissants at a bakery counter, as asked."}');
           },
         },

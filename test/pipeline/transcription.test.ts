@@ -27,6 +27,8 @@ describe('pipeline: audio is scored and annotated with its Amazon Transcribe tra
   let speech: SpeechStandIns;
   /** Runs inside StartTranscriptionJob, before the scoring stage has recorded the job it speech.started. */
   let onStart: ((input: any) => Promise<void>) | null = null;
+  /** Runs inside the scoring model's call, before it answers. */
+  let beforeReply: ((prompt: string) => Promise<void>) | null = null;
   beforeAll(async () => {
     process.env.LOCAL_FIXED_OTP = '123456';
     process.env.PIPELINE_RETRY_BASE_SECONDS = '1'; // an early event comes back after 1 s, not 30 s
@@ -36,6 +38,7 @@ describe('pipeline: audio is scored and annotated with its Amazon Transcribe tra
     sqs = new SQSClient({ endpoint: rt.sqsEndpoint, region: 'us-east-1', credentials: creds });
     speech = standInSpeechProviders({
       onStart: (input) => onStart?.(input),
+      beforeReply: async (prompt) => beforeReply?.(prompt),
       score: (prompt) => (prompt.includes('Wrong shop') ? '{"relevance": 1, "quality": 2, "instruction_compliance": 1, "reasoning": "Not the shop the job asks for."}' : undefined),
     });
   });
@@ -177,6 +180,44 @@ describe('pipeline: audio is scored and annotated with its Amazon Transcribe tra
     await waitFor(() => speech.started.length > before, { timeoutMs: 60_000, intervalMs: 200 });
     return { buyer, job, w, subId: a.json.id as string, jobName: speech.started[before].TranscriptionJobName as string, startedBefore: before };
   };
+
+  it('a file that waited for its transcript is scored by one delivery: the message that waited, coming back while the one its arrival sent asks the model, does not ask again', async () => {
+    const t = await audioUpload('asked-once.wav');
+    const key = (speech.started[t.startedBefore].Media.MediaFileUri as string).replace(`s3://${rt.bucketName}/`, ''); // the upload's object
+    const promptsBefore = speech.prompts.length;
+    let answer!: () => void;
+    const held = new Promise<void>((r) => (answer = r));
+    beforeReply = () => held;
+    try {
+      await transcribed(t.jobName);
+      await waitFor(() => speech.prompts.length > promptsBefore, { timeoutMs: 60_000, intervalMs: 100 });
+
+      // The waiting message comes back while the model is still thinking.
+      const again = await scoreObject(key).then((outcome) => outcome, (e: unknown) => e);
+
+      expect(again).toBeInstanceOf(RetryLater);
+      expect(speech.prompts.length - promptsBefore).toBe(1);
+    } finally {
+      answer();
+      beforeReply = null;
+    }
+    expect(await settled(t.subId, t.w.token)).toMatchObject({ status: 'approved' });
+    expect(await scoreObject(key)).toBe('ignored'); // decided: a later delivery finds nothing to score
+    expect(speech.prompts.length - promptsBefore).toBe(1);
+  });
+
+  it('a delivery whose model call fails gives its claim back: the retry scores the file at once, not after the claim would have run out', async () => {
+    const t = await audioUpload('fails-once.wav');
+    const promptsBefore = speech.prompts.length;
+    beforeReply = async () => {
+      beforeReply = null;
+      throw Object.assign(new Error('Model is not ready'), { name: 'ModelNotReadyException', $fault: 'server', $metadata: { httpStatusCode: 429 } });
+    };
+    await transcribed(t.jobName);
+
+    expect(await settled(t.subId, t.w.token)).toMatchObject({ status: 'approved' });
+    expect(speech.prompts.length - promptsBefore).toBeGreaterThanOrEqual(2); // the failed call, then the retry's
+  });
 
   it('audio Transcribe cannot read (its FailureReason names the media) is rejected as unreadable_media with that reason, never scored from its measurements alone', async () => {
     const t = await audioUpload('unreadable.wav');

@@ -15,7 +15,7 @@ let rx: DevReceiver;
 
 beforeAll(async () => {
   process.env.SANDBOX_DELAY_SECONDS = '1';
-  rt = await startTestRuntime({ indexLagMs: 500 });
+  rt = await startTestRuntime();
   rx = await startDevReceiver();
 });
 afterAll(async () => {
