@@ -119,25 +119,34 @@ async function putOlderSettledSubmissions(jobId: string, orgId: string, workerId
 const workerCtx = (workerId: string): MutationContext => ({ actor: { type: 'worker', id: workerId }, requestId: null, idem: null });
 const state = async (jobId: string) => (await db().send(new GetCommand({ TableName: tableName(), Key: keys.sandboxState(jobId), ConsistentRead: true }))).Item!;
 
-test('a chain started before its ids were kept: a retry_pending submission behind a megabyte of older submissions still gets its one retry, and the job completes (D27, D40)', async () => {
-  const { jobId, orgId, workerId } = await testJob();
-  // A simulated upload scored one star below the threshold: retry_pending (the `mixed` scenario's 2nd).
+/** The submission once approved (its retry scored). */
+const approved = (subId: string) =>
+  waitFor(async () => {
+    const s = (await getSubmissionItem(subId))!;
+    return s.status === 'approved' ? s : null;
+  }, { timeoutMs: 30_000, intervalMs: 250 });
+
+/** One submission of the simulated worker, uploaded with a sandbox directive for its score (as the chain does). */
+async function simulatedUpload(jobId: string, workerId: string, directive: 'retry' | 'reject'): Promise<{ id: string }> {
   const view = await acceptJob(workerCtx(workerId), { kind: 'worker', workerId, env: 'test' }, jobId);
-  await db().send(new UpdateCommand({ TableName: tableName(), Key: keys.submission(view.id), UpdateExpression: 'SET sandbox_directive = :d', ExpressionAttributeValues: { ':d': 'retry' } }));
+  await db().send(new UpdateCommand({ TableName: tableName(), Key: keys.submission(view.id), UpdateExpression: 'SET sandbox_directive = :d', ExpressionAttributeValues: { ':d': directive } }));
   const sample = sampleFor({ accepted_formats: ['image/jpeg'] });
   const data = await uniqueBytes(sample.content_type, sampleBytes(sample), randomBytes(8).toString('hex'));
   await uploadDirect(workerCtx(workerId), (await getSubmissionItem(view.id))!, 'upload', [{ filename: 'sandbox.jpg', contentType: sample.content_type, data }], { device_model: 'Sandbox Simulator', app_version: 'sandbox/1' });
+  return view;
+}
+
+test('a chain started before its ids were kept: a retry_pending submission behind a megabyte of older submissions still gets its one retry, and the job completes (D27, D40)', async () => {
+  const { jobId, orgId, workerId } = await testJob();
+  // A simulated upload scored one star below the threshold: retry_pending (the `mixed` scenario's 2nd).
+  const view = await simulatedUpload(jobId, workerId, 'retry');
   await waitFor(async () => (await getSubmissionItem(view.id))?.status === 'retry_pending', { timeoutMs: 60_000, intervalMs: 250 });
   await putOlderSettledSubmissions(jobId, orgId, workerId);
   await chainMade(jobId, workerId, 1);
 
   await tick(jobId, 0);
 
-  const retried = await waitFor(async () => {
-    const s = (await getSubmissionItem(view.id))!;
-    return s.status === 'approved' ? s : null;
-  }, { timeoutMs: 30_000, intervalMs: 250 });
-  expect(retried).toMatchObject({ attempt: 2, status: 'approved' });
+  expect(await approved(view.id)).toMatchObject({ attempt: 2, status: 'approved' });
   await waitFor(async () => (await getJobItem(jobId, true))?.status === 'completed', { timeoutMs: 30_000, intervalMs: 250 });
 }, 180_000);
 
@@ -181,30 +190,18 @@ describe('with the job\'s submission index lagging the table, as DynamoDB\'s doe
 
   test('a submission of its own that has just become retry_pending gets its one retry at the next tick, before the index shows it (D27)', async () => {
     const { jobId, workerId } = await testJob();
-    const view = await acceptJob(workerCtx(workerId), { kind: 'worker', workerId, env: 'test' }, jobId);
-    await db().send(new UpdateCommand({ TableName: tableName(), Key: keys.submission(view.id), UpdateExpression: 'SET sandbox_directive = :d', ExpressionAttributeValues: { ':d': 'retry' } }));
-    const sample = sampleFor({ accepted_formats: ['image/jpeg'] });
-    const data = await uniqueBytes(sample.content_type, sampleBytes(sample), randomBytes(8).toString('hex'));
-    await uploadDirect(workerCtx(workerId), (await getSubmissionItem(view.id))!, 'upload', [{ filename: 'sandbox.jpg', contentType: sample.content_type, data }], { device_model: 'Sandbox Simulator', app_version: 'sandbox/1' });
+    const view = await simulatedUpload(jobId, workerId, 'retry');
     await waitFor(async () => (await getSubmissionItem(view.id))?.status === 'retry_pending', { timeoutMs: 60_000, intervalMs: 250 });
     await chainMade(jobId, workerId, 1, [view.id]);
 
     await tick(jobId, 0);
 
-    const retried = await waitFor(async () => {
-      const s = (await getSubmissionItem(view.id))!;
-      return s.status === 'approved' ? s : null;
-    }, { timeoutMs: 30_000, intervalMs: 250 });
-    expect(retried).toMatchObject({ attempt: 2, status: 'approved' });
+    expect(await approved(view.id)).toMatchObject({ attempt: 2, status: 'approved' });
   }, 180_000);
 
   test('a tick drops the ids of its submissions that are settled and keeps those of the submissions it starts', async () => {
     const { jobId, workerId } = await testJob();
-    const view = await acceptJob(workerCtx(workerId), { kind: 'worker', workerId, env: 'test' }, jobId);
-    await db().send(new UpdateCommand({ TableName: tableName(), Key: keys.submission(view.id), UpdateExpression: 'SET sandbox_directive = :d', ExpressionAttributeValues: { ':d': 'reject' } }));
-    const sample = sampleFor({ accepted_formats: ['image/jpeg'] });
-    const data = await uniqueBytes(sample.content_type, sampleBytes(sample), randomBytes(8).toString('hex'));
-    await uploadDirect(workerCtx(workerId), (await getSubmissionItem(view.id))!, 'upload', [{ filename: 'sandbox.jpg', contentType: sample.content_type, data }], { device_model: 'Sandbox Simulator', app_version: 'sandbox/1' });
+    const view = await simulatedUpload(jobId, workerId, 'reject');
     await waitFor(async () => (await getSubmissionItem(view.id))?.status === 'rejected', { timeoutMs: 60_000, intervalMs: 250 });
     await chainMade(jobId, workerId, 1, [view.id]);
 
