@@ -13,6 +13,15 @@ import { parseUploadKey } from '../storage/s3';
 import { locateFile, type Located } from './locate';
 import type { SubmissionItem } from './model';
 
+const isConditionFailure = (e: unknown): boolean => e instanceof ConditionalCheckFailedException || (e as Error).name === 'ConditionalCheckFailedException';
+
+/** After a failed condition, the submission as it was (ALL_OLD; undefined when the item is gone); any other error is thrown again. */
+function submissionAsItWas(e: unknown): SubmissionItem | undefined {
+  if (!isConditionFailure(e)) throw e;
+  const old = (e as { Item?: Record<string, AttributeValue> }).Item;
+  return old ? (unmarshall(old) as SubmissionItem) : undefined;
+}
+
 /** The submission and planned file an object belongs to, or null (unknown, stale round, decided). */
 export async function locate(key: string, opts: { rejected?: boolean } = {}): Promise<Located | null> {
   const ref = parseUploadKey(key);
@@ -53,11 +62,7 @@ export async function writePart(sub: SubmissionItem, fileId: string, attrs: Reco
     );
     return { stored: true, item: out.Attributes as SubmissionItem | undefined };
   } catch (e) {
-    if (e instanceof ConditionalCheckFailedException || (e as Error).name === 'ConditionalCheckFailedException') {
-      const old = (e as { Item?: Record<string, AttributeValue> }).Item;
-      return { stored: false, item: old ? (unmarshall(old) as SubmissionItem) : undefined };
-    }
-    throw e;
+    return { stored: false, item: submissionAsItWas(e) };
   }
 }
 
@@ -86,11 +91,7 @@ export async function claimScoring(sub: SubmissionItem, fileId: string, nowMs: n
     );
     return { claimed: true, item: undefined };
   } catch (e) {
-    if (e instanceof ConditionalCheckFailedException || (e as Error).name === 'ConditionalCheckFailedException') {
-      const old = (e as { Item?: Record<string, AttributeValue> }).Item;
-      return { claimed: false, item: old ? (unmarshall(old) as SubmissionItem) : undefined };
-    }
-    throw e;
+    return { claimed: false, item: submissionAsItWas(e) };
   }
 }
 
@@ -108,6 +109,6 @@ export async function releaseScoringClaim(sub: SubmissionItem, fileId: string, u
       }),
     );
   } catch (e) {
-    if (!(e instanceof ConditionalCheckFailedException || (e as Error).name === 'ConditionalCheckFailedException')) throw e;
+    if (!isConditionFailure(e)) throw e;
   }
 }
