@@ -111,7 +111,10 @@ export class Tx {
    * whose condition failed. Transaction conflicts (another transaction on the same items, or the
    * same idempotent transaction still in progress) are retried with full-jitter exponential
    * backoff, bounded; when they outlast the retries, `Contention` (409 for a request, never 500).
-   * The writes are all-or-nothing, so a retry is safe.
+   * The writes are all-or-nothing, so a retry is safe. A committed transaction whose answer is
+   * lost (a reset connection) is sent again by the SDK's own retry with the ClientRequestToken it
+   * gave the first attempt, which DynamoDB answers as that transaction, done, for 10 minutes: the
+   * caller sees its commit succeed, never its own conditions failing on what it wrote.
    */
   async commit(): Promise<void> {
     if (this.items.length === 0) return;

@@ -4,6 +4,10 @@ import { clock, HOUR_MS } from '../../shared/clock';
 import { handler as sweep } from '../../functions/scheduled/reservation-sweep';
 import { accept, createJob, detailedJpeg, flatPng, liveBuyer, multipart, signupWorker, uploadFile } from './support';
 import { audioFixtures } from '../fixtures/media';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import type { FinalizeRequestMiddleware } from '@smithy/types';
+import { db, tableName } from '../../shared/db/client';
+import { keys } from '../../shared/db/keys';
 
 // End to end on the local runtime: upload → S3 → EventBridge rule → scoring + annotation queues →
 // fan-in verdict (D24-D30, D54), with the `local` scorer (D28).
@@ -371,6 +375,42 @@ describe('pipeline: from a worker upload to a delivered, charged File', () => {
     expect(again.status).toBe(200);
     expect((await fetch(again.json.uploads[0].url, { method: 'PUT', body: good, headers: again.json.uploads[0].headers })).status).toBe(200);
     expect(await verdictOf(w.token, a.json.id)).toMatchObject({ status: 'approved', upload_errors: [] });
+  });
+
+  it("an upload whose completion committed but whose answer was lost is answered by the SDK's retry with the same token, even after the file was judged: 202 as committed, charged once", async () => {
+    const buyer = await liveBuyer(rt);
+    const job = await createJob(rt, buyer.live, { files_needed: 1 });
+    const w = await signupWorker(rt);
+    const subId = (await accept(rt, w.token, job.id)).json.id as string;
+    const statusNow = async () =>
+      (await db().send(new GetCommand({ TableName: tableName(), Key: keys.submission(subId), ConsistentRead: true }))).Item?.status as string | undefined;
+    // DynamoDB commits the completion and its answer is lost on the way back (a reset connection).
+    // The SDK sends the transaction again only once the pipeline has approved the file. The retry
+    // carries the ClientRequestToken the SDK gave the first attempt, so DynamoDB answers it as the
+    // same transaction, done (no condition is evaluated again): never "the reservation ended".
+    let lost = 0;
+    const name = 'loseTheCompletionsAnswer';
+    // Inside the SDK's retry loop, outside the runtime's emulation of DynamoDB's transaction
+    // conflicts: the transaction is over when its answer is lost, and holds no item.
+    const loseOnce: FinalizeRequestMiddleware<object, object> = (next, context) => async (args) => {
+      const out = await next(args);
+      if (lost === 0 && /^TransactWrite(Items)?Command$/.test(String(context.commandName)) && JSON.stringify(args.input).includes('submission.submitted')) {
+        lost++;
+        await waitFor(async () => ((await statusNow()) === 'approved' ? true : null), { timeoutMs: 40_000, intervalMs: 200 });
+        throw Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+      }
+      return out;
+    };
+    db().middlewareStack.addRelativeTo(loseOnce as never, { relation: 'before', toMiddleware: 'invocationCheckAttempt', name });
+    let up: Awaited<ReturnType<typeof uploadFile>>;
+    try {
+      up = await uploadFile(rt, w.token, subId, await detailedJpeg(1200));
+    } finally {
+      db().middlewareStack.remove(name);
+    }
+    expect(lost).toBe(1);
+    expect([up.status, up.json.status]).toEqual([202, 'pending_score']);
+    expect(await deductions(buyer.live)).toHaveLength(1);
   });
 
   it('D23/D29: 30 workers race for a job needing 10 files: exactly 10 reserve, 10 are approved and 10 charged', async () => {
