@@ -95,18 +95,24 @@ export async function claimScoring(sub: SubmissionItem, fileId: string, nowMs: n
   }
 }
 
-/** Gives back this delivery's claim (`untilMs`, as claimed) after a failure, so its retry need not wait for it to expire. */
+/**
+ * Gives back this delivery's claim (`untilMs`, as claimed) after a failure, so its retry need not
+ * wait for it to expire. A transaction holding the submission at that moment is waited out, as for
+ * the claim: a release refused by it would leave the retry waiting for the claim to run out.
+ */
 export async function releaseScoringClaim(sub: SubmissionItem, fileId: string, untilMs: number): Promise<void> {
   try {
-    await db().send(
-      new UpdateCommand({
-        TableName: tableName(),
-        Key: keys.submission(sub.id),
-        UpdateExpression: 'REMOVE #p.#f.#c',
-        ConditionExpression: '#p.#f.#c = :until',
-        ExpressionAttributeNames: { '#p': 'parts', '#f': fileId, '#c': 'scoring_claimed_until' },
-        ExpressionAttributeValues: { ':until': untilMs },
-      }),
+    await retryingConflicts(() =>
+      db().send(
+        new UpdateCommand({
+          TableName: tableName(),
+          Key: keys.submission(sub.id),
+          UpdateExpression: 'REMOVE #p.#f.#c',
+          ConditionExpression: '#p.#f.#c = :until',
+          ExpressionAttributeNames: { '#p': 'parts', '#f': fileId, '#c': 'scoring_claimed_until' },
+          ExpressionAttributeValues: { ':until': untilMs },
+        }),
+      ),
     );
   } catch (e) {
     if (!isConditionFailure(e)) throw e;

@@ -11,6 +11,8 @@ import { parseTranscribeEvent, transcriptionDone } from '../../shared/work/trans
 import { transcriptKeyFor } from '../../shared/speech';
 import { RULES, matchesPattern } from '../../shared/manifest/wiring';
 import { audioFixtures, hasFfmpeg, videoFixtures } from '../fixtures/media';
+import { db } from '../../shared/db/client';
+import { transactionConflict } from '../../local/dynamodb-conflicts';
 import { accept, annotationsRecorded, createJob, liveBuyer, signupWorker, standInSpeechProviders, uploadFile, type SpeechStandIns } from './support';
 
 
@@ -216,6 +218,36 @@ describe('pipeline: audio is scored and annotated with its Amazon Transcribe tra
     await transcribed(t.jobName);
 
     expect(await settled(t.subId, t.w.token)).toMatchObject({ status: 'approved' });
+    expect(speech.prompts.length - promptsBefore).toBeGreaterThanOrEqual(2); // the failed call, then the retry's
+  });
+
+  it('a claim given back while a transaction holds the submission waits that transaction out: the retry still scores the file at once', async () => {
+    const t = await audioUpload('fails-during-a-transaction.wav');
+    const promptsBefore = speech.prompts.length;
+    beforeReply = async () => {
+      beforeReply = null;
+      throw Object.assign(new Error('Model is not ready'), { name: 'ModelNotReadyException', $fault: 'server', $metadata: { httpStatusCode: 429 } });
+    };
+    // The release's first attempt meets a transaction on the submission, answered as DynamoDB does.
+    let refused = 0;
+    const name = 'releaseMeetsATransaction';
+    db().middlewareStack.add(
+      (next, context) => async (args) => {
+        if (refused === 0 && /^Update(Item)?Command$/.test(String(context.commandName)) && JSON.stringify(args.input).includes('REMOVE #p.#f.#c')) {
+          refused++;
+          throw transactionConflict();
+        }
+        return next(args);
+      },
+      { step: 'initialize', name },
+    );
+    try {
+      await transcribed(t.jobName);
+      expect(await settled(t.subId, t.w.token)).toMatchObject({ status: 'approved' });
+    } finally {
+      db().middlewareStack.remove(name);
+    }
+    expect(refused).toBe(1);
     expect(speech.prompts.length - promptsBefore).toBeGreaterThanOrEqual(2); // the failed call, then the retry's
   });
 
