@@ -165,3 +165,14 @@ export function emulateIndexLag(ms: number): void {
   lastWritten.clear();
   setLocalCallWrap(ms > 0 ? indexAsLagging : null);
 }
+
+/**
+ * Resolves once every write noted so far is older than the lag, so the indexes hold it (at once
+ * while the emulation is off). For tests whose subject is what a list shows, not when: a client
+ * cannot know this moment and waits by long-polling, a webhook or polling the list.
+ */
+export async function indexesCaughtUp(): Promise<void> {
+  if (lagMs <= 0) return;
+  const wait = newest + lagMs - Date.now();
+  if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait + 1));
+}

@@ -28,7 +28,7 @@ import { paginateQuery } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '../db/client';
 import { indexKeys, keys } from '../db/keys';
 import { Tx } from '../db/tx';
-import { nowIso } from '../clock';
+import { now, nowIso } from '../clock';
 import { audit } from '../audit';
 import { emit } from '../outbox';
 import { ConditionFailed } from '../errors';
@@ -82,16 +82,30 @@ export async function endSubmissionsOfCancelledJob(jobId: string): Promise<Stage
   let ended = 0;
   // Reservations first (a consistent read of the job's partition): an upload that completes after
   // this read leaves its submission pending_score, which the failed release itself then finds.
-  // The submission list (GSI1) is eventually consistent: an upload completed just before the cancel
-  // may not be listed yet. Such a submission still ends at its verdict, always a rejection on a
-  // cancelled job (no approval, no charge), a few seconds later.
   for (const res of await reservationsOf(jobId)) {
     if (await endSubmission(res.submission_id)) ended++;
   }
+  // The submission list (GSI1) takes in a write asynchronously: a submission that became
+  // retry_pending (its verdict) or pending_score (its upload) just before the cancel may not be
+  // listed yet. Nothing else would end a retry window before it runs out, so the list is read once
+  // the cancel is INDEX_SETTLE_MS old. A submission the index still lacks then (an index lagging by
+  // seconds) ends as without a cancel: a pending upload at its verdict, always a rejection on a
+  // cancelled job, a retry window when it runs out.
+  await untilSettled(job.cancelled_at as string | undefined);
   for (const subId of await pendingSubmissionIds(jobId)) {
     if (await endSubmission(subId)) ended++;
   }
   return ended > 0 ? 'stored' : 'skipped';
+}
+
+/** How long after the cancel the submission index is read: DynamoDB's indexes lag "a fraction of a second, under normal conditions". */
+const INDEX_SETTLE_MS = 2_000;
+
+/** Waits until the cancel at `cancelledAt` is INDEX_SETTLE_MS old (at most that long). */
+async function untilSettled(cancelledAt: string | undefined): Promise<void> {
+  const at = cancelledAt ? Date.parse(cancelledAt) : NaN;
+  const wait = Number.isFinite(at) ? Math.min(INDEX_SETTLE_MS, at + INDEX_SETTLE_MS - now().getTime()) : 0;
+  if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
 }
 
 async function reservationsOf(jobId: string): Promise<ReservationItem[]> {

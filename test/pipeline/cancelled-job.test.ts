@@ -2,10 +2,11 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import { GetObjectTaggingCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { S3_LOCAL_CREDENTIALS } from '../../local/s3';
 import type { SQSEvent } from 'aws-lambda';
-import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
+import { startTestRuntime, waitFor, type TestRuntime, indexesCaughtUp } from '../support/harness';
 import { idemKey } from '../support/buyers';
 import { accept, createJob, detailedJpeg, flatPng, liveBuyer, queueClient, signupWorker, sqsRecord, takeMessage, uploadFile } from './support';
 import { cancelledJobOf } from '../../shared/work/cancelled-job';
+import { emulateIndexLag } from '../../local/index-lag';
 import { TABLE_STREAM } from '../../shared/manifest/wiring';
 
 // Spec, job status table: cancelling a job rejects its pending submissions (and notifies the
@@ -40,7 +41,7 @@ describe('cancel: pending submissions are rejected at once', () => {
   const workerView = async (token: string, subId: string) => (await rt.request('GET', `/internal/worker/submissions/${subId}`, { key: token })).json;
   const buyerView = async (key: string, subId: string) => (await rt.request('GET', `/v1/submissions/${subId}`, { key })).json;
   const eventsOf = async (key: string, type: string) =>
-    ((await rt.request('GET', `/v1/webhook_events?type=${type}&limit=100`, { key })).json?.data ?? []) as { data: Record<string, unknown> }[];
+    ((await indexesCaughtUp(), await rt.request('GET', `/v1/webhook_events?type=${type}&limit=100`, { key })).json?.data ?? []) as { data: Record<string, unknown> }[];
   const run = async (h: Handler, body: string, id: string) => expect((await h({ Records: [sqsRecord(body, id)] })).batchItemFailures).toEqual([]);
   /** The verdict tag of each object of a submission (the lifecycle rule deletes `rejected` ones). */
   const tagsOf = async (subId: string) => {
@@ -104,7 +105,8 @@ describe('cancel: pending submissions are rejected at once', () => {
     });
     expect(sub).toMatchObject({ status: 'cancelled', reserved_until: null });
     expect((await uploadFile(rt, w.token, a.json.id, await detailedJpeg(302))).status).toBe(409);
-    // The buyer never saw it and is not told about it.
+    // The buyer never saw it and is not told about it (the lists read indexes: their lag waited out).
+    await indexesCaughtUp();
     expect((await rt.request('GET', `/v1/jobs/${job.id}/submissions`, { key: buyer.live })).json.data).toEqual([]);
     expect((await rt.request('GET', `/v1/submissions/${a.json.id}`, { key: buyer.live })).status).toBe(404);
     expect(await eventsOf(buyer.live, 'submission.rejected')).toEqual([]);
@@ -119,6 +121,17 @@ describe('cancel: pending submissions are rejected at once', () => {
   });
 
   it('a retry_pending submission is rejected for good, keeping its first verdict', async () => {
+    // The index lags longer than the cancel's message takes to arrive: the verdict that made the
+    // submission retry_pending is not in the job's submission list when the consumer first could read it.
+    emulateIndexLag(1_500);
+    try {
+      await retryPendingRejectedForGood();
+    } finally {
+      emulateIndexLag(rt.indexLagMs);
+    }
+  });
+
+  async function retryPendingRejectedForGood() {
     const buyer = await liveBuyer(rt);
     // min_star_rating 2: the local scorer's 1 star for a flat image is T−1, a retry (D27).
     const job = await createJob(rt, buyer.live, { files_needed: 1, min_star_rating: 2 });
@@ -143,7 +156,7 @@ describe('cancel: pending submissions are rejected at once', () => {
     });
     expect(rejected.map((e) => e.data.submission_id)).toEqual([a.json.id]);
     expect(await waitFor(async () => ((await tagsOf(a.json.id)).join() === 'rejected' ? 'tagged' : null))).toBe('tagged');
-  });
+  }
 
   it('the consumer takes the job from the job.cancelled INSERT record or an operator redrive, and refuses anything else', () => {
     const record = (type: string) =>
