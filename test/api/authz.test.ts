@@ -3,7 +3,7 @@
  * unknown key, revoked key, rotated key after 24 h, missing scope, another organization's resource,
  * the other environment's resource.
  */
-import { startTestRuntime, type TestRuntime } from '../support/harness';
+import { startTestRuntime, waitFor, type TestResponse, type TestRuntime } from '../support/harness';
 import { signupBuyer, createKey, idemKey, type TestBuyer } from '../support/buyers';
 import { clock, HOUR_MS } from '../../shared/clock';
 import { Tx } from '../../shared/db/tx';
@@ -114,9 +114,12 @@ test("the other environment's events are invisible (D3)", async () => {
   const testEvt = emit(tx, { orgId: a.orgId, env: 'test', type: 'credits.expired', data: { amount_cents: 1 } });
   const liveEvt = emit(tx, { orgId: a.orgId, env: 'live', type: 'credits.expired', data: { amount_cents: 2 } });
   await tx.commit();
-  const live = await rt.request('GET', '/v1/webhook_events', { key: a.live });
-  const test = await rt.request('GET', '/v1/webhook_events', { key: a.test });
-  const ids = (r: typeof live) => r.json.data.map((e: { id: string }) => e.id);
+  // The list reads an index, and the events' delivery bookkeeping updates them: wait until each is listed in its own environment.
+  const ids = (r: TestResponse) => r.json.data.map((e: { id: string }) => e.id) as string[];
+  const [live, test] = await waitFor(async () => {
+    const both: [TestResponse, TestResponse] = [await rt.request('GET', '/v1/webhook_events', { key: a.live }), await rt.request('GET', '/v1/webhook_events', { key: a.test })];
+    return ids(both[0]).includes(liveEvt.id) && ids(both[1]).includes(testEvt.id) ? both : null;
+  }, { intervalMs: 1000 }); // within the key's rate limit (D13)
   expect(ids(live)).toContain(liveEvt.id);
   expect(ids(live)).not.toContain(testEvt.id);
   expect(ids(test)).toContain(testEvt.id);

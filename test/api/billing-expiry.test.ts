@@ -14,7 +14,7 @@ import { sweepCreditLots } from '../../shared/ledger/expiry';
 import { getJobItem } from '../../shared/jobs';
 import { ledgerState } from '../domain/ledger-fixtures';
 import { jobBody, newBuyer, post, startBillingRuntime, type Buyer } from './billing-support';
-import type { TestRuntime } from '../support/harness';
+import { indexesCaughtUp, type TestRuntime } from '../support/harness';
 
 const MINUTE_MS = 60_000;
 
@@ -104,6 +104,7 @@ test('D33: the sweep expires credit refunded into an already expired lot', async
   const created = await post(rt, b.live, '/v1/jobs', job300());
   clock.advance(2 * DAY_MS);
   await post(rt, b.live, `/v1/jobs/${created.json.id}/cancel`);
+  await indexesCaughtUp(); // the sweep is scheduled, well after these writes, and reads an index
   await sweepCreditLots(now());
   const s = await ledgerState(principal(b), [created.json.id]);
   expect(s.rows.filter((r) => r.type === 'expiration').map((r) => r.amount_cents)).toEqual([-300]);

@@ -6,7 +6,7 @@ import { createJob } from '../../shared/jobs';
 import { systemContext } from '../../shared/context';
 import { listEvents } from '../domain/ledger-fixtures';
 import { buyCredits, jobBody, newBuyer, post, startBillingRuntime, type Buyer } from './billing-support';
-import { waitFor, type TestRuntime } from '../support/harness';
+import { waitFor, type TestRuntime, indexesCaughtUp } from '../support/harness';
 import { runAutoTopUp, topUpRequestOf } from '../../shared/billing/auto-top-up';
 
 /** One delivery of a `top-ups` message, as its consumer runs it. */
@@ -74,6 +74,7 @@ test('D32: paying applies the purchase and bonus rows once, even when confirmed 
 test('D31: transactions filter by type, newest first, with job_id on job rows', async () => {
   const b = await newBuyer(rt, { purchaseCents: 1000 });
   const job = (await post(rt, b.live, '/v1/jobs', jobBody({ files_needed: 3 }))).json;
+  await indexesCaughtUp();
   const escrow = await rt.request('GET', '/v1/billing/transactions?type=escrow', { key: b.live });
   expect(escrow.json.data).toEqual([expect.objectContaining({ object: 'credit_transaction', type: 'escrow', amount_cents: -60, job_id: job.id })]);
   const all = await rt.request('GET', '/v1/billing/transactions?limit=2', { key: b.live });
@@ -110,6 +111,7 @@ test('a creation that commits on its second try has the id of that try: its crea
   expect(made.status).toBe(201);
   expect(idTime(made.json.id).toISOString()).toBe(made.json.created_at);
   const after = new Date(Date.parse(made.json.created_at) - 1).toISOString();
+  await indexesCaughtUp();
   const listed = await rt.request('GET', `/v1/jobs?created_after=${after}`, { key: b.live });
   expect(listed.json.data.map((j: { id: string }) => j.id)).toContain(made.json.id);
 });
@@ -133,6 +135,7 @@ test("D34: the crossing's credits.low_balance carries the balance after it, thou
   expect(refund.fired()).toBe(true);
   const credits = await rt.request('GET', '/v1/billing/credits', { key: b.live });
   expect(credits.json.available_cents).toBe(520);
+  await indexesCaughtUp();
   const events = await rt.request('GET', '/v1/webhook_events?type=credits.low_balance', { key: b.live }).then((r) => r.json.data);
   expect(events.map((e: { data: { balance_cents: number } }) => e.data.balance_cents)).toEqual([520]);
 });
@@ -153,6 +156,7 @@ test('D34: the top-up of one crossing is bought once, however often and however 
   const b = await newBuyer(rt, { purchaseCents: 1000 });
   await rt.request('PATCH', '/v1/organization/settings', { key: b.live, body: { auto_top_up_enabled: true, auto_top_up_amount_cents: 2_500 } });
   await post(rt, b.live, '/v1/jobs', jobBody({ files_needed: 15, price_per_file_cents: 20 })); // 1250 → 950: crosses
+  await indexesCaughtUp();
   const [event] = await rt.request('GET', '/v1/webhook_events?type=credits.low_balance', { key: b.live }).then((r) => r.json.data);
   const redelivered = JSON.stringify({ kind: 'auto_top_up', event_id: event.id });
   await Promise.all([runTopUp(redelivered), runTopUp(redelivered), runTopUp(redelivered)]);

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext } from 'playwright-core';
 import { newBuyer, post, startBillingRuntime } from './billing-support';
-import type { TestRuntime } from '../support/harness';
+import { indexesCaughtUp, type TestRuntime } from '../support/harness';
 
 const CHROMIUM = '/usr/bin/chromium';
 // Skipped only when the browser is absent (.ci/run installs Debian's chromium package).
@@ -61,6 +61,7 @@ maybe('local checkout page (headless Chromium)', () => {
     expect(credits.available_cents).toBe(11_500);
     const rows = (await rt.request('GET', '/v1/billing/transactions', { key: b.live })).json.data;
     expect(rows.map((t: { type: string }) => t.type).sort()).toEqual(['bonus', 'purchase']);
+    await indexesCaughtUp();
     const events = (await rt.request('GET', '/v1/webhook_events?type=credits.purchased', { key: b.live })).json.data;
     expect(events.map((e: { data: unknown }) => e.data)).toEqual([{ checkout_session_id: cs.id, amount_cents: 10_000, bonus_cents: 1_500, total_credits_cents: 11_500 }]);
     await page.close();

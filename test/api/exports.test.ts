@@ -5,7 +5,7 @@
  * job come from the real local detector run on a real photo.
  */
 import { readFileSync } from 'node:fs';
-import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
+import { startTestRuntime, waitFor, type TestRuntime, indexesCaughtUp } from '../support/harness';
 import { idemKey, signupBuyer, type TestBuyer } from '../support/buyers';
 import { Tx } from '../../shared/db/tx';
 import { keys, gsi } from '../../shared/db/keys';
@@ -18,7 +18,7 @@ import { annotateImage } from '../../shared/media';
 import { LocalAnnotationProvider } from '../../shared/media/annotation/local';
 import { packageFile } from '../../shared/media/native';
 import { CSV_COLUMNS } from '../../shared/exports/formats';
-import { EXPORT_RETENTION_DAYS } from '../../shared/exports/model';
+import { EXPORT_RETENTION_DAYS, getExportItem } from '../../shared/exports/model';
 import { db, dynamo } from '../../shared/db/client';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 
@@ -414,6 +414,11 @@ describe('reading exports', () => {
     const job = await newJob(a.test);
     const ids: string[] = [];
     for (const format of ['jsonl', 'csv', 'coco']) ids.push((await post(a.test, `/v1/jobs/${job}/exports`, { format })).json.id);
+    // The list reads an index, which leaves out an export while its build updates it: the subject
+    // here is the order and paging, so the builds end and the index takes in their last writes first.
+    // (Read from the table, not the API: the suite's requests stay within the key's rate limit.)
+    await waitFor(async () => (await Promise.all(ids.map((id) => getExportItem(id, true)))).every((e) => ['succeeded', 'failed'].includes(String(e?.status))), { timeoutMs: 60_000 });
+    await indexesCaughtUp();
     const first = await rt.request('GET', `/v1/jobs/${job}/exports?limit=2`, { key: a.test });
     expect(first.json).toMatchObject({ object: 'list', has_more: true });
     expect(first.json.data.map((e: any) => e.id)).toEqual([ids[2], ids[1]]);
@@ -454,12 +459,15 @@ describe('reading exports', () => {
 
 describe('events', () => {
   const eventsOf = async (key: string, type: string) => (await rt.request('GET', `/v1/webhook_events?type=${type}&limit=100`, { key })).json.data as any[];
+  /** The event of `type` for the export, once the event list (an index its delivery bookkeeping updates) shows it. */
+  const eventFor = (key: string, type: string, exportId: string) =>
+    waitFor(async () => (await eventsOf(key, type)).find((e) => e.data.export_id === exportId), { intervalMs: 1000 }); // within the key's rate limit (D13)
 
   test('export.completed carries export_id, job_id, format and file_count', async () => {
     const jobId = await newJob(a.test);
     await seedFiles(jobId, a.orgId, 'test', [{}, {}]);
     const exp = await exportAndWait(a.test, jobId, { format: 'jsonl' });
-    const evt = (await eventsOf(a.test, 'export.completed')).find((e) => e.data.export_id === exp.id);
+    const evt = await eventFor(a.test, 'export.completed', exp.id);
     expect(evt).toMatchObject({ type: 'export.completed', environment: 'test', data: { export_id: exp.id, job_id: jobId, format: 'jsonl', file_count: 2 } });
   });
 
@@ -480,7 +488,7 @@ describe('events', () => {
       expect(exp).toMatchObject({ status: 'failed', download_url: null, file_count: null, error: { code: 'export_failed' } });
       expect(exp.error.message).toEqual(expect.any(String));
       expect(exp.completed_at).toEqual(expect.any(String));
-      const evt = (await eventsOf(a.test, 'export.failed')).find((e) => e.data.export_id === exp.id);
+      const evt = await eventFor(a.test, 'export.failed', exp.id);
       expect(evt).toMatchObject({ data: { export_id: exp.id, job_id: jobId, format: 'csv', file_count: null } });
       expect(spies[0]!.mock.calls.some(([k]) => String(k).startsWith('exports/'))).toBe(true);
     } finally {

@@ -7,7 +7,7 @@ import { getJobItem } from '../../shared/jobs';
 import { summaryClauses } from '../../shared/jobs/view';
 import { addApprovalCharges, approvalAllowed } from '../../shared/ledger/escrow';
 import { jobBody, newBuyer, newKey, post, startBillingRuntime, type Buyer } from './billing-support';
-import type { TestRuntime } from '../support/harness';
+import { indexesCaughtUp, type TestRuntime } from '../support/harness';
 import { createKey } from '../support/buyers';
 import { cancelTransactionsWhile } from '../support/transaction-conflicts';
 
@@ -269,6 +269,7 @@ describe('list and get', () => {
     b = await newBuyer(rt, { verified: false });
     for (const type of ['data_collection', 'feedback', 'data_collection']) ids.push((await post(rt, b.test, '/v1/jobs', jobBody({ type }))).json.id);
     await post(rt, b.test, `/v1/jobs/${ids[0]}/cancel`);
+    await indexesCaughtUp();
   });
 
   test('D12: lists newest first with an exact has_more and a cursor', async () => {
@@ -451,6 +452,7 @@ describe('cancel and rate', () => {
     expect(after.available_cents - before.available_cents).toBe(25 * 7);
     expect(after.held_cents).toBe(before.held_cents - 25 * 7);
     expect(after.held_cents).toBeGreaterThanOrEqual(60); // the other job's escrow is untouched
+    await indexesCaughtUp();
     const refunds = await rt.request('GET', '/v1/billing/transactions?type=refund', { key: b.live });
     expect(refunds.json.data.filter((t: { job_id: string }) => t.job_id === job.id).map((t: { amount_cents: number }) => t.amount_cents)).toEqual([175]);
     expect(other.status).toBe('open');
@@ -461,6 +463,7 @@ describe('cancel and rate', () => {
     const rs = await Promise.all(Array.from({ length: 20 }, () => post(rt, b.live, `/v1/jobs/${job.id}/cancel`)));
     expect(rs.filter((r) => r.status === 200)).toHaveLength(1);
     expect(rs.filter((r) => r.status === 409 && r.json.error.type === 'conflict')).toHaveLength(19);
+    await indexesCaughtUp();
     const refunds = await rt.request('GET', '/v1/billing/transactions?type=refund&limit=100', { key: b.live });
     expect(refunds.json.data.filter((t: { job_id: string }) => t.job_id === job.id)).toHaveLength(1);
     const events = await rt.request('GET', '/v1/webhook_events?type=job.cancelled&limit=100', { key: b.live });
@@ -484,6 +487,7 @@ describe('cancel and rate', () => {
     const job = (await post(rt, c.test, '/v1/jobs', jobBody())).json;
     await post(rt, c.test, `/v1/jobs/${job.id}/cancel`);
     await post(rt, c.test, `/v1/jobs/${job.id}/cancel`);
+    await indexesCaughtUp();
     const ev = await rt.request('GET', '/v1/webhook_events?type=job.cancelled', { key: c.test });
     expect(ev.json.data).toHaveLength(1);
     expect(ev.json.data[0].data).toEqual({ job_id: job.id, files_approved: 0, files_needed: 10, refund_cents: 0 });

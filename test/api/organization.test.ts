@@ -1,5 +1,5 @@
 /** Organization settings (D34, D52), phone verification (D7, D43, D57), audit events (D39), worker signup (D9). */
-import { startTestRuntime, type TestRuntime } from '../support/harness';
+import { startTestRuntime, type TestRuntime, indexesCaughtUp } from '../support/harness';
 import { signupBuyer, createKey, idemKey, randomPhone, uniqueEmail, type TestBuyer } from '../support/buyers';
 import { clock } from '../../shared/clock';
 import { beforeFirstTransaction } from '../support/transaction-conflicts';
@@ -195,6 +195,7 @@ describe('audit events (D39)', () => {
   test('event_type filters the list', async () => {
     const org = await signupBuyer(rt);
     await post('/v1/api_keys', org.live, { name: 'x' });
+    await indexesCaughtUp();
     const r = await rt.request('GET', '/v1/audit-events?event_type=api_key.created', { key: org.live });
     expect(r.json.data.length).toBe(3);
     expect(r.json.data.every((e: { event_type: string }) => e.event_type === 'api_key.created')).toBe(true);
@@ -203,6 +204,7 @@ describe('audit events (D39)', () => {
   test('audit events are per organization: a test key sees live actions (D3)', async () => {
     const org = await signupBuyer(rt);
     await post('/v1/api_keys', org.live, { name: 'live action' });
+    await indexesCaughtUp();
     const r = await rt.request('GET', '/v1/audit-events?event_type=api_key.created', { key: org.test });
     expect(r.json.data.some((e: { data: { name: string } }) => e.data.name === 'live action')).toBe(true);
   });

@@ -10,7 +10,7 @@ import { keys } from '../../shared/db/keys';
 import { deleteWithdrawnObjects } from '../../shared/work/withdrawn-objects';
 import { deleteObjects } from '../../shared/storage/s3';
 import { uploadObjectKeys } from '../../shared/work/verdict';
-import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
+import { startTestRuntime, waitFor, type TestRuntime, indexesCaughtUp } from '../support/harness';
 import { clock, DAY_MS } from '../../shared/clock';
 import { idemKey } from '../support/buyers';
 import { cancelTransactionsWhile } from '../support/transaction-conflicts';
@@ -53,8 +53,9 @@ describe('D71: POST /v1/submissions/{id}/override', () => {
   };
   const override = (key: string, subId: string, body: unknown, idem: string | null = idemKey()) =>
     rt.request('POST', `/v1/submissions/${subId}/override`, { key, body, headers: idem ? { 'Idempotency-Key': idem } : {} });
+  // Transactions by type are read from an index: wait out its lag, then read.
   const rows = async (key: string, type: string) =>
-    (await rt.request('GET', `/v1/billing/transactions?type=${type}&limit=100`, { key })).json.data as { amount_cents: number; job_id: string; submission_id: string }[];
+    (await indexesCaughtUp(), await rt.request('GET', `/v1/billing/transactions?type=${type}&limit=100`, { key })).json.data as { amount_cents: number; job_id: string; submission_id: string }[];
   const credits = async (key: string) => (await rt.request('GET', '/v1/billing/credits', { key })).json;
   const job = async (key: string, id: string) => (await rt.request('GET', `/v1/jobs/${id}`, { key })).json;
   const events = async (key: string, type: string) =>

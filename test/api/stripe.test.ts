@@ -13,7 +13,7 @@ import { ledgerState, listEvents } from '../domain/ledger-fixtures';
 import { jobBody, newBuyer, newKey, post, startBillingRuntime, type Buyer } from './billing-support';
 import { acquire, fingerprint } from '../../shared/idempotency';
 import { startFakeStripe, type FakeStripe } from '../support/stripe-wire';
-import { waitFor, type TestRuntime } from '../support/harness';
+import { waitFor, type TestRuntime, indexesCaughtUp } from '../support/harness';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '../../shared/db/client';
 import { keys } from '../../shared/db/keys';
@@ -374,6 +374,7 @@ describe('an off-session top-up the bank has not settled yet (PaymentIntent proc
     try {
       const b = await buyerWithProcessingCard(); // 1250 available
       expect((await post(rt, b.live, '/v1/jobs', jobBody({ files_needed: 15, price_per_file_cents: 20 }))).status).toBe(201); // → 950: crosses 1000
+      await indexesCaughtUp();
       const [crossing] = (await rt.request('GET', '/v1/webhook_events?type=credits.low_balance', { key: b.live })).json.data;
       const ref = await waitFor(async () => (await getSession(topUpSessionId(crossing.id)))?.pending_charge_ref as string | undefined);
       stripe.intents.get(ref)!.status = 'succeeded'; // the bank settles it; the next delivery reads it again
@@ -400,6 +401,7 @@ describe('an off-session top-up the bank has not settled yet (PaymentIntent proc
     });
     expect(await runAutoTopUp(b.orgId, 'live', eventId)).toBe('failed');
     expect(await credits(b.live)).toBe(before);
+    await indexesCaughtUp();
     const failed = await rt.request('GET', '/v1/webhook_events?type=credits.auto_top_up_failed', { key: b.live });
     expect(failed.json.data.map((e: { data: unknown }) => e.data)).toEqual([{ amount_cents: 2_500, reason: 'insufficient_funds' }]);
     await expectIdentities(b);

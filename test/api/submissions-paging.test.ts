@@ -2,7 +2,7 @@
  * GET /v1/submissions pages through a defaulted date range (D12): the range the first page
  * resolved is the range of every next page, however much later it is asked for.
  */
-import { startTestRuntime, type TestRuntime } from '../support/harness';
+import { startTestRuntime, type TestRuntime, indexesCaughtUp } from '../support/harness';
 import { clock } from '../../shared/clock';
 import { accept, createJob, detailedJpeg, liveBuyer, signupWorker, uploadFile } from '../pipeline/support';
 
@@ -31,6 +31,7 @@ afterEach(() => clock.reset());
 
 /** Pages with limit=1, following next_cursor a second of clock apart; every page's status and the ids seen. */
 async function pageThrough(query: string) {
+  await indexesCaughtUp(); // the submissions list reads an index; the subject here is its paging
   const statuses: number[] = [];
   const seen: string[] = [];
   let path = `/v1/submissions?limit=1${query}`;

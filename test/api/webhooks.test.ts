@@ -5,7 +5,7 @@
  */
 import { randomUUID, createHmac } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
-import { startTestRuntime, waitFor as waitUntilTruthy, type TestRuntime } from '../support/harness';
+import { startTestRuntime, waitFor as waitUntilTruthy, type TestRuntime, indexesCaughtUp } from '../support/harness';
 import type { WaitOptions } from '../../local/net';
 import { startDevReceiver, type DevReceiver } from '../../shared/webhooks/dev-receiver';
 import { verifyWebhook } from '../../shared/webhooks/verify';
@@ -81,6 +81,7 @@ async function eventView(_b: Buyer, id: string): Promise<any> {
 }
 
 async function eventViewViaApi(b: Buyer, id: string) {
+  await indexesCaughtUp(); // the event list reads an index
   const r = await rt.request('GET', '/v1/webhook_events?limit=100', { key: b.key });
   expect(r.status).toBe(200);
   return (r.json.data as any[]).find((e) => e.id === id);
@@ -262,6 +263,7 @@ describe('webhook delivery (D37, D38, D48)', () => {
       ]);
     });
     expect(await eventViewViaApi(b, e.id)).toMatchObject({ id: e.id, delivery_status: 'delivered', deliveries: [{ endpoint_id: ep.id, attempts: 1 }] });
+    await indexesCaughtUp();
     const delivered = await rt.request('GET', '/v1/webhook_events?delivery_status=delivered&type=job.completed', { key: b.key });
     expect(delivered.json.data.map((x: any) => x.id)).toEqual([e.id]);
   });
@@ -312,8 +314,12 @@ describe('webhook delivery (D37, D38, D48)', () => {
     }
     const recent = await emitEvent(b, 'job.cancelled');
     expect(await getEvent(old.id)).toBeDefined(); // still in the table: the TTL deletes late
-    const listed = await rt.request('GET', '/v1/webhook_events?limit=100', { key: b.key });
-    expect(listed.json.data.map((e: { id: string }) => e.id)).toEqual([recent.id]);
+    // The list reads an index, and the deliveries keep updating the event: wait until it is listed.
+    const listed = await waitFor(async () => {
+      const r = await rt.request('GET', '/v1/webhook_events?limit=100', { key: b.key });
+      return r.json.data.some((e: { id: string }) => e.id === recent.id) ? r : null;
+    }, { intervalMs: 1000 }); // within the key's rate limit (D13)
+    expect(listed!.json.data.map((e: { id: string }) => e.id)).toEqual([recent.id]);
     const since = await rt.request('GET', `/v1/webhook_events?limit=100&created_after=${new Date(Date.now() - 40 * DAY_MS).toISOString()}`, { key: b.key });
     expect(since.json.data.map((e: { id: string }) => e.id)).toEqual([recent.id]);
     expect((await post(`/v1/webhook_events/${old.id}/replay`, b.key)).status).toBe(404);
@@ -336,6 +342,7 @@ describe('webhook delivery (D37, D38, D48)', () => {
     const item = await getEvent(e.id);
     const d = (item!.deliveries as any)[v.deliveries[0].endpoint_id];
     expect(Date.parse(d.next_attempt_at) - Date.parse(d.last_attempt_at)).toBeGreaterThanOrEqual(2000);
+    await indexesCaughtUp();
     const pending = await rt.request('GET', '/v1/webhook_events?delivery_status=pending', { key: b.key });
     expect(pending.json.data.map((x: any) => x.id)).toEqual([e.id]);
     await waitFor(async () => expect((await eventView(b, e.id)).delivery_status).toBe('delivered'), { timeoutMs: 20_000 });
@@ -354,6 +361,7 @@ describe('webhook delivery (D37, D38, D48)', () => {
       expect(v.deliveries[0]).toMatchObject({ status: 'failed', attempts: 1, last_status_code: 410, next_attempt_at: null });
     });
     await waitFor(async () => expect(await endpointStatus(b, ep.id)).toBe('disabled'));
+    await indexesCaughtUp();
     const failed = await rt.request('GET', '/v1/webhook_events?delivery_status=failed', { key: b.key });
     expect(failed.json.data.map((x: any) => x.id)).toEqual([e.id]);
     const later = await emitEvent(b);

@@ -1,4 +1,4 @@
-import { startTestRuntime, type TestRuntime } from '../support/harness';
+import { startTestRuntime, type TestRuntime, indexesCaughtUp } from '../support/harness';
 import { accept, createJob, detailedJpeg, liveBuyer, signupWorker, uploadFile } from '../pipeline/support';
 import { clock, HOUR_MS } from '../../shared/clock';
 import { handler as sweep } from '../../functions/scheduled/reservation-sweep';
@@ -19,7 +19,8 @@ describe('worker routes: job board, accept, withdraw, flag, reservation expiry',
     await rt?.stop();
   });
 
-  const board = async (token: string) => (await rt.request('GET', '/internal/worker/jobs/available?limit=100', { key: token })).json.data as any[];
+  // The board and the lists are read from indexes: each read here waits out their lag first.
+  const board = async (token: string) => (await indexesCaughtUp(), await rt.request('GET', '/internal/worker/jobs/available?limit=100', { key: token })).json.data as any[];
   const job = async (key: string, id: string) => (await rt.request('GET', `/v1/jobs/${id}`, { key })).json;
 
   it('D23/D45: a job with free slots is on the board with its worker view; accept reserves slots for 60 minutes', async () => {
@@ -83,7 +84,7 @@ describe('worker routes: job board, accept, withdraw, flag, reservation expiry',
     expect((await uploadFile(rt, w2.token, second.json.id, await detailedJpeg(301))).status).toBe(202);
     await new Promise((r) => setTimeout(r, 5));
     expect((await uploadFile(rt, w1.token, first.json.id, await detailedJpeg(302))).status).toBe(202);
-    const listed = async (path: string) => (await rt.request('GET', path, { key: buyer.live })).json.data as { id: string; submitted_at: string }[];
+    const listed = async (path: string) => (await indexesCaughtUp(), await rt.request('GET', path, { key: buyer.live })).json.data as { id: string; submitted_at: string }[];
     const all = await listed('/v1/submissions');
     const ours = all.filter((x) => x.id === first.json.id || x.id === second.json.id);
     expect(ours.map((x) => x.id)).toEqual([first.json.id, second.json.id]);
@@ -123,6 +124,7 @@ describe('worker routes: job board, accept, withdraw, flag, reservation expiry',
     const a = await accept(rt, w.token, j.id);
     expect((await job(buyer.live, j.id)).status).toBe('filled');
     clock.advance(HOUR_MS + 60_000);
+    await indexesCaughtUp(); // the sweep is scheduled, minutes after these writes, and reads an index
     try {
       const out = await sweep({ time: new Date().toISOString() } as never);
       expect(out.released).toBeGreaterThanOrEqual(1);
@@ -179,6 +181,7 @@ describe('worker routes: job board, accept, withdraw, flag, reservation expiry',
     const f2 = await rt.request('POST', `/internal/worker/jobs/${j.id}/flag`, { key: w2.token, body: { reason: 'Unclear' } });
     expect(f2.json.flag_count).toBe(2);
     expect((await rt.request('POST', `/internal/worker/jobs/${j.id}/flag`, { key: w1.token, body: { reason: 'again' } })).status).toBe(409);
+    await indexesCaughtUp();
     const events = await rt.request('GET', '/v1/webhook_events?type=job.flagged', { key: buyer.live });
     if (events.status === 200) {
       expect(events.json.data.map((e: any) => e.data?.flag_count ?? e.envelope?.data?.flag_count).sort()).toEqual([1, 2]);

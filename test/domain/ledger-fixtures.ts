@@ -11,6 +11,7 @@ import { ensureLocalSecrets } from '../../local/secrets';
 import { objectKeys, putObject, resetS3 } from '../../shared/storage/s3';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { ensureTable, localDynamoClient } from '../../local/dynamodb';
+import { indexesCaughtUp } from '../../local/index-lag';
 import { resetConfig } from '../../shared/config';
 import { db, resetClients, tableName } from '../../shared/db/client';
 import { keys, indexKeys, type Key } from '../../shared/db/keys';
@@ -206,6 +207,7 @@ export async function approve(jobId: string, submissionId: string, files: number
 
 /** Event types written for the tenant (the outbox items), oldest first. */
 export async function listEvents(p: BuyerPrincipal): Promise<string[]> {
+  await indexesCaughtUp(); // read from an index: every event written so far, none missed for its lag
   const ix = indexKeys.tenantEvents(p.orgId, p.env);
   const out = await db().send(
     new QueryCommand({ TableName: tableName(), IndexName: ix.index, KeyConditionExpression: 'GSI1PK = :pk', ExpressionAttributeValues: { ':pk': ix.pk } }),

@@ -7,7 +7,7 @@
  * event per state change, each delivered to the endpoint (copies of a delivery identical), one
  * export with every File.
  */
-import { waitFor } from '../support/harness';
+import { waitFor, indexesCaughtUp } from '../support/harness';
 import { flowSuite } from './support';
 
 jest.setTimeout(240_000);
@@ -18,6 +18,7 @@ describe('every queue message delivered twice at once changes nothing', () => {
 
   it('a job filled by two workers: one verdict, File, charge and payout per submission; one event per change, each delivered; one export of both Files', async () => {
     const { buyer, hook, before, job, subs } = await flow.twoApprovals([900, 901]);
+    await indexesCaughtUp(); // the lists below read indexes
 
     // Money: two deductions of the price, the escrow spent, nothing held.
     const deductions = (await flow.rt.request('GET', '/v1/billing/transactions?type=deduction&limit=100', { key: buyer.live })).json.data;
@@ -30,10 +31,18 @@ describe('every queue message delivered twice at once changes nothing', () => {
     // Events: one per change, each delivered. Webhooks are at least once too (D37): two copies of
     // an attempt message may both send; the receiver then gets the same webhook-id and the same
     // signed bytes, which it deduplicates on, and the delivery counts one attempt.
+    // The event list reads an index, and the deliveries keep updating the events: wait until all are listed.
     const events = async (type: string) => (await flow.rt.request('GET', `/v1/webhook_events?type=${type}&limit=100`, { key: buyer.live })).json.data as { id: string }[];
-    expect(await events('submission.approved')).toHaveLength(2);
-    expect(await events('job.completed')).toHaveLength(1);
-    const all = (await flow.rt.request('GET', '/v1/webhook_events?limit=100', { key: buyer.live })).json.data as { id: string; type: string }[];
+    const listed = await waitFor(async () => {
+      const [approved, completed] = [await events('submission.approved'), await events('job.completed')];
+      return approved.length >= 2 && completed.length >= 1 ? { approved, completed } : null;
+    }, { intervalMs: 1500 }); // within the key's rate limit (D13)
+    expect(listed.approved).toHaveLength(2);
+    expect(listed.completed).toHaveLength(1);
+    const all = await waitFor(async () => {
+      const l = (await flow.rt.request('GET', '/v1/webhook_events?limit=100', { key: buyer.live })).json.data as { id: string; type: string }[];
+      return [...listed.approved, ...listed.completed].every((e) => l.some((x) => x.id === e.id)) ? l : null;
+    }, { intervalMs: 1500 });
     await waitFor(async () => all.every((e) => flow.rx.at(hook).some((r) => r.event.id === e.id)), { timeoutMs: 60_000 });
     // The copies did reach the consumers: the webhooks queue's dispatcher sent some events twice.
     expect(flow.rx.at(hook).length).toBeGreaterThan(all.length);

@@ -1,6 +1,6 @@
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
-import { startTestRuntime, type TestRuntime } from '../support/harness';
+import { startTestRuntime, type TestRuntime, indexesCaughtUp } from '../support/harness';
 import { accept, createJob, detailedJpeg, liveBuyer, queueClient, signupWorker, sqsRecord, takeMessage, uploadFile } from './support';
 
 // D54 idempotency: the consumers run here by hand (pollers off), so one S3 event can be delivered
@@ -47,6 +47,7 @@ describe('pipeline consumers: duplicated S3 events and poison messages', () => {
 
     const sub = await rt.request('GET', `/internal/worker/submissions/${a.json.id}`, { key: w.token });
     expect(sub.json.status).toBe('approved');
+    await indexesCaughtUp();
     const tx = await rt.request('GET', '/v1/billing/transactions?type=deduction', { key: buyer.live });
     expect(tx.json.data).toHaveLength(1);
     const files = await rt.request('GET', `/v1/jobs/${job.id}/files`, { key: buyer.live });

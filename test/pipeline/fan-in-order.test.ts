@@ -2,7 +2,7 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
 import { InternalServerError } from '@aws-sdk/client-dynamodb';
 import { db } from '../../shared/db/client';
-import { startTestRuntime, type TestRuntime } from '../support/harness';
+import { startTestRuntime, type TestRuntime, indexesCaughtUp } from '../support/harness';
 import type { ScoreResult } from '../../shared/scoring/types';
 import { accept, createJob, detailedJpeg, liveBuyer, multipart, queueClient, signupWorker, sqsRecord, takeMessage, uploadFile } from './support';
 
@@ -44,6 +44,7 @@ describe('fan-in: the verdict whatever order the stages and the upload completio
 
   async function expectOneApproval(t: Awaited<ReturnType<typeof presignedUpload>>) {
     expect((await rt.request('GET', `/internal/worker/submissions/${t.sub}`, { key: t.w.token })).json.status).toBe('approved');
+    await indexesCaughtUp();
     expect((await rt.request('GET', '/v1/billing/transactions?type=deduction', { key: t.buyer.live })).json.data).toHaveLength(1);
     expect((await rt.request('GET', `/v1/jobs/${t.job.id}/files`, { key: t.buyer.live })).json.data).toHaveLength(1);
     expect((await rt.request('GET', `/v1/jobs/${t.job.id}`, { key: t.buyer.live })).json).toMatchObject({ status: 'completed', files_approved: 1 });
@@ -247,6 +248,7 @@ describe('fan-in: the verdict whatever order the stages and the upload completio
       expect((await annotate({ Records: [sqsRecord(landed.bodies.annotation, 'a')] })).batchItemFailures).toEqual([]);
       await expectOneApproval(landed);
       clock.advance(PRESIGNED_GRACE_MS); // past the grace: nothing landed for the other plan
+      await indexesCaughtUp(); // the sweep is scheduled, minutes after these writes, and reads an index
       await sweepExpiredReservations();
       expect(await status(w.token, empty)).toBe('expired');
     } finally {

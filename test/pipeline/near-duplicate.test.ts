@@ -17,7 +17,7 @@ import { perceptualHash, hammingDistance } from '../../shared/trust/phash';
 import { BUCKETS_PER_CHECK, NEAR_DUPLICATE_MAX_DISTANCE, indexKeysOf, probeKeysOf } from '../../shared/trust/neardup';
 import { uniqueBytes } from '../../shared/sandbox/unique-bytes';
 import { detailedJpeg as scene } from '../fixtures/media';
-import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
+import { startTestRuntime, waitFor, type TestRuntime, indexesCaughtUp } from '../support/harness';
 import { accept, createJob, liveBuyer, signupWorker, uploadFile, waitForVerdict } from './support';
 
 // End to end through the real pipeline (models load on first use) on a shared machine: generous time.
@@ -140,7 +140,7 @@ describe('D69 end to end: near-copies of approved images are rejected organizati
     return verdictOf(w.token, a.json.id);
   };
   const deductionsFor = async (key: string, subId: string) =>
-    ((await rt.request('GET', '/v1/billing/transactions?type=deduction&limit=100', { key })).json.data as { submission_id: string }[]).filter(
+    ((await indexesCaughtUp(), await rt.request('GET', '/v1/billing/transactions?type=deduction&limit=100', { key })).json.data as { submission_id: string }[]).filter(
       (t) => t.submission_id === subId,
     );
 

@@ -1,5 +1,5 @@
 import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
-import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
+import { startTestRuntime, waitFor, type TestRuntime, indexesCaughtUp } from '../support/harness';
 import { clock, HOUR_MS } from '../../shared/clock';
 import { handler as sweep } from '../../functions/scheduled/reservation-sweep';
 import { accept, createJob, detailedJpeg, flatPng, liveBuyer, multipart, signupWorker, uploadFile } from './support';
@@ -36,9 +36,9 @@ describe('pipeline: from a worker upload to a delivered, charged File', () => {
     );
 
   const deductions = async (key: string) =>
-    (await rt.request('GET', '/v1/billing/transactions?type=deduction&limit=100', { key })).json.data as any[];
+    (await indexesCaughtUp(), await rt.request('GET', '/v1/billing/transactions?type=deduction&limit=100', { key })).json.data as any[];
   const eventsOf = async (key: string, type: string) =>
-    ((await rt.request('GET', `/v1/webhook_events?type=${type}&limit=100`, { key })).json?.data ?? []) as any[];
+    ((await indexesCaughtUp(), await rt.request('GET', `/v1/webhook_events?type=${type}&limit=100`, { key })).json?.data ?? []) as any[];
 
   it('D29/D30: a detailed image is approved once, charged once, and delivered as a File with measured metadata and annotations', async () => {
     const buyer = await liveBuyer(rt);

@@ -18,7 +18,7 @@
  */
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { randomBytes } from 'node:crypto';
-import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
+import { startTestRuntime, waitFor, type TestRuntime, indexesCaughtUp } from '../support/harness';
 import { signupBuyer, idemKey } from '../support/buyers';
 import { QUEUES } from '../../shared/manifest/wiring';
 import { db, dynamo, tableName } from '../../shared/db/client';
@@ -159,6 +159,7 @@ test('a chain started before its ids were kept does not give up while a submissi
     Item: { ...keys.submission(id), GSI1PK: gsi.submission(orgId, 'test', jobId, workerId, id).GSI1PK, GSI1SK: id, entity: 'submission', id, job_id: jobId, org_id: orgId, environment: 'test', worker_id: workerId, status: 'pending_score', attempt: 1, created_at: nowIso() },
   }));
   await chainMade(jobId, workerId, 3); // 3 × files_needed: only the one in flight keeps the chain going
+  await indexesCaughtUp(); // such a chain's one read of the index: its subject here is the paging, not the lag (below)
 
   const r = await tick(jobId, 0);
 
@@ -170,7 +171,7 @@ test('a chain started before its ids were kept does not give up while a submissi
 describe('with the job\'s submission index lagging the table, as DynamoDB\'s does', () => {
   // Long enough that nothing written in a test reaches the index before its tick.
   beforeEach(() => emulateIndexLag(30_000));
-  afterEach(() => emulateIndexLag(0));
+  afterEach(() => emulateIndexLag(rt.indexLagMs)); // the runtime's own lag again
 
   test('the simulator does not give up while a submission of its own that has just moved into scoring is not yet in the index (D53)', async () => {
     const { jobId, orgId, workerId } = await testJob();

@@ -9,6 +9,9 @@ import { waitUntil, type WaitOptions } from '../../local/net';
 import { startRuntime, type Runtime, type RuntimeOptions } from '../../local/runtime';
 import { checkContract } from './contract';
 
+/** Waits until the runtime's indexes hold every write made so far (see local/index-lag.ts). */
+export { indexesCaughtUp } from '../../local/index-lag';
+
 export interface TestResponse<T = any> {
   status: number;
   /** Header names in lower case. */
@@ -82,6 +85,9 @@ export async function startTestRuntime(overrides: Partial<RuntimeOptions> = {}):
     // The models run in the test's own thread (tests stand stubs behind them, e.g. setNsfwModel);
     // test/local/model-workers.test.ts runs them in the worker threads of `npm start`.
     modelWorkers: 0,
+    // DynamoDB's indexes lag the table, as `npm start`'s do (local/index-lag.ts): a list read just
+    // after a write can miss the item, so a test that expects it there waits for it as a client must.
+    indexLagMs: 500,
     ...overrides,
   });
 
