@@ -1,5 +1,5 @@
 /** API keys (D5, D6, D43) and list pagination (D12). */
-import { startTestRuntime, type TestRuntime } from '../support/harness';
+import { startTestRuntime, type TestRuntime, indexesCaughtUp } from '../support/harness';
 import { signupBuyer, createKey, idemKey, type TestBuyer } from '../support/buyers';
 import { CURSOR_MAX_CHARS } from '../../shared/http/schemas';
 
@@ -117,6 +117,7 @@ test('two revokes at once: both 204, one revoked_at and one audit record (D6)', 
     const both = await Promise.all([post(`/v1/api_keys/${k.id}/revoke`, org.live), post(`/v1/api_keys/${k.id}/revoke`, org.live)]);
     expect(both.map((r) => r.status)).toEqual([204, 204]);
   }
+  await indexesCaughtUp(); // the audit list filtered by type reads an index
   const audit = (await rt.request('GET', '/v1/audit-events?event_type=api_key.revoked&limit=100', { key: org.live })).json.data as { resource: { id: string } }[];
   for (const id of ids) expect(audit.filter((e) => e.resource.id === id)).toHaveLength(1);
 });

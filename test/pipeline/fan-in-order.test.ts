@@ -239,6 +239,7 @@ describe('fan-in: the verdict whatever order the stages and the upload completio
     expect((await rt.request('POST', `/internal/worker/submissions/${empty}/upload`, { key: w.token, body: { files: [{ filename: 'p.jpg', content_type: 'image/jpeg', size_bytes: 1234 }] } })).status).toBe(200);
     try {
       clock.advance(61 * 60_000); // both reservations have ended; the pipeline has not run yet
+      await indexesCaughtUp(); // the sweep is scheduled, minutes after these writes, and reads an index
       await sweepExpiredReservations();
       const status = async (token: string, id: string) => (await rt.request('GET', `/internal/worker/submissions/${id}`, { key: token })).json.status;
       expect(await status(landed.w.token, landed.sub)).toBe('awaiting_upload'); // left for the pipeline

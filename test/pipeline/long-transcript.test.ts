@@ -2,7 +2,7 @@ import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
-import { startTestRuntime, type TestRuntime } from '../support/harness';
+import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
 import { scoreObject } from '../../shared/work/scoring-stage';
 import { annotateObject } from '../../shared/work/annotation-stage';
 import { RetryLater } from '../../shared/work/stage-message';
@@ -127,7 +127,8 @@ describe('pipeline: recordings hours long get a bounded, marked transcript', () 
 
     // submission.scored carries the first file's annotations with its bounded transcript; its item
     // and the stream record EventBridge receives (the item in DynamoDB JSON) are far from their limits.
-    const scored = ((await rt.request('GET', '/v1/webhook_events?type=submission.scored&limit=100', { key: buyer.live })).json.data as any[]).find((e) => e.data?.submission_id === subId);
+    // (The event list reads an index: polled until it lists the event, within the key's rate limit.)
+    const scored = await waitFor(async () => ((await rt.request('GET', '/v1/webhook_events?type=submission.scored&limit=100', { key: buyer.live })).json.data as any[]).find((e) => e.data?.submission_id === subId), { intervalMs: 1000 });
     expect(scored.data.annotations.transcript).toMatchObject({ truncated: true, total_segments: whole[0]!.segments.length });
     expect(scored.data.annotations_file_id).toBe(sub.uploads[0].file_id); // which of the three files they are
     const eventItem = (await db().send(new GetCommand({ TableName: tableName(), Key: keys.event(scored.id) }))).Item!;

@@ -207,6 +207,7 @@ describe('pipeline: from a worker upload to a delivered, charged File', () => {
     expect((await uploadFile(rt, w.token, a.json.id, await flatPng(), 'image/png', 'flat.png')).status).toBe(202);
     expect((await verdictOf(w.token, a.json.id)).status).toBe('retry_pending');
     clock.advance(HOUR_MS + 60_000);
+    await indexesCaughtUp(); // the sweep is scheduled, minutes after these writes, and reads an index
     try {
       expect((await sweep({} as never)).released).toBeGreaterThanOrEqual(1);
     } finally {

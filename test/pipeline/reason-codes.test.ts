@@ -1,4 +1,4 @@
-import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
+import { startTestRuntime, waitFor, type TestRuntime, indexesCaughtUp } from '../support/harness';
 import { setNsfwModel, type NsfwModel } from '../../shared/media/annotation/models';
 import { accept, createJob, detailedJpeg, flatPng, liveBuyer, signupWorker, uploadFile, waitForVerdict } from './support';
 
@@ -99,6 +99,7 @@ describe('pipeline: every verdict explains itself with reason codes', () => {
       expect(v.buyer).toMatchObject({ status: 'rejected', reason_codes: ['policy_violation'], file_ids: [] });
       const scored = (await eventFor(b.live, 'submission.scored', v.subId)).data;
       expect(scored).toMatchObject({ status: 'rejected', ai_star_rating: 1, reason_codes: ['policy_violation'], annotations: null });
+      await indexesCaughtUp(); // both lists read indexes: nothing written is left out
       expect((await rt.request('GET', `/v1/jobs/${job.id}/files?min_score=1`, { key: b.live })).json.data).toEqual([]);
       expect((await rt.request('GET', '/v1/billing/transactions?type=deduction&limit=100', { key: b.live })).json.data).toEqual([]);
       expect((await rt.request('GET', `/v1/jobs/${job.id}`, { key: b.live })).json).toMatchObject({ files_approved: 0 });

@@ -5,7 +5,7 @@
  */
 import { GetObjectTaggingCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { S3_LOCAL_CREDENTIALS } from '../../local/s3';
-import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
+import { startTestRuntime, waitFor, type TestRuntime, indexesCaughtUp } from '../support/harness';
 import { BedrockScorer } from '../../shared/scoring';
 import { setScorerFactory } from '../../shared/work/scoring-stage';
 import { videoFixtures } from '../fixtures/media';
@@ -67,6 +67,7 @@ describe('pipeline: the keyframes of a rejected video are tagged for the lifecyc
     expect(t.verdict.status).toBe('retry_pending');
     await waitFor(async () => (await s3.send(new ListObjectsV2Command({ Bucket: rt.bucketName, Prefix: `keyframes/${t.fileId}/` }))).KeyCount! > 0, { timeoutMs: 30_000, intervalMs: 300 });
     clock.advance(HOUR_MS + 60_000);
+    await indexesCaughtUp(); // the sweep is scheduled, minutes after these writes, and reads an index
     try {
       expect((await sweep({} as never)).released).toBeGreaterThanOrEqual(1);
     } finally {

@@ -1,5 +1,5 @@
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
+import { startTestRuntime, waitFor, type TestRuntime, indexesCaughtUp } from '../support/harness';
 import { injectedScoringFaults, resetInjectedScoringFaults } from '../../shared/scoring/faults';
 import { queueByName } from '../../shared/manifest/wiring';
 import { redriveMessages } from '../../scripts/redrive';
@@ -31,8 +31,8 @@ describe('pipeline: scoring recovers from provider failures', () => {
   });
 
   const view = async (token: string, subId: string) => (await rt.request('GET', `/internal/worker/submissions/${subId}`, { key: token })).json;
-  const deductions = async (key: string) => (await rt.request('GET', '/v1/billing/transactions?type=deduction&limit=100', { key })).json.data as unknown[];
-  const scoredEvents = async (key: string) => ((await rt.request('GET', '/v1/webhook_events?type=submission.scored&limit=100', { key })).json?.data ?? []) as unknown[];
+  const deductions = async (key: string) => (await indexesCaughtUp(), await rt.request('GET', '/v1/billing/transactions?type=deduction&limit=100', { key })).json.data as unknown[];
+  const scoredEvents = async (key: string) => ((await indexesCaughtUp(), await rt.request('GET', '/v1/webhook_events?type=submission.scored&limit=100', { key })).json?.data ?? []) as unknown[];
   it('upload → 2 failed scoring attempts → still pending_score, nothing charged → the verdict arrives', async () => {
     resetInjectedScoringFaults();
     process.env.LOCAL_FAULT_SCORING_FAILURES = '2';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
-import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
+import { startTestRuntime, waitFor, type TestRuntime, indexesCaughtUp } from '../support/harness';
 import type { ScoreResult } from '../../shared/scoring/types';
 import { accept, createJob, detailedJpeg, liveBuyer, queueClient, signupWorker, sqsRecord, takeMessage, uploadFile } from './support';
 
@@ -71,6 +71,7 @@ describe('verdicts are honest: reason codes always an array, no File without its
     waitFor(async () => ((await rt.request('GET', `/v1/webhook_events?type=${type}&limit=100`, { key })).json?.data ?? []).find((e: { data?: { submission_id?: string } }) => e.data?.submission_id === subId) ?? null, { timeoutMs: 30_000, intervalMs: 500 });
 
   async function expectNothingDeliveredOrCharged(t: Uploaded) {
+    await indexesCaughtUp(); // both lists read indexes: nothing written is left out
     expect((await rt.request('GET', `/v1/jobs/${t.job.id}/files?min_score=1`, { key: t.buyer.live })).json.data).toEqual([]);
     expect((await rt.request('GET', '/v1/billing/transactions?type=deduction&limit=100', { key: t.buyer.live })).json.data).toEqual([]);
   }

@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import { createHmac } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
-import { startTestRuntime, waitFor, type TestRuntime } from '../support/harness';
+import { startTestRuntime, waitFor, type TestRuntime, indexesCaughtUp } from '../support/harness';
 import { signupBuyer, idemKey, type TestBuyer } from '../support/buyers';
 import { startDevReceiver, type DevReceiver } from '../../shared/webhooks/dev-receiver';
 import { verifyWebhook } from '../../shared/webhooks/verify';
@@ -128,6 +128,7 @@ describe('sandbox scenarios (docs/sandbox.md)', () => {
     expect(job.status).toBe(201);
     const done = await waitForStatus(buyer.test, job.json.id, ['completed'], 120_000);
     expect(done.files_approved).toBe(4);
+    await indexesCaughtUp(); // the lists below read indexes
     const subs = await rt.request('GET', `/v1/jobs/${job.json.id}/submissions?limit=100`, { key: buyer.test });
     const all = subs.json.data as { status: string; ai_star_rating: number; ai_reasoning: string }[];
     expect(all.filter((s) => s.status === 'approved')).toHaveLength(4);
