@@ -168,11 +168,21 @@ export function emulateIndexLag(ms: number): void {
 
 /**
  * Resolves once every write noted so far is older than the lag, so the indexes hold it (at once
- * while the emulation is off). For tests whose subject is what a list shows, not when: a client
- * cannot know this moment and waits by long-polling, a webhook or polling the list.
+ * while the emulation is off), and the writes that follow from them have settled too: the wait
+ * goes on while writes keep coming (a consumer updating the item just written, as the webhook
+ * dispatcher does with every event), until nothing has been written for the lag or `settleMs`
+ * have passed beyond the writes made before the call. For tests whose subject is what a list
+ * shows, not when: a client cannot know this moment and waits by long-polling, a webhook or
+ * polling the list.
  */
-export async function indexesCaughtUp(): Promise<void> {
+export async function indexesCaughtUp(settleMs = 3_000): Promise<void> {
   if (lagMs <= 0) return;
-  const wait = newest + lagMs - Date.now();
-  if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait + 1));
+  const before = newest + lagMs; // when the writes made so far are all in the indexes
+  const giveUp = Math.max(Date.now(), before) + settleMs;
+  for (;;) {
+    const at = Date.now();
+    const quiet = newest + lagMs; // when every write so far, later ones included, is in the indexes
+    if (at >= quiet || (at >= before && at >= giveUp)) return;
+    await new Promise((resolve) => setTimeout(resolve, Math.max(1, Math.min(quiet, Math.max(before, giveUp)) - at + 1)));
+  }
 }

@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '../../shared/db/client';
-import { waitFor } from '../support/harness';
+import { indexesCaughtUp, waitFor } from '../support/harness';
 import { createJob, flowSuite, liveBuyer, waitForVerdict, workersUpload } from './support';
 
 jest.setTimeout(240_000);
@@ -38,6 +38,18 @@ test('an index read that projects no key (only `id`) still leaves out what the i
   expect((await query()).Items).toEqual([]);
   await new Promise((r) => setTimeout(r, Math.max(0, written + LAG_MS - Date.now())));
   expect((await query()).Items).toEqual([{ id: 'a' }]);
+});
+
+test("the tests' indexesCaughtUp waits until a write made during its wait is in the index too", async () => {
+  const pk = `LAGTEST#${randomUUID()}`;
+  const put = (sk: string) => db().send(new PutCommand({ TableName: tableName(), Item: { PK: pk, SK: sk, GSI1PK: pk, GSI1SK: sk, id: sk } }));
+  const query = () => db().send(new QueryCommand({ TableName: tableName(), IndexName: 'GSI1', KeyConditionExpression: 'GSI1PK = :pk', ExpressionAttributeValues: { ':pk': pk } }));
+  await put('A');
+  // A follow-up write lands while the helper waits (as a consumer updates what a request wrote).
+  const followUp = new Promise((r) => setTimeout(r, LAG_MS / 2)).then(() => put('B'));
+  await indexesCaughtUp();
+  await followUp;
+  expect(((await query()).Items ?? []).map((i) => i.id).sort()).toEqual(['A', 'B']);
 });
 
 test('a job filled by two workers under index lag: each verdict, charge and payout once, the job completed, every event delivered, one export of both Files', async () => {
